@@ -1,0 +1,735 @@
+"""Check stage: nodes -> checked IR (shapelang.ir) plus every diagnostic.
+
+Walks the spec in order, threads the bindings, applies one shape rule per
+operation (shapelang.ops), and asks the prover (shapelang.dims) to decide each
+side condition for all sizes that satisfy the assumptions. An error poisons
+only the binding it is in, so that every independent error is reported.
+"""
+from __future__ import annotations
+
+import difflib
+
+import sympy as sp
+
+from . import dims as dimlib
+from . import ops
+from .diagnostics import Diagnostic, ShapeError
+from .ir import BindingIR, BlockIR, CheckedSpec, Decl, Step
+from .layout import TensorType, fresh
+from .nodes import (Assume, BinOp, Binding, Block, Call, DimDecl, Example, Expect, Name, Neg,
+                    Num, Pipeline, Return, ShapeLit, Spec, Str, TensorDecl)
+from .parser import ParseFailure, parse
+
+DTYPES = {"float", "int", "bool", "long", "half", "bfloat16", "float32", "float16", "int64"}
+_DTYPE_KIND = {"long": "int", "int64": "int", "float32": "float", "float16": "float",
+               "half": "float", "bfloat16": "float"}
+
+
+class Poisoned(Exception):
+    """A value depends on a binding that already failed: stay silent."""
+
+
+def check_text(text: str, path: str = "<input>") -> CheckedSpec:
+    try:
+        spec = parse(text, path)
+    except ParseFailure as failure:
+        out = CheckedSpec(path, text, [], {}, [], {})
+        out.diagnostics.append(failure.diagnostic)
+        return out
+    return Checker(spec).run()
+
+
+def check_file(path: str) -> CheckedSpec:
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return check_text(fh.read(), path)
+
+
+class Scope:
+    """Tensors visible in the file or in one block instantiation."""
+
+    def __init__(self, subst=None):
+        self.values: dict[str, tuple[TensorType, str] | None] = {}
+        self.subst = subst or {}   # block dim symbol -> size at this call
+        self.steps: list[Step] = []
+        self.decls: list[Decl] = []
+
+
+class Checker:
+    def __init__(self, spec: Spec):
+        self.spec = spec
+        self.prover = dimlib.Prover()
+        self.out = CheckedSpec(spec.path, spec.source, [], {}, [], {}, prover=self.prover)
+        self.blocks: dict[str, Block] = {}
+        self.block_cache: dict = {}
+        self.next_id = 0
+        self.scope = Scope()
+        self.seen: set = set()
+        self.example_env: dict | None = None
+        self._tensor_refs: dict[int, str] = {}
+        self.top = self.scope
+        self.out.decls = self.top.decls
+
+    # ------------------------------------------------------------ reporting
+    def report(self, diag: Diagnostic) -> None:
+        key = (diag.code, diag.span, diag.message)
+        if key not in self.seen:
+            self.seen.add(key)
+            self.out.diagnostics.append(diag)
+
+    def error(self, code, message, span, help=None, notes=(), cex=None, severity="error"):
+        self.report(Diagnostic(code, message, span, help, tuple(notes), cex, severity))
+
+    # ------------------------------------------------------------ driver
+    def run(self) -> CheckedSpec:
+        stmts = self.spec.statements
+        self._sizes(stmts)
+        for s in stmts:
+            if isinstance(s, Block):
+                if s.name in self.blocks:
+                    self.error("E003", f"block `{s.name}` is defined twice", s.span)
+                self.blocks[s.name] = s
+        for s in stmts:
+            self._statement(s)
+        for name, block in self.blocks.items():
+            if name not in self.out.blocks:   # never called: check it at its declared shapes
+                try:
+                    args = [self._decl_type(d, {}) for d in block.inputs]
+                    self.call_block(block, args, [d.name for d in block.inputs], block.span)
+                except (ShapeError, Poisoned):
+                    pass
+        self.out.diagnostics.sort(key=lambda d: (d.span.line, d.span.column))
+        return self.out
+
+    # ------------------------------------------------------------ sizes
+    def _sizes(self, stmts) -> None:
+        p = self.prover
+        dims = [s for s in stmts if isinstance(s, DimDecl)]
+        for d in dims:
+            if d.name in p.user:
+                self.error("E003", f"dim `{d.name}` is declared twice", d.span)
+                continue
+            p.declare(d.name)
+            self.out.dims.append(d.name)
+        for d in dims:
+            if d.value is not None:
+                try:
+                    value = dimlib.build(d.value, self._dim_lookup)
+                except ShapeError as err:
+                    self.report(err.at(d.span))
+                    continue
+                sym = p.user[d.name]
+                if sym in value.free_symbols:
+                    self.error("E005", f"`{d.name}` is defined in terms of itself", d.span)
+                    continue
+                p.define(sym, value)
+                self.out.definitions[d.name] = value
+        for s in stmts:
+            if isinstance(s, Assume):
+                self._assume(s)
+        for d in dims:
+            if d.value is not None and d.name in self.out.definitions:
+                value = self.out.definitions[d.name]
+                self.need(p.whole(value), "E104", d.value.span,
+                          f"`{d.name} = {value}` is not always a whole number",
+                          help=self._divisibility_help(value))
+                self.need(p.positive(value), "E109", d.value.span,
+                          f"`{d.name} = {value}` is not always positive")
+        examples = [s for s in stmts if isinstance(s, Example)]
+        self._example(examples)
+
+    def _assume(self, s: Assume) -> None:
+        try:
+            terms = [dimlib.build(t, self._dim_lookup) for t in s.terms]
+        except ShapeError as err:
+            self.report(err.at(s.span))
+            return
+        for (a, b), cmp in zip(zip(terms, terms[1:]), s.cmps):
+            self.prover.assume(a, cmp, b, s.text)
+            self.out.assumptions.append((a, cmp, b, s))
+
+    def _example(self, examples) -> None:
+        p = self.prover
+        values, spans = {}, {}
+        for ex in examples:
+            for item in ex.items:
+                if item.name not in p.user:
+                    self.error("E002", f"the example sets `{item.name}`, which is not a dim",
+                               item.span, self._did_you_mean(item.name, p.user))
+                elif item.value < 1:
+                    self.error("E108", f"the example sets {item.name}={item.value}; sizes are "
+                               "positive whole numbers", item.span)
+                else:
+                    values[item.name] = item.value
+                    spans[item.name] = item.span
+        if not examples:
+            return
+        missing = [n for n in self.out.dims if n not in values and n not in self.out.definitions]
+        span = examples[0].span
+        if missing:
+            self.error("W201", f"the example gives no value for {', '.join(missing)}", span,
+                       "add them to the `example` line to see example shapes", severity="warning")
+            return
+        env = p.user_env(values)
+        for name, value in self.out.definitions.items():
+            v = p.value(value, {p.user[k]: x for k, x in values.items()})
+            iv = dimlib.as_int(v) if v is not None else None
+            if name in values and iv is not None and iv != values[name]:
+                self.error("E108", f"the example sets {name}={values[name]}, but `{name} = {value}` "
+                           f"gives {iv}", spans[name])
+            if iv is None or iv < 1:
+                self.error("E108", f"at the example sizes `{name} = {value}` is "
+                           f"{dimlib.fmt_value(v) if v is not None else 'undefined'}, not a whole "
+                           "positive number", span, self._alternatives(value, values))
+                env = None
+        if env is None:
+            return
+        for a, cmp, b, s in self.out.assumptions:
+            va, vb = p.value(a, env), p.value(b, env)
+            if va is None or vb is None or dimlib._CMP[cmp](va, vb):
+                continue
+            if isinstance(a, sp.Mod):
+                x, y = (p.value(t, env) for t in a.args)
+                msg = f"the example breaks `{s.text[7:].strip()}`: {x} mod {y} = {va}"
+                help = self._alternatives(a.args[0] / a.args[1], values)
+            else:
+                msg = f"the example breaks `{s.text[7:].strip()}`: {dimlib.fmt_value(va)} {cmp} " \
+                      f"{dimlib.fmt_value(vb)} is false"
+                help = None
+            self.error("E108", msg, span, help)
+            env = None
+        if env is not None:
+            self.example_env = env
+            p.example = dict(values)
+            self.out.example = {str(k): v for k, v in env.items()}
+
+    def _alternatives(self, ratio, values) -> str | None:
+        """`H in {8, 16, 32} divides 1024`, for a ratio of a number by a dim."""
+        num, den = sp.fraction(ratio)
+        if not den.is_Symbol or str(den) not in values:
+            return None
+        env = {self.prover.user[k]: v for k, v in values.items()}
+        n = self.prover.value(num, env)
+        if n is None or dimlib.as_int(n) is None:
+            return None
+        alts = dimlib.divisor_alternatives(dimlib.as_int(n), values[str(den)])
+        if not alts:
+            return None
+        return f"{den} in {{{', '.join(map(str, alts))}}} divides {dimlib.as_int(n)}"
+
+    def _divisibility_help(self, value) -> str | None:
+        num, den = sp.fraction(sp.together(value))
+        if den != 1 and not den.is_Number:
+            return f"add `assume {num} % {den} == 0`, or define the size the other way round, " \
+                   f"e.g. `dim {num} = {den} * k`" if num.is_Symbol else \
+                   f"add `assume ({num}) % {den} == 0`"
+        return None
+
+    def _dim_lookup(self, node: Name) -> sp.Expr:
+        p = self.prover
+        if node.name in p.user:
+            sym = p.user[node.name]
+            return self.scope.subst.get(sym, sym)
+        if self.scope.values.get(node.name) is not None or node.name in self.scope.values:
+            raise ShapeError("E112", f"`{node.name}` is a tensor, but a size is expected here",
+                             span=node.span)
+        raise ShapeError("E002", f"unknown dim `{node.name}`", span=node.span,
+                         help=self._did_you_mean(node.name, p.user) or
+                         f"declare it with `dim {node.name}`")
+
+    def _did_you_mean(self, name, known) -> str | None:
+        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+        if not close:
+            lower = [k for k in known if k.lower() == name.lower()]
+            close = lower[:1]
+        return f"did you mean `{close[0]}`?" if close else None
+
+    # ------------------------------------------------------------ statements
+    def _statement(self, s) -> None:
+        if isinstance(s, TensorDecl):
+            self._declare(s)
+        elif isinstance(s, Binding):
+            b = self._binding(s)
+            if b is not None and self.scope is self.top:
+                self.out.bindings.append(b)
+        elif isinstance(s, Expect):
+            self._expect(s)
+
+    def _decl_type(self, s: TensorDecl, subst) -> TensorType:
+        shape = []
+        for d in s.shape.dims:
+            e = dimlib.build(d, self._dim_lookup)
+            self.need(self.prover.whole(e), "E104", d.span, f"the size `{e}` is not always a whole number",
+                      help=self._divisibility_help(e), expr=e)
+            self.need(self.prover.positive(e), "E109", d.span, f"the size `{e}` is not always positive",
+                      expr=e)
+            shape.append(e)
+        dtype = s.dtype or "float"
+        if dtype not in DTYPES:
+            raise ShapeError("E110", f"unknown dtype `{dtype}`", span=s.dtype_span or s.span,
+                             help="dtypes are float, int and bool")
+        return fresh(shape, _DTYPE_KIND.get(dtype, dtype))
+
+    def _declare(self, s: TensorDecl) -> None:
+        if s.name in self.scope.values or s.name in self.prover.user:
+            self.error("E003", f"`{s.name}` is already defined", s.span)
+            return
+        try:
+            t = self._decl_type(s, self.scope.subst)
+        except ShapeError as err:
+            self.report(err.at(s.span))
+            self.scope.values[s.name] = None
+            return
+        self.scope.values[s.name] = (t, s.name)
+        self.scope.decls.append(Decl(s.kind, s.name, t, s.span))
+
+    def _binding(self, s: Binding):
+        for n in s.names:
+            if n in self.scope.values or n in self.prover.user:
+                self.error("E003", f"`{n}` is already defined", s.span,
+                           "give each step of the pipeline its own name")
+                return None
+        self.scope.steps = []
+        try:
+            outs = self.pipeline(s.value)
+            if len(s.names) != len(outs):
+                raise ShapeError("E110", f"the pipeline gives {len(outs)} tensor"
+                                 f"{'s' if len(outs) != 1 else ''} but {len(s.names)} name"
+                                 f"{'s are' if len(s.names) != 1 else ' is'} given", span=s.span,
+                                 help="split and chunk give several tensors: `q, k, v: x -> chunk 3 -1`")
+        except ShapeError as err:
+            self.report(err.at(s.value.ops[-1].span if s.value.ops and err.span is None else s.span))
+            for n in s.names:
+                self.scope.values[n] = None
+            return None
+        except Poisoned:
+            for n in s.names:
+                self.scope.values[n] = None
+            return None
+        for n, (t, ref) in zip(s.names, outs):
+            self.scope.values[n] = (t, ref)
+        b = BindingIR(s.names, s.span, self.scope.steps, tuple(r for _, r in outs),
+                      tuple(t for t, _ in outs))
+        return b
+
+    def _expect(self, s: Expect) -> None:
+        if s.name not in self.scope.values:
+            self.error("E002", f"`expect` names `{s.name}`, which is not defined above", s.name_span,
+                       self._did_you_mean(s.name, self.scope.values))
+            return
+        got = self.scope.values[s.name]
+        if got is None:
+            return
+        try:
+            want = [dimlib.build(d, self._dim_lookup) for d in s.shape.dims]
+            self.need_shape_equal(got[0].shape, want, span=s.shape.span, code="E107",
+                                  message=f"`{s.name}` is {self.show(got[0])}, but the spec expects "
+                                          f"{self.show_shape(want)}")
+        except ShapeError as err:
+            self.report(err.at(s.span))
+            return
+        self.out.expects.append((s.name, tuple(want), s.span))
+
+    # ------------------------------------------------------------ expressions
+    def pipeline(self, node) -> list[tuple[TensorType, str]]:
+        if not isinstance(node, Pipeline):
+            return [self.tensor_value(node)]
+        vals = [self.tensor_value(node.head)]
+        for op in node.ops:
+            if len(vals) != 1:
+                raise ShapeError("E110", f"`{op.name}` gets {len(vals)} tensors from split/chunk",
+                                 span=op.span, help="name the pieces first: `a, b: x -> chunk 2 -1`")
+            vals = self.apply(op, *vals[0])
+        return vals
+
+    def emit(self, op, text, span, inputs, result: ops.Result, block=None) -> list:
+        step = Step(self.next_id, op, text, span, tuple(inputs), tuple(result.outputs),
+                    sp.Integer(result.params) if isinstance(result.params, int) else result.params,
+                    result.flops, result.detail, block)
+        self.next_id += 1
+        self.scope.steps.append(step)
+        if len(step.outputs) == 1:
+            return [(step.out, step.ref)]
+        return [(t, f"{step.ref}.{k}") for k, t in enumerate(step.outputs)]
+
+    def apply(self, op, x: TensorType, ref: str) -> list:
+        rule = ops.RULES.get(op.name)
+        if rule is not None:
+            try:
+                result = rule(self.ctx, x, ops.Args(self.ctx, op))
+            except ShapeError as err:
+                raise err if err.span else ShapeError(err.code, err.message, err.help, err.notes,
+                                                      err.counterexample, op.span) from None
+            extra = [self._arg_ref(a) for a in op.args if self._is_tensor_arg(a)]
+            return self.emit(op.name, op.text, op.span, [ref] + extra, result)
+        if op.name == "stack":
+            return self.stack(op, x, ref)
+        if op.name in self.blocks:
+            args = [(x, ref)] + [self.tensor_value(a) for a in op.args]
+            return self.block_step(self.blocks[op.name], args, op.text, op.span)
+        known = list(ops.RULES) + list(self.blocks) + ["stack"]
+        raise ShapeError("E111", f"unknown operation `{op.name}`", span=op.name_span,
+                         help=self._did_you_mean(op.name, known) or
+                         "see the list of operations in docs/language.md")
+
+    def _is_tensor_arg(self, a) -> bool:
+        if isinstance(a, Name):
+            return self.scope.values.get(a.name) is not None
+        return isinstance(a, (Pipeline, BinOp)) and self._mentions_tensor(a)
+
+    def _mentions_tensor(self, a) -> bool:
+        if isinstance(a, Name):
+            return a.name in self.scope.values
+        if isinstance(a, Pipeline):
+            return self._mentions_tensor(a.head)
+        if isinstance(a, BinOp):
+            return self._mentions_tensor(a.left) or self._mentions_tensor(a.right)
+        return isinstance(a, (ShapeLit, Call))
+
+    def _arg_ref(self, a) -> str:
+        return self._tensor_refs.get(id(a), a.name if isinstance(a, Name) else "?")
+
+    def tensor_value(self, node) -> tuple[TensorType, str]:
+        v = self.value(node)
+        if isinstance(v, tuple):
+            return v
+        raise ShapeError("E112", f"`{_src(self.spec.source, node)}` is a size ({v}), but a tensor is "
+                         "expected here", span=node.span)
+
+    def value(self, node):
+        """A tensor (TensorType, ref) or a size (sympy expression)."""
+        if isinstance(node, Name):
+            if node.name in self.scope.values:
+                v = self.scope.values[node.name]
+                if v is None:
+                    raise Poisoned()
+                return v
+            if node.name in self.prover.user:
+                return self._dim_lookup(node)
+            known = list(self.scope.values) + list(self.prover.user)
+            raise ShapeError("E002", f"unknown name `{node.name}`", span=node.span,
+                             help=self._did_you_mean(node.name, known) or
+                             f"define it first, e.g. `input {node.name}: [B, S, D]`")
+        if isinstance(node, Num):
+            return sp.Integer(node.value) if isinstance(node.value, int) else sp.Float(node.value)
+        if isinstance(node, Str):
+            raise ShapeError("E112", "a quoted pattern is not a tensor", span=node.span)
+        if isinstance(node, ShapeLit):
+            t = self._decl_type(_anon_decl(node), self.scope.subst)
+            return self.emit("input", f"[{', '.join(map(str, t.shape))}]", node.span, [],
+                             ops.Result((t,)))[0]
+        if isinstance(node, Pipeline):
+            vals = self.pipeline(node)
+            if len(vals) != 1:
+                raise ShapeError("E110", "split/chunk gives several tensors; name them first",
+                                 span=node.span)
+            self._tensor_refs[id(node)] = vals[0][1]
+            return vals[0]
+        if isinstance(node, Neg):
+            v = self.value(node.operand)
+            if not isinstance(v, tuple):
+                return -v
+            return self.emit("neg", _src(self.spec.source, node), node.span, [v[1]],
+                             ops.Result((fresh(v[0].shape, v[0].dtype),)))[0]
+        if isinstance(node, BinOp):
+            return self.binop(node)
+        if isinstance(node, Call):
+            return self.call(node)
+        raise ShapeError("E112", "unexpected expression", span=node.span)
+
+    def binop(self, node: BinOp):
+        a, b = self.value(node.left), self.value(node.right)
+        ta, tb = isinstance(a, tuple), isinstance(b, tuple)
+        texts = (_src(self.spec.source, node.left), _src(self.spec.source, node.right))
+        text = _src(self.spec.source, node)
+        if not ta and not tb:
+            return dimlib.build(node, self._dim_lookup, allow_real=True)
+        if node.op == "@":
+            if not (ta and tb):
+                raise ShapeError("E112", "`@` multiplies two tensors; use `*` or `scale` for a "
+                                 "number", span=node.span)
+            res = ops.matmul(self.ctx, a[0], b[0], texts, node.span)
+            ref = self._tensor_refs
+            ref[id(node.left)], ref[id(node.right)] = a[1], b[1]
+            return self.emit("matmul", text, node.span, [a[1], b[1]], res)[0]
+        names = {"+": "add", "-": "sub", "*": "mul", "/": "div", "**": "pow", "//": "floordiv",
+                 "%": "mod"}
+        if ta and tb:
+            shape = ops.broadcast(self.ctx, [a[0].shape, b[0].shape],
+                                  [f"`{texts[0]}`", f"`{texts[1]}`"], node.span)
+            res = ops.Result((fresh(shape, a[0].dtype),))
+            return self.emit(names[node.op], text, node.span, [a[1], b[1]], res)[0]
+        t, s = (a, b) if ta else (b, a)
+        res = ops.Result((fresh(t[0].shape, t[0].dtype),),
+                         detail={"scalar": s, "scalar_left": not ta})
+        return self.emit(names[node.op], text, node.span, [t[1]], res)[0]
+
+    def call(self, node: Call):
+        if node.func in ("sqrt", "min", "max"):
+            return dimlib.build(node, self._dim_lookup, allow_real=True)
+        text = _src(self.spec.source, node)
+        if node.func in ("concat", "cat"):
+            if len(node.args) < 2:
+                raise ShapeError("E110", "`concat` takes an axis and tensors: concat(-1, A, B)",
+                                 span=node.span)
+            axis_node = node.args[0]
+            axis = _int_literal(axis_node)
+            if axis is None:
+                raise ShapeError("E110", "the first argument of concat is an axis", span=axis_node.span)
+            vals = [self.tensor_value(a) for a in node.args[1:]]
+            t = ops.concat_types(self.ctx, [v[0] for v in vals], axis, node.span, axis_node.span)
+            res = ops.Result((t,), detail={"dim": axis + t.rank if axis < 0 else axis})
+            return self.emit("concat", text, node.span, [v[1] for v in vals], res)[0]
+        if node.func == "einsum":
+            if not node.args or not isinstance(node.args[0], Str):
+                raise ShapeError("E110", 'einsum takes an equation first: einsum("ij,jk->ik", A, B)',
+                                 span=node.span)
+            vals = [self.tensor_value(a) for a in node.args[1:]]
+            if not vals:
+                raise ShapeError("E110", "einsum needs at least one tensor", span=node.span)
+            out, flops = ops.einsum_types(self.ctx, node.args[0].value, [v[0] for v in vals],
+                                          node.args[0].span)
+            res = ops.Result((out,), flops=flops, detail={"equation": node.args[0].value})
+            return self.emit("einsum", text, node.span, [v[1] for v in vals], res)[0]
+        if node.func in self.blocks:
+            vals = [self.tensor_value(a) for a in node.args]
+            return self.block_step(self.blocks[node.func], vals, text, node.span)[0]
+        known = list(self.blocks) + ["concat", "einsum", "sqrt", "min", "max"]
+        raise ShapeError("E002", f"unknown function or block `{node.func}`", span=node.func_span,
+                         help=self._did_you_mean(node.func, known))
+
+    # ------------------------------------------------------------ blocks
+    def block_step(self, block: Block, args, text, span) -> list:
+        ir = self.call_block(block, [t for t, _ in args], [r for _, r in args], span)
+        res = ops.Result((ir.output,), params=ir.total_params, flops=ir.total_flops,
+                         detail={"block": block.name})
+        return self.emit("block", text, span, [r for _, r in args], res, block=ir)
+
+    def stack(self, op, x, ref) -> list:
+        if len(op.args) < 2:
+            raise ShapeError("E110", "`stack` takes a count and a block: `stack L Layer`",
+                             span=op.span)
+        count = self.ctx.dim(op.args[0])
+        self.ctx.need_positive(count, op.args[0].span)
+        self.ctx.need_whole(count, span=op.args[0].span, what=f"the layer count {count}")
+        target = op.args[1]
+        name = target.func if isinstance(target, Call) else getattr(target, "name", None)
+        if name not in self.blocks:
+            raise ShapeError("E111", f"`stack` needs a block, and `{name or '?'}` is not one",
+                             span=target.span, help=self._did_you_mean(name or "", self.blocks))
+        extra_nodes = list(target.args) if isinstance(target, Call) else []
+        extra_nodes += list(op.args[2:])
+        extra = [self.tensor_value(a) for a in extra_nodes]
+        ir = self.call_block(self.blocks[name], [x] + [t for t, _ in extra],
+                             [ref] + [r for _, r in extra], op.span)
+        self.need_shape_equal(ir.output.shape, x.shape, span=op.span, code="E114",
+                              message=f"`{name}` turns {self.show(x)} into {self.show(ir.output)}, "
+                                      "so its copies cannot be stacked")
+        res = ops.Result((ir.output,), params=sp.expand(count * ir.total_params),
+                         flops=sp.expand(count * ir.total_flops),
+                         detail={"block": name, "count": count})
+        return self.emit("stack", op.text, op.span, [ref] + [r for _, r in extra], res, block=ir)
+
+    def call_block(self, block: Block, args: list[TensorType], refs, span) -> BlockIR:
+        if len(args) != len(block.inputs):
+            raise ShapeError("E113", f"block `{block.name}` takes {len(block.inputs)} input"
+                             f"{'s' if len(block.inputs) != 1 else ''}, got {len(args)}", span=span)
+        key = (block.name, tuple(args))
+        if key in self.block_cache:
+            cached = self.block_cache[key]
+            if cached is None:
+                raise Poisoned()
+            return cached
+        subst = {}
+        for decl, t, ref in zip(block.inputs, args, refs):
+            declared = [dimlib.build(d, self._dim_lookup) for d in decl.shape.dims]
+            if len(declared) != t.rank:
+                raise ShapeError("E113", f"block `{block.name}` expects `{decl.name}` with "
+                                 f"{len(declared)} dims, got {self.show(t)}", span=span)
+            for d, actual in zip(declared, t.shape):
+                d = d.xreplace(subst)
+                if d.is_Symbol and d in self.prover.user.values() and d not in subst \
+                        and d not in self.prover.definition:
+                    subst[d] = actual
+                else:
+                    self.need_equal(d, actual, code="E113", span=span,
+                                    message=f"block `{block.name}` expects `{decl.name}` to be "
+                                            f"{self.show_shape(declared)}, got {self.show(t)}")
+        subst = {k: v for k, v in subst.items() if k != v}
+        outer, outer_steps = self.scope, self.scope.steps
+        self.scope = Scope(subst)
+        self.block_cache[key] = None
+        n_errors = len(self.out.errors())
+        try:
+            inputs = []
+            for decl, t in zip(block.inputs, args):
+                self.scope.values[decl.name] = (t, decl.name)
+                inputs.append(Decl("input", decl.name, t, decl.span))
+            bindings, result = [], None
+            for s in block.body:
+                if isinstance(s, Return):
+                    self.scope.steps = []
+                    try:
+                        vals = self.pipeline(s.value)
+                        result = vals[0]
+                        bindings.append(BindingIR(("return",), s.span, self.scope.steps,
+                                                  (vals[0][1],), (vals[0][0],)))
+                    except ShapeError as err:
+                        self.report(err.at(s.span))
+                    except Poisoned:
+                        pass
+                elif isinstance(s, Binding):
+                    b = self._binding(s)
+                    if b is not None:
+                        bindings.append(b)
+                elif isinstance(s, Assume):
+                    self.error("E115", "assumptions belong at the top of the file", s.span,
+                               "move this `assume` line above the block")
+                else:
+                    self._statement(s)
+            if result is None and len(self.out.errors()) == n_errors:
+                self.error("E110", f"block `{block.name}` has no `return`", block.end_span,
+                           "end the block with `return <tensor>`")
+            ir = BlockIR(block.name, block.span, inputs,
+                         [d for d in self.scope.decls if d.kind == "param"],
+                         [d for d in self.scope.decls if d.kind == "buffer"],
+                         bindings, result[1] if result else None,
+                         result[0] if result else None, subst)
+        finally:
+            self.scope = outer
+            self.scope.steps = outer_steps
+        if ir.output is None:
+            raise Poisoned()
+        self.block_cache[key] = ir
+        self.out.blocks.setdefault(block.name, []).append(ir)
+        return ir
+
+    # ------------------------------------------------------------ conditions
+    @property
+    def ctx(self) -> "Checker":
+        return self
+
+    def dim(self, node) -> sp.Expr:
+        return dimlib.build(node, self._dim_lookup)
+
+    def scalar(self, node) -> sp.Expr:
+        return dimlib.build(node, self._dim_lookup, allow_real=True)
+
+    def tensor(self, node) -> TensorType:
+        t, ref = self.tensor_value(node)
+        self._tensor_refs[id(node)] = ref
+        return t
+
+    def is_tensor_name(self, name: str) -> bool:
+        return self.scope.values.get(name) is not None
+
+    def same(self, a, b) -> bool:
+        if a == b:
+            return True
+        p = self.prover
+        return sp.expand(p.canon(a) - p.canon(b)) == 0
+
+    def need(self, verdict, code, span, message, help=None, expr=None) -> bool:
+        if verdict.ok:
+            return True
+        notes = self._verdict_notes(verdict)
+        self.error(code, message, span, help, notes, verdict.counterexample)
+        return False
+
+    def _verdict_notes(self, verdict) -> list[str]:
+        if verdict.status == "unknown":
+            return ["shapelang could not prove this from the assumptions, and found no "
+                    "counterexample among small sizes"]
+        if verdict.counterexample:
+            cex = ", ".join(f"{k}={v}" for k, v in verdict.counterexample.items())
+            return [f"counterexample: {cex}"]
+        return []
+
+    def _fail(self, verdict, code, message, help, span, extra_notes=()):
+        notes = list(extra_notes) + self._verdict_notes(verdict)
+        return ShapeError(code, message, help, tuple(notes), verdict.counterexample, span)
+
+    def need_equal(self, a, b, *, code, message, help=None, span=None, shapes=None):
+        verdict = self.prover.equal(a, b)
+        if verdict.ok:
+            return
+        notes = []
+        va, vb = self.ex(a), self.ex(b)
+        if va is not None and vb is not None:
+            notes.append(f"at the example sizes: {dimlib.fmt_value(va)} and {dimlib.fmt_value(vb)}")
+        if help is None and verdict.status == "unknown":
+            help = f"if they are always equal, say so: `assume {a} == {b}`"
+        raise self._fail(verdict, code, message, help, span, notes)
+
+    def need_shape_equal(self, got, want, *, span, code, message):
+        if len(got) != len(want):
+            raise ShapeError(code, message + f" ({len(got)} dims against {len(want)})", span=span)
+        for k, (a, b) in enumerate(zip(got, want)):
+            self.need_equal(a, b, code=code, span=span,
+                            message=message + f"; dim {k} is {a}, not {b}")
+
+    def need_whole(self, e, *, span, what):
+        verdict = self.prover.whole(e)
+        if verdict.ok:
+            return
+        notes = []
+        num, den = sp.fraction(sp.together(e))
+        vn, vd = self.ex(num), self.ex(den)
+        if vn is not None and vd is not None and vd != 0 and (vn % vd) != 0:
+            notes.append(f"at the example sizes: {dimlib.fmt_value(vn)} mod {dimlib.fmt_value(vd)} "
+                         f"= {dimlib.fmt_value(vn % vd)}")
+            alt = self._alternatives(e, self.prover.example) if self.prover.example else None
+            if alt:
+                notes.append(alt)
+        raise self._fail(verdict, "E104", f"{what}, which is not always a whole number",
+                         self._divisibility_help(e), span, notes)
+
+    def need_positive(self, e, span):
+        verdict = self.prover.positive(e)
+        if not verdict.ok:
+            raise self._fail(verdict, "E109", f"the size {e} is not always positive",
+                             "sizes must be at least 1 for every allowed assignment", span)
+
+    def need_leq(self, a, b, *, span, message):
+        verdict = self.prover.leq(a, b)
+        if not verdict.ok:
+            raise self._fail(verdict, "E105", message, f"add `assume {a} <= {b}` if that is "
+                             "intended", span)
+
+    def ex(self, e):
+        if self.example_env is None:
+            return None
+        return self.prover.value(e, self.example_env)
+
+    def show_shape(self, shape) -> str:
+        sym = "[" + ", ".join(str(d) for d in shape) + "]"
+        if self.example_env is None:
+            return sym
+        vals = [self.ex(d) for d in shape]
+        if any(v is None for v in vals):
+            return sym
+        num = "[" + ", ".join(dimlib.fmt_value(v) for v in vals) + "]"
+        return sym if num == sym else f"{sym} = {num}"
+
+    def show(self, t: TensorType) -> str:
+        return self.show_shape(t.shape)
+
+
+def _anon_decl(node: ShapeLit) -> TensorDecl:
+    return TensorDecl(node.span, "input", "", node, None)
+
+
+def _int_literal(node):
+    if isinstance(node, Num) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, Neg) and isinstance(node.operand, Num):
+        return -node.operand.value
+    return None
+
+
+def _src(source: str, node) -> str:
+    """The source text of a node (one line), for messages."""
+    span = node.span
+    lines = source.split("\n")
+    if span.line == span.end_line and 0 < span.line <= len(lines):
+        return lines[span.line - 1][span.column - 1:span.end_column - 1]
+    return "..."

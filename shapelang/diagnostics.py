@@ -1,0 +1,71 @@
+"""Diagnostics as data: what went wrong, where, and how to fix it.
+
+Every finding of the parser or the checker is a `Diagnostic`; renderers in
+render.py turn them into text or JSON. Codes and their one-line meanings live
+in one registry (`CODES`), so that documentation and tests can list them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .nodes import Span
+
+CODES: dict[str, str] = {
+    "E001": "syntax error",
+    "E002": "unknown name",
+    "E003": "name defined twice",
+    "E004": "input too large or too deeply nested",
+    "E005": "not a size expression",
+    "E101": "matmul operands do not fit",
+    "E102": "shapes do not broadcast",
+    "E103": "element counts differ",
+    "E104": "size is not always a whole number",
+    "E105": "axis out of range",
+    "E106": "view is not possible for this memory layout",
+    "E107": "expected shape does not hold",
+    "E108": "example sizes break an assumption",
+    "E109": "size is not always positive",
+    "E110": "wrong arguments for an operation",
+    "E111": "unknown operation",
+    "E112": "wrong kind of value",
+    "E113": "block input does not fit",
+    "E114": "stacked block changes the shape",
+    "E115": "assumption cannot be used",
+    "W201": "example is missing sizes",
+    "W202": "checker gave up on a condition",
+}
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    message: str
+    span: Span
+    help: str | None = None
+    notes: tuple[str, ...] = ()
+    counterexample: dict[str, int] | None = None
+    severity: str = "error"
+
+    def __post_init__(self):
+        assert self.code in CODES, self.code
+
+
+@dataclass
+class ShapeError(Exception):
+    """Raised by a shape rule; the checker turns it into a Diagnostic.
+
+    `span` narrows the location (an argument, an operand); when None the
+    checker uses the span of the whole operation.
+    """
+
+    code: str
+    message: str
+    help: str | None = None
+    notes: tuple[str, ...] = ()
+    counterexample: dict[str, int] | None = None
+    span: Span | None = None
+    extra: list = field(default_factory=list)
+
+    def at(self, span: Span) -> Diagnostic:
+        return Diagnostic(self.code, self.message, self.span or span, self.help,
+                          tuple(self.notes), self.counterexample)

@@ -1,0 +1,449 @@
+"""Dim expressions and the prover.
+
+Input: dim-expression nodes, `dim` definitions, `assume` lines and the
+`example`. Output: sympy expressions over positive-integer symbols and
+verdicts (proved / refuted / unknown, with a counterexample) for the side
+conditions the shape rules raise.
+
+How it proves: assumptions that define a size (`D % H == 0`, `D == H*Dk`,
+`dim Dk = D/H`) become substitutions into a canonical set of free variables
+(`D % H == 0` makes D = H*k for a fresh positive integer k). Equalities are then
+polynomial identities, checked by expansion; whole-ness and positivity have
+cheap sufficient tests. Anything not proved is searched for a counterexample
+among small assignments that satisfy every assumption. No user text is ever
+handed to sympify or eval: expressions are built node by node.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import random
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Callable
+
+import sympy as sp
+
+from .diagnostics import ShapeError
+from .nodes import BinOp, Call, Expr, Name, Neg, Num, Pipeline
+
+MAX_EXPONENT = 16
+SEARCH_BUDGET = 400  # candidate assignments tried per undecided condition
+
+
+def dim_symbol(name: str) -> sp.Symbol:
+    return sp.Symbol(name, positive=True, integer=True)
+
+
+def show(e) -> str:
+    """Print a dim expression in sympy syntax (readable back with parse_expr)."""
+    return str(e)
+
+
+# ---------------------------------------------------------------- building
+
+def build(node: Expr, lookup: Callable[[Name], sp.Expr], *, allow_real: bool = False) -> sp.Expr:
+    """Turn an expression node into a sympy expression.
+
+    `lookup` resolves a name to a symbol (or raises ShapeError). `allow_real`
+    permits decimals and sqrt, for scalars such as `scale 1/sqrt(Dk)`.
+    """
+    if isinstance(node, Num):
+        if isinstance(node.value, float):
+            if not allow_real:
+                raise ShapeError("E005", f"`{node.text}` is not a whole number", span=node.span,
+                                 help="sizes are whole numbers")
+            return sp.Float(node.value)
+        return sp.Integer(node.value)
+    if isinstance(node, Name):
+        return lookup(node)
+    if isinstance(node, Neg):
+        return -build(node.operand, lookup, allow_real=allow_real)
+    if isinstance(node, Pipeline) and not node.ops:
+        return build(node.head, lookup, allow_real=allow_real)
+    if isinstance(node, BinOp) and node.op != "@":
+        a = build(node.left, lookup, allow_real=allow_real)
+        b = build(node.right, lookup, allow_real=allow_real)
+        if node.op == "+":
+            return a + b
+        if node.op == "-":
+            return a - b
+        if node.op == "*":
+            return a * b
+        if node.op in ("/", "//", "%"):
+            if b == 0:
+                raise ShapeError("E005", "division by zero", span=node.span)
+            if node.op == "/":
+                return a / b
+            return sp.floor(a / b) if node.op == "//" else sp.Mod(a, b)
+        if node.op == "**":
+            if not (b.is_Integer and 0 <= int(b) <= MAX_EXPONENT):
+                raise ShapeError("E004", f"exponent `{b}` is not allowed here", span=node.right.span,
+                                 help=f"exponents are whole numbers from 0 to {MAX_EXPONENT}")
+            if a.is_Number and abs(a) > 2 ** 64:
+                raise ShapeError("E004", "number is too large", span=node.span)
+            return a ** b
+    if isinstance(node, Call) and node.func in ("sqrt", "min", "max"):
+        args = [build(a, lookup, allow_real=allow_real) for a in node.args]
+        if node.func == "sqrt" and len(args) == 1:
+            if not allow_real:
+                raise ShapeError("E005", "`sqrt` is not a size", span=node.span,
+                                 help="sqrt is allowed in scalars such as `scale 1/sqrt(Dk)`")
+            return sp.sqrt(args[0])
+        if node.func in ("min", "max") and len(args) == 2:
+            return (sp.Min if node.func == "min" else sp.Max)(*args)
+        raise ShapeError("E110", f"`{node.func}` takes {'1' if node.func == 'sqrt' else '2'} arguments",
+                         span=node.span)
+    raise ShapeError("E005", "this is not a size expression", span=node.span,
+                     help="a size is built from numbers, dims, + - * / // % and **")
+
+
+# ---------------------------------------------------------------- evaluation
+
+def evaluate(e: sp.Expr, env: dict[sp.Symbol, int]):
+    """Exact value of `e` under `env` (a Fraction; a float where sqrt appears)."""
+    if e.is_Integer:
+        return Fraction(int(e))
+    if e.is_Rational:
+        return Fraction(int(e.p), int(e.q))
+    if e.is_Symbol:
+        return Fraction(env[e])
+    if e.is_Float:
+        return float(e)
+    if e.is_Add:
+        return sum((evaluate(a, env) for a in e.args), Fraction(0))
+    if e.is_Mul:
+        out = Fraction(1)
+        for a in e.args:
+            out = out * evaluate(a, env)
+        return out
+    if e.is_Pow:
+        base = evaluate(e.args[0], env)
+        exp = e.args[1]
+        if exp.is_Integer:
+            if base == 0 and int(exp) < 0:
+                raise ZeroDivisionError
+            return base ** int(exp)
+        return float(base) ** float(evaluate(exp, env))
+    if isinstance(e, sp.Mod):
+        a, b = (evaluate(x, env) for x in e.args)
+        return a % b
+    if isinstance(e, sp.floor):
+        return Fraction(math.floor(evaluate(e.args[0], env)))
+    if isinstance(e, (sp.Min, sp.Max)):
+        vals = [evaluate(a, env) for a in e.args]
+        return min(vals) if isinstance(e, sp.Min) else max(vals)
+    raise ValueError(f"cannot evaluate {e}")
+
+
+def as_int(v) -> int | None:
+    if isinstance(v, Fraction) and v.denominator == 1:
+        return int(v)
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return None
+
+
+def fmt_value(v) -> str:
+    if isinstance(v, Fraction):
+        return str(v.numerator) if v.denominator == 1 else f"{float(v):.4g}"
+    return f"{v:.4g}"
+
+
+# ---------------------------------------------------------------- verdicts
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str  # proved | refuted | unknown
+    counterexample: dict[str, int] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "proved"
+
+
+PROVED = Verdict("proved")
+
+_CMP = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+        "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+
+@dataclass(frozen=True)
+class Relation:
+    left: sp.Expr
+    cmp: str
+    right: sp.Expr
+    text: str
+
+    def holds(self, env) -> bool:
+        return _CMP[self.cmp](evaluate(self.left, env), evaluate(self.right, env))
+
+
+def _shift_nonneg(e: sp.Expr, strict: bool = False) -> bool:
+    """Sufficient test that polynomial e >= 0 (> 0 if strict) for all vars >= 1."""
+    syms = sorted(e.free_symbols, key=str)
+    if any(not s.is_positive for s in syms):
+        return False
+    shifted = sp.expand(e.xreplace({s: s + 1 for s in syms})) if syms else sp.expand(e)
+    try:
+        poly = sp.Poly(shifted, *syms) if syms else None
+    except sp.PolynomialError:
+        return False
+    if poly is None:
+        return bool(shifted > 0) if strict else bool(shifted >= 0)
+    coeffs = poly.as_dict()
+    if any(not c.is_Rational or c < 0 for c in coeffs.values()):
+        return False
+    if strict:
+        return coeffs.get((0,) * len(syms), 0) > 0
+    return True
+
+
+class Prover:
+    """Decides conditions over all sizes that satisfy the spec's assumptions."""
+
+    def __init__(self):
+        self.user: dict[str, sp.Symbol] = {}       # every declared dim
+        self.definition: dict[sp.Symbol, sp.Expr] = {}  # derived dims, in user terms
+        self.subst: dict[sp.Symbol, sp.Expr] = {}  # canonical substitution
+        self.fresh: dict[sp.Symbol, sp.Expr] = {}  # fresh var -> its meaning in user terms
+        self.relations: list[Relation] = []        # constraints left for the search
+        self.example: dict[str, int] = {}
+        self._cache: dict = {}
+
+    # -- set up
+    def declare(self, name: str) -> sp.Symbol:
+        sym = dim_symbol(name)
+        self.user[name] = sym
+        return sym
+
+    def define(self, sym: sp.Symbol, value: sp.Expr) -> None:
+        self.definition[sym] = value
+        self._substitute(sym, self.canon(value))
+
+    def _substitute(self, sym: sp.Symbol, value: sp.Expr) -> None:
+        self.subst = {k: v.xreplace({sym: value}) for k, v in self.subst.items()}
+        self.subst[sym] = value
+        self.relations = [Relation(self.canon(r.left), r.cmp, self.canon(r.right), r.text)
+                          for r in self.relations]
+        self._cache.clear()
+
+    def assume(self, left: sp.Expr, cmp: str, right: sp.Expr, text: str) -> None:
+        a, b = self.canon(left), self.canon(right)
+        # `X % Y == 0` with X a free size: X = Y * k
+        if cmp == "==" and isinstance(a, sp.Mod) and b == 0:
+            x, y = a.args
+            if x.is_Symbol and x in self._free_user() and x not in y.free_symbols:
+                k = sp.Symbol(f"{x}_over_{y}".replace(" ", ""), positive=True, integer=True)
+                k = sp.Dummy(str(k), positive=True, integer=True)
+                self.fresh[k] = left.args[0] / left.args[1] if isinstance(left, sp.Mod) else x / y
+                self._substitute(x, y * k)
+                return
+        if cmp == "==":
+            for x, other in ((b, a), (a, b)):
+                if x.is_Symbol and x in self._free_user() and x not in other.free_symbols:
+                    self._substitute(x, other)
+                    return
+        self.relations.append(Relation(a, cmp, b, text))
+        self._cache.clear()
+
+    def _free_user(self) -> set:
+        return {s for s in self.user.values() if s not in self.subst}
+
+    def canon(self, e: sp.Expr) -> sp.Expr:
+        return e.xreplace(self.subst) if self.subst else e
+
+    # -- example values
+    def user_env(self, values: dict[str, int]) -> dict[sp.Symbol, int] | None:
+        """Complete an assignment of base dims with the derived ones (None if not whole)."""
+        env = {self.user[n]: v for n, v in values.items() if n in self.user}
+        for sym, value in self.definition.items():
+            try:
+                v = as_int(evaluate(value, env))
+            except (KeyError, ZeroDivisionError, ValueError):
+                return None
+            if v is None:
+                return None
+            env.setdefault(sym, v)
+        return env
+
+    def value(self, e: sp.Expr, env: dict | None):
+        if env is None:
+            return None
+        try:
+            return evaluate(e, env)
+        except (KeyError, ZeroDivisionError, ValueError, OverflowError):
+            return None
+
+    # -- decisions
+    def equal(self, a: sp.Expr, b: sp.Expr) -> Verdict:
+        if a == b:
+            return PROVED
+        return self._decide(("eq", a, b), lambda: self._prove_zero(self.canon(a - b)),
+                            lambda env: evaluate(a, env) != evaluate(b, env), a - b)
+
+    def whole(self, e: sp.Expr) -> Verdict:
+        if e.is_Integer or (e.is_Symbol and e.is_integer):
+            return PROVED
+        return self._decide(("int", e), lambda: self._prove_whole(self.canon(e)),
+                            lambda env: evaluate(e, env).denominator != 1, e)
+
+    def positive(self, e: sp.Expr) -> Verdict:
+        if e.is_Symbol or (e.is_Integer and e > 0):
+            return PROVED
+        return self._decide(("pos", e), lambda: self._prove_positive(self.canon(e)),
+                            lambda env: evaluate(e, env) <= 0, e)
+
+    def leq(self, a: sp.Expr, b: sp.Expr) -> Verdict:
+        return self._decide(("leq", a, b), lambda: self._prove_leq(self.canon(a), self.canon(b)),
+                            lambda env: evaluate(a, env) > evaluate(b, env), b - a)
+
+    def is_one(self, e: sp.Expr) -> bool:
+        return e == 1 or self.canon(e) == 1
+
+    def _decide(self, key, prove, broken, expr) -> Verdict:
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        try:
+            ok = prove()
+        except (sp.PolynomialError, TypeError, ValueError, RecursionError):
+            ok = False
+        if ok:
+            verdict = PROVED
+        else:
+            cex = self.counterexample(broken, expr)
+            verdict = Verdict("refuted", cex) if cex else Verdict("unknown")
+        self._cache[key] = verdict
+        return verdict
+
+    def _prove_zero(self, d: sp.Expr) -> bool:
+        if d == 0 or sp.expand(d) == 0:
+            return True
+        return sp.cancel(sp.together(d)) == 0
+
+    def _prove_whole(self, e: sp.Expr) -> bool:
+        num, den = sp.fraction(sp.cancel(sp.together(e)))
+        if not den.is_Integer:
+            return self._whole_by_relation(num, den)
+        try:
+            coeffs = sp.Poly(num, *sorted(num.free_symbols, key=str)).coeffs() \
+                if num.free_symbols else [num]
+        except sp.PolynomialError:
+            return False
+        return all(c.is_Integer and int(c) % int(den) == 0 for c in coeffs)
+
+    def _whole_by_relation(self, num, den) -> bool:
+        for r in self.relations:
+            if r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod):
+                x, y = r.left.args
+                if sp.expand(y - den) == 0:
+                    q = sp.cancel(num / x)
+                    if sp.fraction(q)[1] == 1 and self._prove_whole(q):
+                        return True
+        return False
+
+    def _prove_positive(self, e: sp.Expr) -> bool:
+        num, den = sp.fraction(sp.cancel(sp.together(e)))
+        for n, d in ((num, den), (-num, -den)):
+            if _shift_nonneg(n, strict=True) and _shift_nonneg(d, strict=True):
+                return True
+        return False
+
+    def _prove_leq(self, a: sp.Expr, b: sp.Expr) -> bool:
+        d = sp.expand(b - a)
+        if _shift_nonneg(d):
+            return True
+        for r in self.relations:
+            slack = {"<=": r.right - r.left, ">=": r.left - r.right,
+                     "<": r.right - r.left - 1, ">": r.left - r.right - 1}.get(r.cmp)
+            if slack is not None and _shift_nonneg(sp.expand(d - slack)):
+                return True
+        return False
+
+    # -- counterexamples
+    def free_vars(self) -> list[sp.Symbol]:
+        syms = set(self._free_user()) | set(self.fresh)
+        return sorted(syms, key=str)
+
+    def _canon_example(self) -> dict[sp.Symbol, int]:
+        env = self.user_env(self.example) or {}
+        out = {}
+        for v in self.free_vars():
+            if v in self.fresh:
+                val = self.value(self.fresh[v], env)
+                out[v] = as_int(val) if val is not None and as_int(val) else 2
+            else:
+                out[v] = env.get(v, 2)
+        return out
+
+    def _to_user(self, canon_env: dict) -> dict[sp.Symbol, int] | None:
+        """User-level assignment from canonical values, or None if it is not valid."""
+        env = {}
+        for sym in self.user.values():
+            val = self.value(self.canon(sym), canon_env)
+            iv = as_int(val) if val is not None else None
+            if iv is None or iv < 1:
+                return None
+            env[sym] = iv
+        for r in self.relations:
+            try:
+                if not r.holds(canon_env):
+                    return None
+            except (ZeroDivisionError, ValueError, KeyError):
+                return None
+        return env
+
+    def candidates(self, focus: list[sp.Symbol]):
+        base = self._canon_example()
+        yield dict(base)
+        small = [1, 2, 3, 4, 5, 6, 7, 8, 12, 16]
+        for v in focus:
+            for val in small:
+                yield {**base, v: val}
+        for i, v in enumerate(focus):
+            for w in focus[i + 1:]:
+                for x in small[:6]:
+                    for y in small[:6]:
+                        yield {**base, v: x, w: y}
+        rng = random.Random(0)
+        free = self.free_vars()
+        while True:
+            env = dict(base)
+            for v in focus or free:
+                env[v] = rng.randint(1, 24)
+            yield env
+
+    def counterexample(self, broken: Callable, expr: sp.Expr) -> dict[str, int] | None:
+        focus = sorted(self.canon(expr).free_symbols & set(self.free_vars()), key=str)
+        for i, canon_env in enumerate(self.candidates(focus)):
+            if i >= SEARCH_BUDGET:
+                return None
+            env = self._to_user(canon_env)
+            if env is None:
+                continue
+            try:
+                if broken(env):
+                    names = sorted(expr.free_symbols, key=str)
+                    shown = {str(s): env[s] for s in names if s in env}
+                    return shown or {str(k): v for k, v in env.items()}
+            except (ZeroDivisionError, ValueError, KeyError, OverflowError):
+                continue
+        return None
+
+
+def divisor_alternatives(n: int, near: int, count: int = 3) -> list[int]:
+    """Values near `near` that divide n: offered when an example breaks divisibility."""
+    if n <= 0 or near <= 0 or n > 10 ** 12:
+        return []
+    lo, hi = max(1, near // 2), near * 3
+    divs = [d for d in range(lo, hi + 1) if n % d == 0]
+    return sorted(sorted(divs, key=lambda d: abs(d - near))[:count])
+
+
+@functools.cache
+def numeric_product(values: tuple) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out

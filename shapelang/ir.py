@@ -1,0 +1,136 @@
+"""The checked IR: the checker's output, and the single source for trace,
+codegen and grading.
+
+Every value is referred to by a `ref`: a declared name (`X`, `W_q`) or a step
+id (`%3`). Every step carries its input refs, output types, learned parameters
+and multiply-add FLOPs as sympy expressions, and the resolved arguments.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from .diagnostics import Diagnostic
+from .layout import TensorType
+from .nodes import Span
+
+
+@dataclass
+class Decl:
+    kind: str  # input | param | buffer
+    name: str
+    type: TensorType
+    span: Span
+
+
+@dataclass
+class Step:
+    id: int
+    op: str              # operation name: view, linear, matmul, add, block, stack, ...
+    text: str            # as written
+    span: Span
+    inputs: tuple        # refs
+    outputs: tuple       # TensorType per output
+    params: sp.Expr = sp.Integer(0)
+    flops: sp.Expr = sp.Integer(0)
+    detail: dict = field(default_factory=dict)
+    block: "BlockIR | None" = None
+
+    @property
+    def ref(self) -> str:
+        return f"%{self.id}"
+
+    @property
+    def out(self) -> TensorType:
+        return self.outputs[0]
+
+
+@dataclass
+class BindingIR:
+    names: tuple
+    span: Span
+    steps: list
+    results: tuple       # refs, one per name
+    types: tuple         # TensorType per name
+
+
+@dataclass
+class BlockIR:
+    """One instantiation of a block at particular input shapes."""
+    name: str
+    span: Span
+    inputs: list          # Decl (shapes as called)
+    params: list          # Decl
+    buffers: list         # Decl
+    bindings: list        # BindingIR
+    result: str | None    # ref
+    output: TensorType | None
+    binding_of_dims: dict  # declared dim symbol -> size at this call
+
+    @property
+    def total_params(self) -> sp.Expr:
+        return total_params(self.params, self.bindings)
+
+    @property
+    def total_flops(self) -> sp.Expr:
+        return total_flops(self.bindings)
+
+
+def total_params(params, bindings) -> sp.Expr:
+    out = sp.Integer(0)
+    for p in params:
+        n = sp.Integer(1)
+        for d in p.type.shape:
+            n = n * d
+        out += n
+    for b in bindings:
+        for s in b.steps:
+            out += s.params
+    return sp.expand(out)
+
+
+def total_flops(bindings) -> sp.Expr:
+    return sp.expand(sum((s.flops for b in bindings for s in b.steps), sp.Integer(0)))
+
+
+@dataclass
+class CheckedSpec:
+    path: str
+    source: str
+    dims: list                 # user dim names, in declaration order
+    definitions: dict          # derived dim name -> sympy expression
+    assumptions: list          # assumption texts
+    example: dict              # dim name -> int (base and derived), empty if none
+    decls: list = field(default_factory=list)
+    bindings: list = field(default_factory=list)
+    blocks: dict = field(default_factory=dict)   # name -> [BlockIR instantiations]
+    expects: list = field(default_factory=list)  # (name, shape, span)
+    diagnostics: list = field(default_factory=list)
+    prover: object = None
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.severity == "error" for d in self.diagnostics)
+
+    @property
+    def params(self) -> list:
+        return [d for d in self.decls if d.kind == "param"]
+
+    @property
+    def total_params(self) -> sp.Expr:
+        return total_params(self.params, self.bindings)
+
+    @property
+    def total_flops(self) -> sp.Expr:
+        return total_flops(self.bindings)
+
+    def example_value(self, e):
+        if not self.example or self.prover is None:
+            return None
+        return self.prover.value(sp.Integer(e) if isinstance(e, int) else e,
+                                 {self.prover.user[k]: v for k, v in self.example.items()
+                                  if k in self.prover.user})
+
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]

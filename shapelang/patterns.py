@@ -1,0 +1,96 @@
+"""Small pattern languages inside operations: einops `rearrange` and `einsum`.
+
+Each is parsed into an immutable description (as einops does), cached by its
+text. Errors are ValueError with a message for the learner.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+_AXIS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\.\.\.|[()]|1")
+
+
+@dataclass(frozen=True)
+class Rearrange:
+    left: tuple   # each entry: a tuple of axis names (a group), "..." or ()
+    right: tuple
+
+
+def _side(text: str) -> tuple:
+    tokens = _AXIS.findall(text)
+    if "".join(tokens) != "".join(text.split()):
+        bad = set("".join(text.split())) - set("".join(tokens))
+        raise ValueError(f"unexpected `{sorted(bad)[0] if bad else text}` in the pattern")
+    out, group = [], None
+    for tok in tokens:
+        if tok == "(":
+            if group is not None:
+                raise ValueError("groups cannot be nested")
+            group = []
+        elif tok == ")":
+            if group is None:
+                raise ValueError("`)` without `(`")
+            out.append(tuple(group))
+            group = None
+        elif tok == "...":
+            if group is not None:
+                raise ValueError("`...` cannot stand inside a group")
+            out.append("...")
+        else:
+            item = () if tok == "1" else (tok,)
+            if group is not None:
+                group.extend(item)
+            else:
+                out.append(item)
+    if group is not None:
+        raise ValueError("a `(` is not closed")
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=256)
+def parse_rearrange(pattern: str) -> Rearrange:
+    if pattern.count("->") != 1:
+        raise ValueError("a rearrange pattern has one `->`, e.g. \"b s (h d) -> b h s d\"")
+    left, right = (_side(p) for p in pattern.split("->"))
+    names_l = [a for g in left if g != "..." for a in g]
+    names_r = [a for g in right if g != "..." for a in g]
+    for names, side in ((names_l, "left"), (names_r, "right")):
+        dup = {a for a in names if names.count(a) > 1}
+        if dup:
+            raise ValueError(f"axis `{sorted(dup)[0]}` appears twice on the {side} side")
+    if set(names_l) != set(names_r):
+        missing = sorted(set(names_l) ^ set(names_r))
+        raise ValueError(f"axis `{missing[0]}` appears on one side only; rearrange keeps every axis")
+    if (left.count("...") > 1) or (left.count("...") != right.count("...")):
+        raise ValueError("`...` must appear once on both sides or not at all")
+    return Rearrange(left, right)
+
+
+@dataclass(frozen=True)
+class Einsum:
+    inputs: tuple  # tuple of strings of letters; "." stands for an ellipsis
+    output: str
+
+
+@functools.lru_cache(maxsize=256)
+def parse_einsum(equation: str) -> Einsum:
+    eq = "".join(equation.split())
+    if "->" not in eq:
+        raise ValueError("write the output explicitly, e.g. \"bhqd,bhkd->bhqk\"")
+    lhs, out = eq.split("->", 1)
+    parts = lhs.split(",")
+    cleaned = []
+    for p in parts + [out]:
+        if not re.fullmatch(r"[a-zA-Z]*(\.\.\.)?[a-zA-Z]*", p):
+            raise ValueError(f"`{p}` is not a list of index letters")
+        cleaned.append(p.replace("...", "."))
+    *ins, outp = cleaned
+    known = set("".join(ins))
+    for ch in outp:
+        if ch not in known and ch != ".":
+            raise ValueError(f"output index `{ch}` does not appear in any input")
+        if outp.count(ch) > 1:
+            raise ValueError(f"output index `{ch}` appears twice")
+    return Einsum(tuple(ins), outp)

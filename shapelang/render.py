@@ -1,0 +1,224 @@
+"""Renderers: checked IR and diagnostics -> text for people, JSON for tools.
+
+Nothing here decides anything: it prints what the checker computed.
+"""
+from __future__ import annotations
+
+import json
+
+import sympy as sp
+
+from . import dims as dimlib
+from .diagnostics import Diagnostic
+from .ir import CheckedSpec
+
+
+# ------------------------------------------------------------------ diagnostics
+
+def diagnostic_text(d: Diagnostic, path: str, source: str) -> str:
+    lines = source.split("\n")
+    head = f"{path}:{d.span.line}:{d.span.column}: {d.severity}[{d.code}]: {d.message}"
+    out = [head]
+    if 0 < d.span.line <= len(lines):
+        text = lines[d.span.line - 1].rstrip("\r")
+        gutter = str(d.span.line)
+        pad = " " * len(gutter)
+        end = d.span.end_column if d.span.end_line == d.span.line else len(text) + 1
+        width = max(1, min(end, len(text) + 1) - d.span.column)
+        caret = " " * (d.span.column - 1) + "^" * width
+        out += [f"{pad} |", f"{gutter} | {text}", f"{pad} | {caret}"]
+        prefix = f"{pad} = "
+    else:
+        prefix = "  = "
+    for note in d.notes:
+        out.append(f"{prefix}note: {note}")
+    if d.help:
+        out.append(f"{prefix}help: {d.help}")
+    return "\n".join(out)
+
+
+def check_text(spec: CheckedSpec) -> str:
+    parts = [diagnostic_text(d, spec.path, spec.source) for d in spec.diagnostics]
+    n_err = len(spec.errors())
+    n_warn = len(spec.diagnostics) - n_err
+    if n_err or n_warn:
+        parts.append(f"{spec.path}: {n_err} error{'s' if n_err != 1 else ''}, "
+                     f"{n_warn} warning{'s' if n_warn != 1 else ''}")
+    else:
+        n_steps = sum(len(b.steps) for b in spec.bindings)
+        parts.append(f"{spec.path}: ok ({len(spec.bindings)} bindings, {n_steps} steps proved "
+                     "for all sizes that satisfy the assumptions)")
+    return "\n\n".join(parts) + "\n"
+
+
+def diagnostic_json(d: Diagnostic) -> dict:
+    return {"severity": d.severity, "code": d.code, "message": d.message,
+            "line": d.span.line, "column": d.span.column,
+            "end_line": d.span.end_line, "end_column": d.span.end_column,
+            "help": d.help, "notes": list(d.notes), "counterexample": d.counterexample}
+
+
+# ------------------------------------------------------------------ trace
+
+def _ex(spec: CheckedSpec, shape):
+    vals = [spec.example_value(d) for d in shape]
+    if any(v is None or dimlib.as_int(v) is None for v in vals):
+        return None
+    return [dimlib.as_int(v) for v in vals]
+
+
+def _shape(shape) -> str:
+    return "[" + ", ".join(dimlib.show(d) for d in shape) + "]"
+
+
+def _num(spec, e) -> int | None:
+    v = spec.example_value(sp.Integer(e) if isinstance(e, int) else e)
+    return dimlib.as_int(v) if v is not None else None
+
+
+def _types(spec: CheckedSpec, decls, bindings) -> dict:
+    types = {d.name: d.type for d in decls}
+    for b in bindings:
+        for s in b.steps:
+            types[s.ref] = s.out
+            for k, t in enumerate(s.outputs):
+                types[f"{s.ref}.{k}"] = t
+    return types
+
+
+def _binding_json(spec, b, types) -> dict:
+    steps = []
+    for s in b.steps:
+        shape_in = types.get(s.inputs[0]).shape if s.inputs and s.inputs[0] in types else None
+        steps.append({
+            "op": s.text, "kind": s.op, "line": s.span.line, "column": s.span.column,
+            "inputs": list(s.inputs),
+            "shape_in": [dimlib.show(d) for d in shape_in] if shape_in is not None else None,
+            "shape": [dimlib.show(d) for d in s.out.shape],
+            "example": _ex(spec, s.out.shape),
+            "outputs": [[dimlib.show(d) for d in t.shape] for t in s.outputs],
+            "contiguous": s.out.is_contiguous,
+            "params": dimlib.show(s.params), "params_example": _num(spec, s.params),
+            "flops": dimlib.show(s.flops), "flops_example": _num(spec, s.flops),
+            **({"block": s.block.name} if s.block is not None else {}),
+        })
+    main = b.types[0]
+    return {"name": ", ".join(b.names), "line": b.span.line,
+            "shape": [dimlib.show(d) for d in main.shape], "example": _ex(spec, main.shape),
+            "steps": steps}
+
+
+def spec_json(spec: CheckedSpec, with_trace: bool) -> dict:
+    out = {"file": spec.path, "ok": spec.ok,
+           "diagnostics": [diagnostic_json(d) for d in spec.diagnostics]}
+    types = _types(spec, spec.decls, spec.bindings)
+    out["bindings"] = [_binding_json(spec, b, types) for b in spec.bindings]
+    if with_trace:
+        out["dims"] = spec.dims
+        out["example"] = spec.example or None
+        out["inputs"] = [{"name": d.name, "kind": d.kind, "shape": [dimlib.show(x) for x in d.type.shape],
+                          "example": _ex(spec, d.type.shape), "dtype": d.type.dtype}
+                         for d in spec.decls]
+        blocks = []
+        for name, insts in spec.blocks.items():
+            for ir in insts:
+                btypes = _types(spec, ir.inputs + ir.params + ir.buffers, ir.bindings)
+                blocks.append({"name": name, "line": ir.span.line,
+                               "inputs": {d.name: [dimlib.show(x) for x in d.type.shape] for d in ir.inputs},
+                               "params": dimlib.show(ir.total_params),
+                               "params_example": _num(spec, ir.total_params),
+                               "flops": dimlib.show(ir.total_flops),
+                               "flops_example": _num(spec, ir.total_flops),
+                               "bindings": [_binding_json(spec, b, btypes) for b in ir.bindings]})
+        out["blocks"] = blocks
+        out["total"] = {"params": dimlib.show(spec.total_params),
+                        "params_example": _num(spec, spec.total_params),
+                        "flops": dimlib.show(spec.total_flops),
+                        "flops_example": _num(spec, spec.total_flops)}
+    return out
+
+
+def _fmt_int(n) -> str:
+    return "" if n is None else f"{n:,}"
+
+
+def _table(rows, header) -> list[str]:
+    widths = [max(len(str(r[k])) for r in rows + [header]) for k in range(len(header))]
+    fmt = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    return [fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
+
+
+def _binding_rows(spec, b, types, indent="") -> list:
+    rows = []
+    name = ", ".join(b.names)
+    for k, s in enumerate(b.steps):
+        ex = _ex(spec, s.out.shape)
+        shape = _shape(s.out.shape) if len(s.outputs) == 1 else \
+            " | ".join(_shape(t.shape) for t in s.outputs)
+        ex_text = ("[" + ", ".join(map(str, ex)) + "]") if ex is not None else ""
+        if len(s.outputs) > 1:
+            exs = [_ex(spec, t.shape) for t in s.outputs]
+            ex_text = " | ".join("[" + ", ".join(map(str, e)) + "]" for e in exs if e is not None)
+        params = _num(spec, s.params)
+        flops = _num(spec, s.flops)
+        rows.append([indent + (name if k == len(b.steps) - 1 else ""), s.span.line, s.text, shape,
+                     ex_text, "" if s.params == 0 else _fmt_int(params) or dimlib.show(s.params),
+                     "" if s.flops == 0 else _fmt_int(flops) or dimlib.show(s.flops)])
+    return rows
+
+
+HEADER = ["binding", "line", "operation", "shape", "example", "params", "flops"]
+
+
+def trace_text(spec: CheckedSpec) -> str:
+    out = [f"trace of {spec.path}"]
+    if spec.example:
+        given = {k: v for k, v in spec.example.items() if k in spec.dims}
+        out.append("example: " + ", ".join(f"{k}={v}" for k, v in given.items()))
+    out.append("")
+    rows = []
+    for d in spec.decls:
+        ex = _ex(spec, d.type.shape)
+        n = sp.Integer(1)
+        for x in d.type.shape:
+            n *= x
+        rows.append([d.name, d.span.line, d.kind + ("" if d.type.dtype == "float" else f" {d.type.dtype}"),
+                     _shape(d.type.shape), "[" + ", ".join(map(str, ex)) + "]" if ex else "",
+                     _fmt_int(_num(spec, n)) if d.kind == "param" else "", ""])
+    types = _types(spec, spec.decls, spec.bindings)
+    for b in spec.bindings:
+        rows.extend(_binding_rows(spec, b, types))
+    out.extend(_table(rows, HEADER))
+    shown = set()
+    for name, insts in spec.blocks.items():
+        for ir in insts:
+            if name in shown:
+                continue
+            shown.add(name)
+            args = ", ".join(f"{d.name}: {_shape(d.type.shape)}" for d in ir.inputs)
+            out += ["", f"block {name}({args})  params {_fmt_int(_num(spec, ir.total_params)) or ''} "
+                        f"= {dimlib.show(ir.total_params)}"]
+            brows = []
+            for p in ir.params + ir.buffers:
+                n = sp.Integer(1)
+                for x in p.type.shape:
+                    n *= x
+                ex = _ex(spec, p.type.shape)
+                brows.append([p.name, p.span.line, p.kind, _shape(p.type.shape),
+                              "[" + ", ".join(map(str, ex)) + "]" if ex else "",
+                              _fmt_int(_num(spec, n)) if p.kind == "param" else "", ""])
+            btypes = _types(spec, ir.inputs + ir.params + ir.buffers, ir.bindings)
+            for b in ir.bindings:
+                brows.extend(_binding_rows(spec, b, btypes))
+            out.extend(_table(brows, HEADER))
+    out += ["", f"total parameters: {dimlib.show(spec.total_params)}"
+                + (f" = {_fmt_int(_num(spec, spec.total_params))}" if _num(spec, spec.total_params) is not None else ""),
+            f"total multiply-add FLOPs (forward): {dimlib.show(spec.total_flops)}"
+                + (f" = {_fmt_int(_num(spec, spec.total_flops))}" if _num(spec, spec.total_flops) is not None else "")]
+    if spec.diagnostics:
+        out += ["", check_text(spec).rstrip()]
+    return "\n".join(out) + "\n"
+
+
+def to_json(obj) -> str:
+    return json.dumps(obj, indent=2) + "\n"
