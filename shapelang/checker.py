@@ -16,7 +16,7 @@ from . import ops
 from .diagnostics import Diagnostic, ShapeError
 from .ir import BindingIR, BlockIR, CheckedSpec, Decl, Step
 from .layout import TensorType, fresh
-from .nodes import (Assume, BinOp, Binding, Block, Call, DimDecl, Example, Expect, Name, Neg,
+from .nodes import (Assume, BinOp, Binding, Block, Call, DimDecl, Example, Expect, Hole, Name, Neg,
                     Num, Pipeline, Return, ShapeLit, Spec, Str, TensorDecl)
 from .parser import ParseFailure, parse
 
@@ -320,6 +320,8 @@ class Checker:
         if got is None:
             return
         try:
+            if isinstance(s.shape, Hole):
+                raise dimlib.unfilled(s.shape)
             want = [dimlib.build(d, self._dim_lookup) for d in s.shape.dims]
             self.need_shape_equal(got[0].shape, want, span=s.shape.span, code="E107",
                                   message=f"`{s.name}` is {self.show(got[0])}, but the spec expects "
@@ -352,6 +354,12 @@ class Checker:
         return [(t, f"{step.ref}.{k}") for k, t in enumerate(step.outputs)]
 
     def apply(self, op, x: TensorType, ref: str) -> list:
+        if op.name.startswith("?"):
+            raise ShapeError("E116", f"the blank `{op.name}` is not filled in", span=op.name_span,
+                             help="replace it with the operation")
+        for arg in list(op.args) + [k.value for k in op.kwargs]:
+            if isinstance(arg, Hole):
+                raise dimlib.unfilled(arg)
         rule = ops.RULES.get(op.name)
         if rule is not None:
             try:
@@ -413,6 +421,8 @@ class Checker:
             return sp.Integer(node.value) if isinstance(node.value, int) else sp.Float(node.value)
         if isinstance(node, Str):
             raise ShapeError("E112", "a quoted pattern is not a tensor", span=node.span)
+        if isinstance(node, Hole):
+            raise dimlib.unfilled(node)
         if isinstance(node, ShapeLit):
             t = self._decl_type(_anon_decl(node), self.scope.subst)
             return self.emit("input", f"[{', '.join(map(str, t.shape))}]", node.span, [],

@@ -1,6 +1,8 @@
 """Command line: argument parsing and exit codes, nothing else.
 
-Exit codes: 0 clean, 1 findings, 2 usage or I/O error.
+Exit codes: 0 clean, 1 findings, 2 usage or I/O error. Each command's work
+lives in its stage module; heavy imports (sympy, torch) happen only inside the
+command that needs them, so `shapelang --help` starts fast.
 """
 from __future__ import annotations
 
@@ -9,18 +11,47 @@ import sys
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="shapelang", description="prove tensor shapes in transformer pipelines")
+    p = argparse.ArgumentParser(prog="shapelang",
+                                description="prove tensor shapes in transformer pipelines")
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_text in (("check", "prove every step of a spec"),
                             ("trace", "print the step-by-step shape table")):
         c = sub.add_parser(name, help=help_text)
         c.add_argument("files", nargs="+", metavar="FILE")
         c.add_argument("--format", choices=["text", "json"], default="text")
+
+    c = sub.add_parser("codegen", help="emit a PyTorch module for a checked spec")
+    c.add_argument("file", metavar="FILE")
+    c.add_argument("-o", "--output", metavar="OUT.py", help="write here instead of stdout")
+    c.add_argument("--force", action="store_true", help="overwrite an existing output file")
+
+    c = sub.add_parser("run", help="generate, run at example sizes and compare every shape (needs torch)")
+    c.add_argument("file", metavar="FILE")
+    c.add_argument("--sizes", metavar="B=2,S=7", help="run at these sizes instead of the example")
+    c.add_argument("--format", choices=["text", "json"], default="text")
+
+    c = sub.add_parser("exercise", help="exercises for teaching")
+    esub = c.add_subparsers(dest="exercise_command", required=True)
+    m = esub.add_parser("make", help="make the student version of a solution spec")
+    m.add_argument("file", metavar="SOLUTION.shape")
+    m.add_argument("-o", "--output", metavar="EXERCISE.shape")
+    m.add_argument("--all-shapes", action="store_true",
+                   help="ask for the shape after every step")
+    m.add_argument("--force", action="store_true")
+
+    c = sub.add_parser("grade", help="grade submissions of an exercise")
+    c.add_argument("exercise", metavar="EXERCISE.shape")
+    c.add_argument("submissions", nargs="+", metavar="SUBMISSION",
+                   help="submission files or folders of them")
+    c.add_argument("--solution", metavar="SOLUTION.shape",
+                   help="the reference solution (default: beside the exercise)")
+    c.add_argument("--format", choices=["text", "json", "gradescope", "prairielearn", "score"],
+                   default="text")
+    c.add_argument("-o", "--output", metavar="FILE", help="write the result here")
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def _check(args) -> int:
     from . import render
     from .checker import check_text
 
@@ -42,6 +73,17 @@ def main(argv: list[str] | None = None) -> int:
         else:
             sys.stdout.write(render.trace_text(spec))
     return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command in ("check", "trace"):
+        return _check(args)
+    if args.command in ("codegen", "run"):
+        from . import codegen
+        return codegen.cli(args)
+    from . import grader
+    return grader.cli(args)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ CODES: dict[str, str] = {
     "E113": "block input does not fit",
     "E114": "stacked block changes the shape",
     "E115": "assumption cannot be used",
+    "E116": "an exercise blank is not filled in",
     "W201": "example is missing sizes",
     "W202": "checker gave up on a condition",
 }

@@ -25,7 +25,7 @@ from typing import Callable
 import sympy as sp
 
 from .diagnostics import ShapeError
-from .nodes import BinOp, Call, Expr, Name, Neg, Num, Pipeline
+from .nodes import BinOp, Call, Expr, Hole, Name, Neg, Num, Pipeline
 
 MAX_EXPONENT = 16
 SEARCH_BUDGET = 400  # candidate assignments tried per undecided condition
@@ -57,6 +57,8 @@ def build(node: Expr, lookup: Callable[[Name], sp.Expr], *, allow_real: bool = F
         return sp.Integer(node.value)
     if isinstance(node, Name):
         return lookup(node)
+    if isinstance(node, Hole):
+        raise unfilled(node)
     if isinstance(node, Neg):
         return -build(node.operand, lookup, allow_real=allow_real)
     if isinstance(node, Pipeline) and not node.ops:
@@ -96,6 +98,11 @@ def build(node: Expr, lookup: Callable[[Name], sp.Expr], *, allow_real: bool = F
                          span=node.span)
     raise ShapeError("E005", "this is not a size expression", span=node.span,
                      help="a size is built from numbers, dims, + - * / // % and **")
+
+
+def unfilled(node: Hole) -> ShapeError:
+    return ShapeError("E116", f"the blank `?{node.name}` is not filled in", span=node.span,
+                      help="replace it with your answer")
 
 
 # ---------------------------------------------------------------- evaluation
@@ -398,7 +405,8 @@ class Prover:
         base = self._canon_example()
         yield dict(base)
         small = [1, 2, 3, 4, 5, 6, 7, 8, 12, 16]
-        for v in focus:
+        # change one size at a time, the smallest first: `D=512, H=3` teaches more than `D=1`
+        for v in sorted(focus, key=lambda s: (base.get(s, 2), str(s))):
             for val in small:
                 yield {**base, v: val}
         for i, v in enumerate(focus):

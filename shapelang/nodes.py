@@ -44,6 +44,12 @@ class Str(Expr):
 
 
 @dataclass(frozen=True)
+class Hole(Expr):
+    """A blank in an exercise (`?` or `?name`), filled in by the learner."""
+    name: str
+
+
+@dataclass(frozen=True)
 class ShapeLit(Expr):
     dims: tuple[Expr, ...]
 
@@ -141,7 +147,7 @@ class Binding(Stmt):
 class Expect(Stmt):
     name: str
     name_span: Span
-    shape: ShapeLit
+    shape: "ShapeLit | Hole"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .diagnostics import Diagnostic
 from .nodes import (Assume, Binding, Block, BinOp, Call, DimDecl, Example, ExampleItem,
-                    Expect, KwArg, Name, Neg, Num, Op, Pipeline, Return, ShapeLit, Span,
+                    Expect, Hole, KwArg, Name, Neg, Num, Op, Pipeline, Return, ShapeLit, Span,
                     Spec, Str, TensorDecl)
 
 MAX_BYTES = 256 * 1024
@@ -26,7 +26,7 @@ KEYWORDS = {"dim", "assume", "example", "input", "param", "buffer", "expect", "b
 # lark terminal names -> words a learner knows
 _TOKEN_WORDS = {
     "NAME": "a name", "INT": "a number", "SIGNED_INT": "a negative number",
-    "DECIMAL": "a decimal number", "STRING": "a quoted pattern", "_NL": "end of line",
+    "DECIMAL": "a decimal number", "STRING": "a quoted pattern", "HOLE": "a blank `?`", "_NL": "end of line",
     "CMP": "a comparison (==, <=, ...)", "COLON": "`:`", "COMMA": "`,`", "LSQB": "`[`",
     "RSQB": "`]`", "LPAR": "`(`", "RPAR": "`)`", "EQUAL": "`=`", "PLUS": "`+`",
     "MINUS": "`-`", "STAR": "`*`", "SLASH": "`/`", "PERCENT": "`%`", "$END": "end of file",
@@ -253,6 +253,8 @@ class _Builder:
                 return Num(span, float(t), str(t))
             if t.type == "STRING":
                 return Str(span, str(t)[1:-1])
+            if t.type == "HOLE":
+                return Hole(span, str(t)[1:])
             raise AssertionError(t.type)
         span = Span.of(t.meta)
         kind = t.data
