@@ -355,7 +355,7 @@ class Prover:
         for n, d in ((num, den), (-num, -den)):
             if _shift_nonneg(n, strict=True) and _shift_nonneg(d, strict=True):
                 return True
-        return False
+        return den.is_Number and den > 0 and self._prove_leq(sp.Integer(1), num)
 
     def _prove_leq(self, a: sp.Expr, b: sp.Expr) -> bool:
         d = sp.expand(b - a)
