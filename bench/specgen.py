@@ -38,18 +38,19 @@ x_0: tok + pos
 expect x_0: [B, S, D]
 """
 
-# One layer. `{i}` is the layer index, `{x}` its input, `{out}` its output name.
+# One layer. `{s}` is the name suffix ("_3" unrolled, "" inside the block), `{x}`
+# the layer's input and `{out}` the last line's left side.
 _LAYER = """\
-h_{i}: {x} -> layernorm
-q_{i}, k_{i}, v_{i}: h_{i} -> linear 3*D -> chunk 3 -1
-qh_{i}: q_{i} -> view [B, S, H, Dh] -> transpose 1 2
-kh_{i}: k_{i} -> view [B, S, H, Dh] -> transpose 1 2
-vh_{i}: v_{i} -> view [B, S, H, Dh] -> transpose 1 2
-att_{i}: qh_{i} @ (kh_{i} -> transpose -2 -1) -> scale 1/sqrt(Dh) -> mask causal -> softmax -1
-y_{i}: att_{i} @ vh_{i} -> transpose 1 2 -> contiguous -> view [B, S, D] -> linear D
-r_{i}: {x} + y_{i}
-m_{i}: r_{i} -> layernorm -> linear 4*D -> gelu -> linear D
-{out}: r_{i} + m_{i}
+h{s}: {x} -> layernorm
+q{s}, k{s}, v{s}: h{s} -> linear 3*D -> chunk 3 -1
+qh{s}: q{s} -> view [B, S, H, Dh] -> transpose 1 2
+kh{s}: k{s} -> view [B, S, H, Dh] -> transpose 1 2
+vh{s}: v{s} -> view [B, S, H, Dh] -> transpose 1 2
+att{s}: qh{s} @ (kh{s} -> transpose -2 -1) -> scale 1/sqrt(Dh) -> mask causal -> softmax -1
+y{s}: att{s} @ vh{s} -> transpose 1 2 -> contiguous -> view [B, S, D] -> linear D
+r{s}: {x} + y{s}
+m{s}: r{s} -> layernorm -> linear 4*D -> gelu -> linear D
+{out} r{s} + m{s}
 """
 
 _FOOTER = """\
@@ -67,16 +68,14 @@ def gpt_spec(layers: int, form: str = "stack") -> str:
         raise ValueError(f"form must be one of {FORMS}")
     out = [_HEADER.format(layers=layers, plural="" if layers == 1 else "s", form=form)]
     if form == "stack":
-        body = _LAYER.format(i="", x="x", out="out").replace("_ ", " ").replace("_:", ":") \
-            .replace("_,", ",").replace("_\n", "\n")
-        body = body.replace("out: r + m\n", "return r + m\n")
-        out.append("block Layer(x: [B, S, D]):\n")
+        body = _LAYER.format(s="", x="x", out="return")
+        out.append("\nblock Layer(x: [B, S, D]):\n")
         out.extend("  " + line + "\n" for line in body.splitlines())
         out.append("end\n\n")
         out.append(f"x_{layers}: x_0 -> stack {layers} Layer\n")
     else:
         for i in range(layers):
-            out.append(_LAYER.format(i=i, x=f"x_{i}", out=f"x_{i + 1}"))
+            out.append(_LAYER.format(s=f"_{i}", x=f"x_{i}", out=f"x_{i + 1}:"))
     out.append(f"expect x_{layers}: [B, S, D]\n")
     out.append(_FOOTER.format(x=f"x_{layers}"))
     return "".join(out)
