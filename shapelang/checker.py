@@ -169,17 +169,20 @@ class Checker:
             self.error("W201", f"the example gives no value for {', '.join(missing)}", span,
                        "add them to the `example` line to see example shapes", severity="warning")
             return
-        env = p.user_env(values)
+        env = {p.user[k]: x for k, x in values.items()}
         for name, value in self.out.definitions.items():
-            v = p.value(value, {p.user[k]: x for k, x in values.items()})
+            v = p.value(value, env) if env is not None else None
             iv = dimlib.as_int(v) if v is not None else None
+            if env is not None and iv is not None:
+                env.setdefault(p.user[name], iv)
             if name in values and iv is not None and iv != values[name]:
                 self.error("E108", f"the example sets {name}={values[name]}, but `{name} = {value}` "
                            f"gives {iv}", spans[name])
             if iv is None or iv < 1:
-                self.error("E108", f"at the example sizes `{name} = {value}` is "
-                           f"{dimlib.fmt_value(v) if v is not None else 'undefined'}, not a whole "
-                           "positive number", span, self._alternatives(value, values))
+                if env is not None:
+                    self.error("E108", f"at the example sizes `{name} = {value}` is "
+                               f"{dimlib.fmt_value(v) if v is not None else 'undefined'}, not a "
+                               "whole positive number", span, self._alternatives(value, values))
                 env = None
         if env is None:
             return

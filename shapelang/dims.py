@@ -240,7 +240,7 @@ class Prover:
         # `X % Y == 0` with X a free size: X = Y * k
         if cmp == "==" and isinstance(a, sp.Mod) and b == 0:
             x, y = a.args
-            if x.is_Symbol and x in self._free_user() and x not in y.free_symbols:
+            if x.is_Symbol and x in self._free() and x not in y.free_symbols:
                 k = sp.Symbol(f"{x}_over_{y}".replace(" ", ""), positive=True, integer=True)
                 k = sp.Dummy(str(k), positive=True, integer=True)
                 self.fresh[k] = left.args[0] / left.args[1] if isinstance(left, sp.Mod) else x / y
@@ -248,7 +248,7 @@ class Prover:
                 return
         if cmp == "==":
             for x, other in ((b, a), (a, b)):
-                if x.is_Symbol and x in self._free_user() and x not in other.free_symbols:
+                if x.is_Symbol and x in self._free() and x not in other.free_symbols:
                     self._substitute(x, other)
                     return
         self.relations.append(Relation(a, cmp, b, text))
@@ -256,6 +256,10 @@ class Prover:
 
     def _free_user(self) -> set:
         return {s for s in self.user.values() if s not in self.subst}
+
+    def _free(self) -> set:
+        """The canonical free variables: unsubstituted dims and fresh quotients."""
+        return self._free_user() | {k for k in self.fresh if k not in self.subst}
 
     def canon(self, e: sp.Expr) -> sp.Expr:
         return e.xreplace(self.subst) if self.subst else e
@@ -331,14 +335,15 @@ class Prover:
 
     def _prove_whole(self, e: sp.Expr) -> bool:
         num, den = sp.fraction(sp.cancel(sp.together(e)))
-        if not den.is_Integer:
-            return self._whole_by_relation(num, den)
-        try:
-            coeffs = sp.Poly(num, *sorted(num.free_symbols, key=str)).coeffs() \
-                if num.free_symbols else [num]
-        except sp.PolynomialError:
-            return False
-        return all(c.is_Integer and int(c) % int(den) == 0 for c in coeffs)
+        if den.is_Integer:
+            try:
+                coeffs = sp.Poly(num, *sorted(num.free_symbols, key=str)).coeffs() \
+                    if num.free_symbols else [num]
+            except sp.PolynomialError:
+                return False
+            if all(c.is_Integer and int(c) % int(den) == 0 for c in coeffs):
+                return True
+        return self._whole_by_relation(num, den)
 
     def _whole_by_relation(self, num, den) -> bool:
         for r in self.relations:
@@ -370,8 +375,7 @@ class Prover:
 
     # -- counterexamples
     def free_vars(self) -> list[sp.Symbol]:
-        syms = set(self._free_user()) | set(self.fresh)
-        return sorted(syms, key=str)
+        return sorted(self._free(), key=str)
 
     def _canon_example(self) -> dict[sp.Symbol, int]:
         env = self.user_env(self.example) or {}
