@@ -18,25 +18,32 @@ from .ir import BindingIR, BlockIR, CheckedSpec, Decl, Step
 from .layout import TensorType, fresh
 from .nodes import (Assume, BinOp, Binding, Block, Call, DimDecl, Example, Expect, Hole, Name, Neg,
                     Num, Pipeline, Return, ShapeLit, Spec, Str, TensorDecl)
-from .parser import ParseFailure, parse
+from .parser import parse_recovering
 
 DTYPES = {"float", "int", "bool", "long", "half", "bfloat16", "float32", "float16", "int64"}
 _DTYPE_KIND = {"long": "int", "int64": "int", "float32": "float", "float16": "float",
                "half": "float", "bfloat16": "float"}
 
 
-class Poisoned(Exception):
-    """A value depends on a binding that already failed: stay silent."""
+class Poisoned(ShapeError):
+    """A value depends on a statement that already failed: stay silent."""
+
+    def __init__(self):
+        super().__init__("E002", "depends on an earlier error")
+
+    def at(self, span):
+        return None
 
 
 def check_text(text: str, path: str = "<input>") -> CheckedSpec:
-    try:
-        spec = parse(text, path)
-    except ParseFailure as failure:
+    spec, syntax_errors, skipped = parse_recovering(text, path)
+    if spec is None:
         out = CheckedSpec(path, text, [], {}, [], {})
-        out.diagnostics.append(failure.diagnostic)
+        out.diagnostics.extend(syntax_errors)
         return out
-    return Checker(spec).run()
+    checker = Checker(spec, skipped)
+    checker.out.diagnostics.extend(syntax_errors)
+    return checker.run()
 
 
 def check_file(path: str) -> CheckedSpec:
@@ -55,8 +62,9 @@ class Scope:
 
 
 class Checker:
-    def __init__(self, spec: Spec):
+    def __init__(self, spec: Spec, skipped: set[str] = frozenset()):
         self.spec = spec
+        self.skipped = set(skipped)  # names defined by statements with syntax errors
         self.prover = dimlib.Prover()
         self.out = CheckedSpec(spec.path, spec.source, [], {}, [], {}, prover=self.prover)
         self.blocks: dict[str, Block] = {}
@@ -70,7 +78,9 @@ class Checker:
         self.out.decls = self.top.decls
 
     # ------------------------------------------------------------ reporting
-    def report(self, diag: Diagnostic) -> None:
+    def report(self, diag: Diagnostic | None) -> None:
+        if diag is None:
+            return
         key = (diag.code, diag.span, diag.message)
         if key not in self.seen:
             self.seen.add(key)
@@ -232,6 +242,8 @@ class Checker:
         if node.name in p.user:
             sym = p.user[node.name]
             return self.scope.subst.get(sym, sym)
+        if node.name in self.skipped:
+            raise Poisoned()
         if self.scope.values.get(node.name) is not None or node.name in self.scope.values:
             raise ShapeError("E112", f"`{node.name}` is a tensor, but a size is expected here",
                              span=node.span)
@@ -374,6 +386,8 @@ class Checker:
             return self.emit(op.name, op.text, op.span, [ref] + extra, result)
         if op.name == "stack":
             return self.stack(op, x, ref)
+        if op.name in self.skipped:
+            raise Poisoned()
         if op.name in self.blocks:
             args = [(x, ref)] + [self.tensor_value(a) for a in op.args]
             return self.block_step(self.blocks[op.name], args, op.text, op.span)
@@ -416,6 +430,8 @@ class Checker:
                 return v
             if node.name in self.prover.user:
                 return self._dim_lookup(node)
+            if node.name in self.skipped:
+                raise Poisoned()
             known = list(self.scope.values) + list(self.prover.user)
             raise ShapeError("E002", f"unknown name `{node.name}`", span=node.span,
                              help=self._did_you_mean(node.name, known) or
@@ -503,6 +519,8 @@ class Checker:
                                           node.args[0].span)
             res = ops.Result((out,), flops=flops, detail={"equation": node.args[0].value})
             return self.emit("einsum", text, node.span, [v[1] for v in vals], res)[0]
+        if node.func in self.skipped:
+            raise Poisoned()
         if node.func in self.blocks:
             vals = [self.tensor_value(a) for a in node.args]
             return self.block_step(self.blocks[node.func], vals, text, node.span)[0]

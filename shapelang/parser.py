@@ -7,6 +7,7 @@ Untrusted text is bounded before lark sees it: size, line count, nesting.
 from __future__ import annotations
 
 import functools
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -93,6 +94,75 @@ def parse(text: str, path: str = "<input>") -> Spec:
     return Spec(path, text, tuple(builder.statements(tree)))
 
 
+MAX_RECOVERIES = 50
+_DEFINES = re.compile(r"^\s*(?:(?:input|param|buffer)\s+([A-Za-z_]\w*)|dim\s+(.*)|"
+                      r"block\s+([A-Za-z_]\w*)|([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*:)")
+
+
+def parse_recovering(text: str, path: str = "<input>"):
+    """Parse, skipping statements with syntax errors so that every one is reported.
+
+    Returns (spec or None, diagnostics, names defined by the skipped statements).
+    Line numbers stay those of the original text: a skipped statement becomes blank lines.
+    """
+    try:
+        return parse(text, path), [], set()
+    except ParseFailure as failure:
+        if failure.diagnostic.code != "E001":
+            return None, [failure.diagnostic], set()
+        first = failure.diagnostic
+    lines = text.split("\n")
+    diagnostics, skipped = [first], set()
+    failure_line = first.span.line
+    for _ in range(MAX_RECOVERIES):
+        start, end = _statement_extent(lines, failure_line - 1)
+        if start is None:
+            return None, diagnostics, skipped
+        for k in range(start, end + 1):
+            skipped.update(_defined_names(lines[k]))
+            lines[k] = ""
+        try:
+            spec = parse("\n".join(lines), path)
+            return Spec(path, text, spec.statements), diagnostics, skipped
+        except ParseFailure as again:
+            if again.diagnostic.code != "E001" or again.diagnostic.span.line - 1 < 0:
+                return None, diagnostics, skipped
+            if again.diagnostic not in diagnostics:
+                diagnostics.append(again.diagnostic)
+            failure_line = again.diagnostic.span.line
+    return None, diagnostics, skipped
+
+
+def _statement_extent(lines: list[str], i: int):
+    """The lines of the statement around line index i (a block counts as one)."""
+    if not 0 <= i < len(lines):
+        return None, None
+
+    def is_cont(k):
+        return lines[k].lstrip().startswith("->")
+
+    start = i
+    while start > 0 and (is_cont(start) or not lines[start].strip()):
+        start -= 1
+    end = i
+    while end + 1 < len(lines) and (is_cont(end + 1) or
+                                    (not lines[end + 1].strip() and end + 2 < len(lines)
+                                     and is_cont(end + 2))):
+        end += 1
+    if not any(lines[k].strip() for k in range(start, end + 1)):
+        return None, None
+    return start, end
+
+
+def _defined_names(line: str) -> set[str]:
+    m = _DEFINES.match(line.split("#", 1)[0])
+    if not m:
+        return set()
+    if m.group(2) is not None:
+        return {part.split("=")[0].strip() for part in m.group(2).split(",") if part.strip()}
+    return {n.strip() for g in (m.group(1), m.group(3), m.group(4)) if g for n in g.split(",")}
+
+
 def _friendly(err, source: str) -> ParseFailure:
     import lark
 
@@ -100,8 +170,8 @@ def _friendly(err, source: str) -> ParseFailure:
     lines = source.split("\n")
     if isinstance(err, lark.exceptions.UnexpectedCharacters):
         ch = source[err.pos_in_stream] if err.pos_in_stream < len(source) else "?"
-        return _fail("E001", f"unexpected character `{ch}`", line, col,
-                     _char_help(ch))
+        shown = ch if ch.isprintable() and not ch.isspace() else repr(ch)[1:-1]
+        return _fail("E001", f"unexpected character `{shown}`", line, col, _char_help(ch))
     token = getattr(err, "token", None)
     expected = sorted(_TOKEN_WORDS.get(t, f"`{t.lower()}`" if t.isupper() else t)
                       for t in (getattr(err, "expected", None) or ())
@@ -109,7 +179,7 @@ def _friendly(err, source: str) -> ParseFailure:
     if token is not None and token.type == "$END":
         line = len(lines) - 1 if len(lines) > 1 else 1
         return _fail("E001", "the file ends in the middle of a statement", line, 1,
-                     "a `block` needs a closing `end` line" if "end" in source else None)
+                     "a `block` needs a closing `end` line" if "block" in source else None)
     got = "end of line" if token is not None and token.type == "_NL" else f"`{token}`"
     if token is not None and token.type == "_NL":
         col = len(lines[line - 1]) + 1 if line - 1 < len(lines) else col
@@ -119,6 +189,10 @@ def _friendly(err, source: str) -> ParseFailure:
     before = text_line[: col - 1]
     if token is not None and str(token) in KEYWORDS:
         help_text = f"`{token}` is a keyword; choose another name"
+    elif token is not None and str(token) == "=" and text_line.lstrip().startswith("assume"):
+        help_text = "assumptions compare with `==`, e.g. `assume D == H * Dk`"
+    elif before.rstrip().endswith("->"):
+        help_text = "write an operation after `->`, e.g. `-> softmax -1`"
     elif "->" in before and token is not None and token.type in ("PLUS", "MINUS", "__ANON_0"):
         help_text = "wrap an argument with `+` or `-` in parentheses, e.g. `linear (D + 1)`"
     elif expected:
