@@ -150,3 +150,22 @@ def test_stack_multiplies_parameters_and_needs_same_shape():
     assert spec.example_value(spec.total_params) == 6 * (64 + 8)
     bad = text.replace("return x -> linear D", "return x -> linear 2*D")
     assert "E114" in [d.code for d in check_text(bad).diagnostics]
+
+
+def test_every_syntax_error_is_reported_without_cascades():
+    text = ("dim B, S, D\nexample B=1, S=2, D=4\ninput X: [B, S, D]\na: X -> linear D +\n"
+            "b: a -> relu\nc: X\n  -> transpose 0 1\n  -> ===\nd: c -> relu\ne: X -> transpose 0 9\n")
+    got = [(d.span.line, d.code) for d in check_text(text).diagnostics]
+    assert got == [(4, "E001"), (8, "E001"), (10, "E105")]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("dim B, S\nassume B = S\n", "=="),
+    ("dim B\ninput X: [B]\nblock F(x: [B]):\n  return x\n", "end"),
+    ("dim B\ninput X: [B]\ny: X ->\n", "operation after `->`"),
+    ("dim B\ninput X: [B]\ny: X -> rearrange 'b -> b'\n", "double quotes"),
+    ("dim B, S\ninput X: [B, S]\ny: X -> linear S + 1\n", "parentheses"),
+])
+def test_typical_syntax_mistakes_get_a_specific_help(text, words):
+    (d,) = check_text(text).diagnostics
+    assert d.code == "E001" and words in d.help
