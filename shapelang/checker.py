@@ -339,7 +339,7 @@ class Checker:
                 raise dimlib.unfilled(s.shape)
             want = [dimlib.build(d, self._dim_lookup) for d in s.shape.dims]
             self.need_shape_equal(got[0].shape, want, span=s.shape.span, code="E107",
-                                  message=f"`{s.name}` is {self.show(got[0])}, but the spec expects "
+                                  message=lambda: f"`{s.name}` is {self.show(got[0])}, but the spec expects "
                                           f"{self.show_shape(want)}")
         except ShapeError as err:
             self.report(err.at(s.span))
@@ -541,7 +541,7 @@ class Checker:
                              span=op.span)
         count = self.ctx.dim(op.args[0])
         self.ctx.need_positive(count, op.args[0].span)
-        self.ctx.need_whole(count, span=op.args[0].span, what=f"the layer count {count}")
+        self.ctx.need_whole(count, span=op.args[0].span, what=lambda: f"the layer count {count}")
         target = op.args[1]
         name = target.func if isinstance(target, Call) else getattr(target, "name", None)
         if name not in self.blocks:
@@ -553,7 +553,7 @@ class Checker:
         ir = self.call_block(self.blocks[name], [x] + [t for t, _ in extra],
                              [ref] + [r for _, r in extra], op.span)
         self.need_shape_equal(ir.output.shape, x.shape, span=op.span, code="E114",
-                              message=f"`{name}` turns {self.show(x)} into {self.show(ir.output)}, "
+                              message=lambda: f"`{name}` turns {self.show(x)} into {self.show(ir.output)}, "
                                       "so its copies cannot be stacked")
         res = ops.Result((ir.output,), params=sp.expand(count * ir.total_params),
                          flops=sp.expand(count * ir.total_flops),
@@ -583,7 +583,7 @@ class Checker:
                     subst[d] = actual
                 else:
                     self.need_equal(d, actual, code="E113", span=span,
-                                    message=f"block `{block.name}` expects `{decl.name}` to be "
+                                    message=lambda: f"block `{block.name}` expects `{decl.name}` to be "
                                             f"{self.show_shape(declared)}, got {self.show(t)}")
         subst = {k: v for k, v in subst.items() if k != v}
         outer, outer_steps = self.scope, self.scope.steps
@@ -680,9 +680,11 @@ class Checker:
         return ShapeError(code, message, help, tuple(notes), verdict.counterexample, span)
 
     def need_equal(self, a, b, *, code, message, help=None, span=None, shapes=None):
+        """Prove a == b, or raise with a counterexample. Messages are built only on failure."""
         verdict = self.prover.equal(a, b)
         if verdict.ok:
             return
+        message = _text(message)
         notes = []
         va, vb = self.ex(a), self.ex(b)
         if va is not None and vb is not None:
@@ -693,10 +695,11 @@ class Checker:
 
     def need_shape_equal(self, got, want, *, span, code, message):
         if len(got) != len(want):
-            raise ShapeError(code, message + f" ({len(got)} dims against {len(want)})", span=span)
+            raise ShapeError(code, _text(message) + f" ({len(got)} dims against {len(want)})",
+                             span=span)
         for k, (a, b) in enumerate(zip(got, want)):
             self.need_equal(a, b, code=code, span=span,
-                            message=message + f"; dim {k} is {a}, not {b}")
+                            message=lambda: _text(message) + f"; dim {k} is {a}, not {b}")
 
     def need_whole(self, e, *, span, what):
         verdict = self.prover.whole(e)
@@ -711,7 +714,7 @@ class Checker:
             alt = self._alternatives(e, self.prover.example) if self.prover.example else None
             if alt:
                 notes.append(alt)
-        raise self._fail(verdict, "E104", f"{what}, which is not always a whole number",
+        raise self._fail(verdict, "E104", f"{_text(what)}, which is not always a whole number",
                          self._divisibility_help(e), span, notes)
 
     def need_positive(self, e, span):
@@ -723,7 +726,7 @@ class Checker:
     def need_leq(self, a, b, *, span, message):
         verdict = self.prover.leq(a, b)
         if not verdict.ok:
-            raise self._fail(verdict, "E105", message, f"add `assume {a} <= {b}` if that is "
+            raise self._fail(verdict, "E105", _text(message), f"add `assume {a} <= {b}` if that is "
                              "intended", span)
 
     def ex(self, e):
@@ -743,6 +746,10 @@ class Checker:
 
     def show(self, t: TensorType) -> str:
         return self.show_shape(t.shape)
+
+
+def _text(message) -> str:
+    return message() if callable(message) else message
 
 
 def _anon_decl(node: ShapeLit) -> TensorDecl:

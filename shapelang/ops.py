@@ -98,7 +98,7 @@ class Args:
                 dims.append(sp.Integer(-1))
             else:
                 e = self.c.dim(d)
-                self.c.need_whole(e, span=d.span, what=f"this size is {e}")
+                self.c.need_whole(e, span=d.span, what=lambda: f"this size is {e}")
                 self.c.need_positive(e, d.span)
                 dims.append(e)
         return dims, infer
@@ -143,12 +143,12 @@ def _reshape(c, x: TensorType, a: Args, *, view: bool) -> Result:
         known = prod(d for j, d in enumerate(target) if j != infer)
         inferred = numel / known
         c.need_whole(inferred, span=a.pos[0].dims[infer].span,
-                     what=f"the -1 in `{a.op.text}` stands for {inferred}")
+                     what=lambda: f"the -1 in `{a.op.text}` stands for {inferred}")
         c.need_positive(inferred, a.pos[0].dims[infer].span)
         target[infer] = inferred
     else:
         c.need_equal(numel, prod(target), code="E103", span=a.pos[0].span,
-                     message=f"`{a.op.name}` cannot turn {c.show(x)} into {c.show_shape(target)}: "
+                     message=lambda: f"`{a.op.name}` cannot turn {c.show(x)} into {c.show_shape(target)}: "
                      f"{_count(numel)} elements cannot become {_count(prod(target))}",
                      help="the product of the new sizes must equal the product of the old ones")
     strides = view_strides(x, target, c.same)
@@ -261,7 +261,7 @@ def expand(c, x, a):
             strides.append(ZERO)
         else:
             c.need_equal(size, t, code="E102", span=a.pos[0].dims[j].span,
-                         message=f"`expand` cannot stretch dim {j - lead} of {c.show(x)} from "
+                         message=lambda: f"`expand` cannot stretch dim {j - lead} of {c.show(x)} from "
                                  f"{size} to {t}: only size-1 dims expand",
                          help="use `repeat_interleave` to copy along a dim that is not 1")
             shape.append(size)
@@ -280,7 +280,7 @@ def _shape_allow_minus_ones(c, a):
 def repeat_interleave(c, x, a):
     a.count(2, usage="repeat_interleave H/G 1")
     n = a.dim_at(0)
-    c.need_whole(n, span=a.pos[0].span, what=f"the repeat count {n}")
+    c.need_whole(n, span=a.pos[0].span, what=lambda: f"the repeat count {n}")
     c.need_positive(n, a.pos[0].span)
     d = a.axis_at(1, x.rank)
     shape = x.shape[:d] + (x.shape[d] * n,) + x.shape[d + 1:]
@@ -336,7 +336,7 @@ def mask(c, x, a):
                          span=node.span)
     out = broadcast(c, [x.shape, m.shape], ["the input", "the mask"], node.span)
     c.need_shape_equal(out, x.shape, span=node.span, code="E102",
-                       message=f"the mask {c.show(m)} would grow the input {c.show(x)} to "
+                       message=lambda: f"the mask {c.show(m)} would grow the input {c.show(x)} to "
                                f"{c.show_shape(out)}; a mask must broadcast to the input's shape")
     return _same_shape(c, x, a, kind="tensor")
 
@@ -356,7 +356,7 @@ def linear(c, x, a):
     if x.rank < 1:
         raise a.fail("`linear` needs at least one dim")
     out_f = a.dim_at(0)
-    c.need_whole(out_f, span=a.pos[0].span, what=f"the output width {out_f}")
+    c.need_whole(out_f, span=a.pos[0].span, what=lambda: f"the output width {out_f}")
     c.need_positive(out_f, a.pos[0].span)
     in_f = x.shape[-1]
     bias = a.kw_bool("bias", True)
@@ -401,7 +401,7 @@ def concat_types(c, parts, axis: int, span, axis_span):
         for k in range(rank):
             if k != d:
                 c.need_equal(parts[0].shape[k], p.shape[k], code="E102", span=span,
-                             message=f"cannot concatenate {c.show(parts[0])} with {c.show(p)} "
+                             message=lambda: f"cannot concatenate {c.show(parts[0])} with {c.show(p)} "
                                      f"along dim {d}: dim {k} differs")
     shape = list(parts[0].shape)
     shape[d] = sum((p.shape[d] for p in parts), ZERO)
@@ -420,7 +420,7 @@ def split(c, x, a):
     if isinstance(node, ShapeLit):
         sizes = [c.dim(e) for e in node.dims]
         c.need_equal(sum(sizes, ZERO), size, code="E103", span=node.span,
-                     message=f"the pieces {c.show_shape(sizes)} add up to {sum(sizes, ZERO)}, "
+                     message=lambda: f"the pieces {c.show_shape(sizes)} add up to {sum(sizes, ZERO)}, "
                              f"but dim {d} of {c.show(x)} is {size}")
     else:
         piece = a.dim_at(0)
@@ -441,7 +441,7 @@ def chunk(c, x, a):
         raise a.fail("`chunk` needs at least one piece", span=a.pos[0].span)
     d = a.axis_at(1, x.rank)
     piece = x.shape[d] / n
-    c.need_whole(piece, span=a.op.span, what=f"each of the {n} chunks of dim {d} ({x.shape[d]}) "
+    c.need_whole(piece, span=a.op.span, what=lambda: f"each of the {n} chunks of dim {d} ({x.shape[d]}) "
                  f"would have {piece}")
     return _pieces(x, d, [piece] * n, {"chunks": n, "dim": d})
 
@@ -467,7 +467,7 @@ def select(c, x, a):
     d = a.axis_at(0, x.rank)
     i = a.dim_at(1)
     c.need_leq(i + 1, x.shape[d], span=a.pos[1].span,
-               message=f"index {i} may be past the end of dim {d} ({x.shape[d]}) of {c.show(x)}")
+               message=lambda: f"index {i} may be past the end of dim {d} ({x.shape[d]}) of {c.show(x)}")
     keep = [k for k in range(x.rank) if k != d]
     return Result((TensorType(tuple(x.shape[k] for k in keep), tuple(x.strides[k] for k in keep),
                               x.dtype),), detail={"dim": d, "index": i})
@@ -478,7 +478,7 @@ def slice_(c, x, a):
     d = a.axis_at(0, x.rank)
     start, end = a.dim_at(1), a.dim_at(2)
     c.need_leq(end, x.shape[d], span=a.pos[2].span,
-               message=f"the slice end {end} may be past the end of dim {d} ({x.shape[d]}) of "
+               message=lambda: f"the slice end {end} may be past the end of dim {d} ({x.shape[d]}) of "
                        f"{c.show(x)}")
     length = end - start
     c.need_positive(length, a.op.span)
@@ -525,7 +525,7 @@ def einsum_types(c, eq, operands, span):
         for ch, size in zip(named, dims):
             if ch in sizes:
                 c.need_equal(sizes[ch], size, code="E101", span=span,
-                             message=f"index `{ch}` is {sizes[ch]} in one operand and {size} in another")
+                             message=lambda: f"index `{ch}` is {sizes[ch]} in one operand and {size} in another")
             else:
                 sizes[ch] = size
     out = []
@@ -565,11 +565,11 @@ def rearrange(c, x, a):
         if unknown:
             val = size / known
             c.need_whole(val, span=a.pos[0].span,
-                         what=f"`{unknown[0]}` would be {size}/{known} = {val}")
+                         what=lambda: f"`{unknown[0]}` would be {size}/{known} = {val}")
             sizes[unknown[0]] = val
         else:
             c.need_equal(known, size, code="E103", span=a.pos[0].span,
-                         message=f"({' '.join(group)}) is {known} but dim {k - 1} of {c.show(x)} is {size}")
+                         message=lambda: f"({' '.join(group)}) is {known} but dim {k - 1} of {c.show(x)} is {size}")
     for name in given:
         if not any(name in g for g in left if g != "..."):
             raise ShapeError("E110", f"`{name}=` names an axis that is not in the pattern",
@@ -633,7 +633,7 @@ def broadcast(c, shapes, names, span) -> list:
                 continue
             else:
                 c.need_equal(size, d, code="E102", span=span,
-                             message=f"dim {j - rank} is {size} in {names[0]} and {d} in {name}: "
+                             message=lambda: f"dim {j - rank} is {size} in {names[0]} and {d} in {name}: "
                                      "sizes broadcast only when equal or when one of them is 1",
                              shapes=shapes)
         out.append(size)
@@ -654,7 +654,7 @@ def matmul(c, x: TensorType, y: TensorType, texts, span) -> Result:
             hint = f"did you mean `{texts[1]} -> transpose -2 -1`? it makes the right operand " \
                    f"{c.show_shape(y.shape[:-2] + (y.shape[-1], y.shape[-2]))}"
         c.need_equal(k_left, k_right, code="E101", span=span,
-                     message=f"cannot multiply `{texts[0]}` {c.show(x)} by `{texts[1]}` {c.show(y)}: "
+                     message=lambda: f"cannot multiply `{texts[0]}` {c.show(x)} by `{texts[1]}` {c.show(y)}: "
                              f"the last dim of the left operand is {k_left}, the "
                              f"{'only' if y.rank == 1 else 'second-to-last'} dim of the right operand "
                              f"is {k_right}",

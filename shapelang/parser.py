@@ -309,6 +309,8 @@ class _Builder:
             if getattr(a, "data", None) == "kwarg":
                 k, v = a.children
                 kw.append(KwArg(Span.of(a.meta), str(k), self.expr(v)))
+            elif getattr(a, "data", None) == "arg_tuple":
+                pos.extend(self.pipeline_or_expr(c) for c in a.children)
             else:
                 pos.append(self.expr(a))
         return Op(Span.of(t.meta), str(name), _tok_span(name), tuple(pos), tuple(kw),
