@@ -8,6 +8,7 @@ only the binding it is in, so that every independent error is reported.
 from __future__ import annotations
 
 import difflib
+import functools
 
 import sympy as sp
 
@@ -359,6 +360,10 @@ class Checker:
         return vals
 
     def emit(self, op, text, span, inputs, result: ops.Result, block=None) -> list:
+        if op not in ("view", "reshape", "expand", "input"):
+            named = self.prover.name_of
+            result.outputs = tuple(t.with_shape([named(d) for d in t.shape], t.strides)
+                                   for t in result.outputs)
         step = Step(self.next_id, op, text, span, tuple(inputs), tuple(result.outputs),
                     sp.Integer(result.params) if isinstance(result.params, int) else result.params,
                     result.flops, result.detail, block)
@@ -654,10 +659,8 @@ class Checker:
         return self.scope.values.get(name) is not None
 
     def same(self, a, b) -> bool:
-        if a == b:
-            return True
-        p = self.prover
-        return sp.expand(p.canon(a) - p.canon(b)) == 0
+        """Cheap symbolic equality (no search): for layouts and fast paths."""
+        return a == b or self.prover.same(a, b)
 
     def need(self, verdict, code, span, message, help=None, expr=None) -> bool:
         if verdict.ok:
@@ -764,10 +767,15 @@ def _int_literal(node):
     return None
 
 
+@functools.lru_cache(maxsize=8)
+def _lines(source: str) -> list[str]:
+    return source.split("\n")
+
+
 def _src(source: str, node) -> str:
     """The source text of a node (one line), for messages."""
     span = node.span
-    lines = source.split("\n")
+    lines = _lines(source)
     if span.line == span.end_line and 0 < span.line <= len(lines):
         return lines[span.line - 1][span.column - 1:span.end_column - 1]
     return "..."

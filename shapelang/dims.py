@@ -309,6 +309,27 @@ class Prover:
         return self._decide(("leq", a, b), lambda: self._prove_leq(self.canon(a), self.canon(b)),
                             lambda env: evaluate(a, env) > evaluate(b, env), b - a)
 
+    def same(self, a: sp.Expr, b: sp.Expr) -> bool:
+        """Equal as polynomials after substitution; no counterexample search."""
+        key = ("same", a, b)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = sp.expand(self.canon(a) - self.canon(b)) == 0
+        return hit
+
+    def name_of(self, e: sp.Expr) -> sp.Expr:
+        """A computed size shown as the declared dim it equals (G*Nrep -> H, Himg/P -> Nh)."""
+        if not (e.is_Mul or e.is_Add or e.is_Pow):
+            return e
+        key = ("name", e)
+        hit = self._cache.get(key)
+        if hit is None:
+            if "names" not in self._cache:
+                self._cache["names"] = {sp.expand(self.canon(sym)): sym for sym in
+                                        reversed(list(self.user.values()))}
+            hit = self._cache[key] = self._cache["names"].get(sp.expand(self.canon(e)), e)
+        return hit
+
     def is_one(self, e: sp.Expr) -> bool:
         return e == 1 or self.canon(e) == 1
 

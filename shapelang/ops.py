@@ -566,7 +566,7 @@ def rearrange(c, x, a):
             val = size / known
             c.need_whole(val, span=a.pos[0].span,
                          what=lambda: f"`{unknown[0]}` would be {size}/{known} = {val}")
-            sizes[unknown[0]] = val
+            sizes[unknown[0]] = c.prover.name_of(val)
         else:
             c.need_equal(known, size, code="E103", span=a.pos[0].span,
                          message=lambda: f"({' '.join(group)}) is {known} but dim {k - 1} of {c.show(x)} is {size}")

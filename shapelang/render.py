@@ -170,51 +170,55 @@ def _binding_rows(spec, b, types, indent="") -> list:
 HEADER = ["binding", "line", "operation", "shape", "example", "params", "flops"]
 
 
+def _decl_rows(spec, decls) -> list:
+    rows = []
+    for d in decls:
+        ex = _ex(spec, d.type.shape)
+        n = sp.Integer(1)
+        for x in d.type.shape:
+            n *= x
+        kind = d.kind + ("" if d.type.dtype == "float" else f" {d.type.dtype}")
+        rows.append([d.name, d.span.line, kind, _shape(d.type.shape),
+                     "[" + ", ".join(map(str, ex)) + "]" if ex else "",
+                     _fmt_int(_num(spec, n)) if d.kind == "param" else "", ""])
+    return rows
+
+
+def _rows_in_file_order(spec, decls, bindings) -> list:
+    """Declarations and bindings interleaved as they appear in the file."""
+    types = _types(spec, decls, bindings)
+    groups = [(d.span.line, [row]) for d, row in zip(decls, _decl_rows(spec, decls))]
+    groups += [(b.span.line, _binding_rows(spec, b, types)) for b in bindings]
+    groups.sort(key=lambda g: g[0])
+    return [row for _, rows in groups for row in rows]
+
+
+def _total_line(spec, label, e) -> str:
+    n = _num(spec, e)
+    return f"{label}: {dimlib.show(e)}" + (f" = {_fmt_int(n)}" if n is not None else "")
+
+
 def trace_text(spec: CheckedSpec) -> str:
     out = [f"trace of {spec.path}"]
     if spec.example:
         given = {k: v for k, v in spec.example.items() if k in spec.dims}
         out.append("example: " + ", ".join(f"{k}={v}" for k, v in given.items()))
     out.append("")
-    rows = []
-    for d in spec.decls:
-        ex = _ex(spec, d.type.shape)
-        n = sp.Integer(1)
-        for x in d.type.shape:
-            n *= x
-        rows.append([d.name, d.span.line, d.kind + ("" if d.type.dtype == "float" else f" {d.type.dtype}"),
-                     _shape(d.type.shape), "[" + ", ".join(map(str, ex)) + "]" if ex else "",
-                     _fmt_int(_num(spec, n)) if d.kind == "param" else "", ""])
-    types = _types(spec, spec.decls, spec.bindings)
-    for b in spec.bindings:
-        rows.extend(_binding_rows(spec, b, types))
-    out.extend(_table(rows, HEADER))
+    out.extend(_table(_rows_in_file_order(spec, spec.decls, spec.bindings), HEADER))
     shown = set()
     for name, insts in spec.blocks.items():
         for ir in insts:
             if name in shown:
                 continue
             shown.add(name)
-            args = ", ".join(f"{d.name}: {_shape(d.type.shape)}" for d in ir.inputs)
-            out += ["", f"block {name}({args})  params {_fmt_int(_num(spec, ir.total_params)) or ''} "
-                        f"= {dimlib.show(ir.total_params)}"]
-            brows = []
-            for p in ir.params + ir.buffers:
-                n = sp.Integer(1)
-                for x in p.type.shape:
-                    n *= x
-                ex = _ex(spec, p.type.shape)
-                brows.append([p.name, p.span.line, p.kind, _shape(p.type.shape),
-                              "[" + ", ".join(map(str, ex)) + "]" if ex else "",
-                              _fmt_int(_num(spec, n)) if p.kind == "param" else "", ""])
-            btypes = _types(spec, ir.inputs + ir.params + ir.buffers, ir.bindings)
-            for b in ir.bindings:
-                brows.extend(_binding_rows(spec, b, btypes))
-            out.extend(_table(brows, HEADER))
-    out += ["", f"total parameters: {dimlib.show(spec.total_params)}"
-                + (f" = {_fmt_int(_num(spec, spec.total_params))}" if _num(spec, spec.total_params) is not None else ""),
-            f"total multiply-add FLOPs (forward): {dimlib.show(spec.total_flops)}"
-                + (f" = {_fmt_int(_num(spec, spec.total_flops))}" if _num(spec, spec.total_flops) is not None else "")]
+            args = ", ".join(f"{d.name}: {_shape(d.type.shape)}"
+                             + ("" if d.type.dtype == "float" else f" {d.type.dtype}")
+                             for d in ir.inputs)
+            out += ["", f"block {name}({args})", _total_line(spec, "  parameters", ir.total_params)]
+            rows = _rows_in_file_order(spec, ir.params + ir.buffers, ir.bindings)
+            out.extend(_table(rows, HEADER))
+    out += ["", _total_line(spec, "total parameters", spec.total_params),
+            _total_line(spec, "total multiply-add FLOPs (forward)", spec.total_flops)]
     if spec.diagnostics:
         out += ["", check_text(spec).rstrip()]
     return "\n".join(out) + "\n"
