@@ -186,6 +186,17 @@ class Relation:
         return _CMP[self.cmp](evaluate(self.left, env), evaluate(self.right, env))
 
 
+def _monomial(e: sp.Expr) -> bool:
+    """A product of a rational and powers of symbols (most sizes and strides)."""
+    if e.is_Symbol or e.is_Rational:
+        return True
+    if e.is_Pow:
+        return e.base.is_Symbol and e.exp.is_Integer
+    if e.is_Mul:
+        return all(_monomial(a) and not a.is_Mul for a in e.args)
+    return False
+
+
 def _shift_nonneg(e: sp.Expr, strict: bool = False) -> bool:
     """Sufficient test that polynomial e >= 0 (> 0 if strict) for all vars >= 1."""
     syms = sorted(e.free_symbols, key=str)
@@ -314,7 +325,12 @@ class Prover:
         key = ("same", a, b)
         hit = self._cache.get(key)
         if hit is None:
-            hit = self._cache[key] = sp.expand(self.canon(a) - self.canon(b)) == 0
+            ca, cb = self.canon(a), self.canon(b)
+            if _monomial(ca) and _monomial(cb):
+                hit = ca == cb  # sympy keeps monomials in one canonical form
+            else:
+                hit = sp.expand(ca - cb) == 0
+            self._cache[key] = hit
         return hit
 
     def name_of(self, e: sp.Expr) -> sp.Expr:
@@ -350,7 +366,9 @@ class Prover:
         return verdict
 
     def _prove_zero(self, d: sp.Expr) -> bool:
-        if d == 0 or sp.expand(d) == 0:
+        if d == 0 or (d.is_Add and len(d.args) == 2 and all(_monomial(a) for a in d.args)):
+            return d == 0  # two different monomials never cancel
+        if sp.expand(d) == 0:
             return True
         return sp.cancel(sp.together(d)) == 0
 
