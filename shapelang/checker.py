@@ -383,7 +383,7 @@ class Checker:
         rule = ops.RULES.get(op.name)
         if rule is not None:
             try:
-                result = rule(self.ctx, x, ops.Args(self.ctx, op))
+                result = rule(self.ctx, x, ops.Args(self.ctx, op, x))
             except ShapeError as err:
                 raise err if err.span else ShapeError(err.code, err.message, err.help, err.notes,
                                                       err.counterexample, op.span) from None

@@ -44,8 +44,8 @@ def _ax(n: int) -> str:
 class Args:
     """Typed access to an operation's arguments, with learner-facing errors."""
 
-    def __init__(self, c, op: Op):
-        self.c, self.op, self.pos = c, op, op.args
+    def __init__(self, c, op: Op, x: TensorType | None = None):
+        self.c, self.op, self.pos, self.x = c, op, op.args, x
         self.kw = {k.name: k for k in op.kwargs}
 
     def fail(self, message: str, help: str | None = None, span=None) -> ShapeError:
@@ -72,7 +72,9 @@ class Args:
         a = self.int_at(i)
         n = rank + extra
         if not -n <= a < n:
-            raise ShapeError("E105", f"axis {a} is out of range for a {_ax(rank)}",
+            what = f"`{self.op.name}` on {self.c.show(self.x)}, a {_ax(rank)}" \
+                if self.x is not None and self.x.rank == rank else f"a {_ax(rank)}"
+            raise ShapeError("E105", f"axis {a} is out of range for {what}",
                              help=f"the axes of a {_ax(rank)} run from {-n} to {n - 1}"
                              if n else "a 0-d tensor has no axes", span=self.pos[i].span)
         return a + n if a < 0 else a

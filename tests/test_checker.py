@@ -169,3 +169,10 @@ def test_every_syntax_error_is_reported_without_cascades():
 def test_typical_syntax_mistakes_get_a_specific_help(text, words):
     (d,) = check_text(text).diagnostics
     assert d.code == "E001" and words in d.help
+
+
+def test_every_code_is_documented():
+    from shapelang.diagnostics import CODES
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "diagnostics.md").read_text()
+    for code in CODES:
+        assert f"| {code} |" in doc, code
