@@ -33,7 +33,6 @@ CODES: dict[str, str] = {
     "E115": "assumption cannot be used",
     "E116": "an exercise blank is not filled in",
     "W201": "example is missing sizes",
-    "W202": "checker gave up on a condition",
 }
 
 
