@@ -46,6 +46,8 @@ def check_text(spec: CheckedSpec) -> str:
                      f"{n_warn} warning{'s' if n_warn != 1 else ''}")
     else:
         n_steps = sum(len(b.steps) for b in spec.bindings)
+        n_steps += sum(len(b.steps) for insts in spec.blocks.values() for ir in insts
+                       for b in ir.bindings)
         parts.append(f"{spec.path}: ok ({len(spec.bindings)} bindings, {n_steps} steps proved "
                      "for all sizes that satisfy the assumptions)")
     return "\n\n".join(parts) + "\n"
