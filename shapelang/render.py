@@ -163,13 +163,14 @@ def _binding_rows(spec, b, types, indent="") -> list:
             ex_text = " | ".join("[" + ", ".join(map(str, e)) + "]" for e in exs if e is not None)
         params = _num(spec, s.params)
         flops = _num(spec, s.flops)
-        rows.append([indent + (name if k == len(b.steps) - 1 else ""), s.span.line, s.text, shape,
-                     ex_text, "" if s.params == 0 else _fmt_int(params) or dimlib.show(s.params),
+        shape_in = "; ".join(_shape(types[r].shape) for r in s.inputs if r in types)
+        rows.append([indent + (name if k == len(b.steps) - 1 else ""), s.span.line, s.text,
+                     shape_in, shape, ex_text, "" if s.params == 0 else _fmt_int(params) or dimlib.show(s.params),
                      "" if s.flops == 0 else _fmt_int(flops) or dimlib.show(s.flops)])
     return rows
 
 
-HEADER = ["binding", "line", "operation", "shape", "example", "params", "flops"]
+HEADER = ["binding", "line", "operation", "shape in", "shape out", "example out", "params", "flops"]
 
 
 def _decl_rows(spec, decls) -> list:
@@ -180,7 +181,7 @@ def _decl_rows(spec, decls) -> list:
         for x in d.type.shape:
             n *= x
         kind = d.kind + ("" if d.type.dtype == "float" else f" {d.type.dtype}")
-        rows.append([d.name, d.span.line, kind, _shape(d.type.shape),
+        rows.append([d.name, d.span.line, kind, "", _shape(d.type.shape),
                      "[" + ", ".join(map(str, ex)) + "]" if ex else "",
                      _fmt_int(_num(spec, n)) if d.kind == "param" else "", ""])
     return rows
