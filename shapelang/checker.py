@@ -384,6 +384,8 @@ class Checker:
         if rule is not None:
             try:
                 result = rule(self.ctx, x, ops.Args(self.ctx, op, x))
+            except Poisoned:
+                raise
             except ShapeError as err:
                 raise err if err.span else ShapeError(err.code, err.message, err.help, err.notes,
                                                       err.counterexample, op.span) from None

@@ -587,8 +587,10 @@ def rearrange(c, x, a):
                 elementary.append(ax)
                 flat.append(sizes[ax])
     t = x
+    copies = [None, None]  # per reshape stage: None (no stage), False (a view), True (a copy)
     if list(flat) != list(x.shape):
         st = view_strides(x, flat, c.same)
+        copies[0] = st is None
         t = TensorType(tuple(flat), st, x.dtype) if st else fresh(flat, x.dtype)
     order_names = [g for g in elementary]
     out_names = []
@@ -612,8 +614,12 @@ def rearrange(c, x, a):
         final.extend(ell if group == "..." else [prod(sizes[ax] for ax in group)])
     if list(final) != list(t.shape):
         st = view_strides(t, final, c.same)
+        copies[1] = st is None
         t = TensorType(tuple(final), st, x.dtype) if st else fresh(final, x.dtype)
-    return Result((t,), detail={"pattern": text, "sizes": {k: v for k, v in given.items()}})
+    # flat/perm/final/copies: the three stages (reshape, permute, reshape) for codegen
+    return Result((t,), detail={"pattern": text, "sizes": {k: v for k, v in given.items()},
+                                "flat": tuple(flat), "perm": tuple(perm), "final": tuple(final),
+                                "copies": tuple(copies)})
 
 
 # ----------------------------------------------------------------- binary ops

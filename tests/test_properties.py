@@ -39,6 +39,7 @@ from hypothesis import strategies as st  # noqa: E402
 from shapelang.checker import check_text  # noqa: E402
 
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+pytestmark = pytest.mark.filterwarnings("ignore:var\\(\\)")
 torch.set_num_threads(1)
 
 TORCH_ERRORS = (RuntimeError, IndexError, ValueError)
@@ -54,6 +55,23 @@ def sym(name: str) -> sp.Symbol:
 
 
 _ATOMIC = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _no_name_before_paren(op_text: str) -> str:
+    """`embed T (Q*C)` parses as a call T(Q*C) (see xfail below): write `(T) (Q*C)`."""
+    head, _, rest = op_text.partition(" ")
+    parts = re.split(r'("[^"]*")', rest)
+    for i in range(0, len(parts), 2):   # outside quoted patterns
+        parts[i] = re.sub(r"(?<![\w)=.])([A-Za-z_]\w*) \(", r"(\1) (", parts[i])
+    return head + (" " if rest else "") + "".join(parts)
+
+
+def _call_arg(cur: str) -> str:
+    """A pipeline as a call argument; one ending in `kw=value` swallows the next comma."""
+    if AVOID_KNOWN_BUGS and re.search(r"=[^=\s]*\s*$", cur):
+        return f"({cur})"   # see the xfail test for the kwarg comma below
+    return cur
 
 
 def paren(t: str) -> str:
@@ -127,6 +145,7 @@ class Step:
     pick: int = 0
     newline: bool = False  # op: continue on a new line starting with `->`
     call: object = None  # bin via call form: call(cur_text) -> expression text
+    keeps_layout: bool = False  # torch keeps the input's strides (elementwise ops, einsum)
 
 
 @dataclass
@@ -135,24 +154,34 @@ class Program:
     example: dict           # dim name -> int (the example line)
     atom_env: dict          # atom symbol -> int at the example
     names: dict             # user dim name -> expression over atoms
-    inputs: list            # (name, [Dm])
+    inputs: list            # (name, [Dm], dtype)
     head: str               # `X0` or a shape literal
     head_dims: list
     steps: list = field(default_factory=list)
     expect: list | None = None   # final shape (Dm) if the generator knows it
     invalid: str | None = None   # what the last step breaks on purpose
+    style: int = 0               # seed for line order, comments and line endings
+
+    def __repr__(self) -> str:
+        return "Program:\n" + self.render()[0]
+
+    def _repr_pretty_(self, p, cycle):   # hypothesis prints failing examples with this
+        p.text(repr(self))
 
     def prefix(self, n: int) -> "Program":
         return Program(self.dims_lines, self.example, self.atom_env, self.names, self.inputs,
-                       self.head, self.head_dims, self.steps[:n], None, None)
+                       self.head, self.head_dims, self.steps[:n], None, None, self.style)
 
     # -- text
     def render(self) -> tuple[str, list]:
         """Spec text, and per step the binding names recorded after it."""
         lines = list(self.dims_lines)
         lines.append("example " + ", ".join(f"{k}={v}" for k, v in self.example.items()))
-        for name, dims in self.inputs:
-            lines.append(f"input {name}: {shape_text(dims)}")
+        for name, dims, dtype in self.inputs:
+            lines.append(f"input {name}: {shape_text(dims)}" + (f" {dtype}" if dtype else ""))
+        rng = random.Random(self.style)
+        if rng.random() < 0.3:     # sizes, assumptions, example and inputs in any order
+            rng.shuffle(lines)
         cur, k = self.head, 0
         bound = [[] for _ in self.steps]
         is_name = lambda s: _ATOMIC.fullmatch(s) is not None  # noqa: E731
@@ -177,25 +206,44 @@ class Program:
         lines.append(f"y: {cur}")
         if self.expect is not None:
             lines.append(f"expect y: {shape_text(self.expect)}")
-        return "\n".join(lines) + "\n", bound
+        if rng.random() < 0.3:     # comments and blank lines
+            out = []
+            for line in lines:
+                if rng.random() < 0.2:
+                    out.append(rng.choice(["", "# a comment: -> [B, S] ?", "   ", "\t# indented"]))
+                out.append(line + (" # note" if rng.random() < 0.2 else ""))
+            lines = out
+        newline = "\r\n" if rng.random() < 0.1 else "\n"
+        return newline.join(lines) + newline, bound
 
     # -- torch
-    def run(self, env) -> "Run":
-        """Run in torch at atom values `env`; record the shape of every named tensor."""
+    def run(self, env, fresh_layout=False) -> "Run":
+        """Run in torch at atom values `env`; record the shape of every named tensor.
+
+        `fresh_layout` makes the output of every elementwise op and einsum
+        contiguous, which is what the checker assumes (see the xfail below).
+        """
         tensors = {}
         total = 0
-        for name, dims in self.inputs + ([("<head>", self.head_dims)]):
+        for name, dims, dtype in self.inputs + ([("<head>", self.head_dims, None)]):
             sizes = [ev(d.e, env) for d in dims]
             total += _numel(sizes)
             if total > MAX_NUMEL:
                 return Run(skipped=True)
-            tensors[name] = torch.randn(sizes)
+            if dtype == "bool":
+                tensors[name] = torch.rand(sizes) < 0.5
+            elif dtype in ("int", "long"):
+                tensors[name] = torch.zeros(sizes, dtype=torch.long)
+            else:
+                tensors[name] = torch.randn(sizes)
         x = tensors["X0"] if self.head == "X0" else tensors["<head>"]
         _, bound = self.render()
         shapes = {}
         for i, s in enumerate(self.steps):
             try:
                 out = s.fn(x, env, tensors)
+                if fresh_layout and s.keeps_layout:
+                    out = out.contiguous()
                 if s.kind == "multi" and len(out) != s.pieces:
                     raise RuntimeError(f"torch gives {len(out)} pieces, the spec names {s.pieces}")
             except TORCH_ERRORS as err:
@@ -236,26 +284,33 @@ class Run:
 # ----------------------------------------------------------------------------- generator
 
 BASE_NAMES = ["B", "S", "N", "E", "I", "Q", "lambda", "T", "C", "K_v"]
+DEFINED = {"D", "Dk", "d_model", "V"}   # dims the checker substitutes
 
 
 class G:
-    """Drawing helpers over hypothesis' `draw`."""
+    """Drawing helpers over a seeded Random (hypothesis draws the seed).
 
-    def __init__(self, draw):
-        self.draw = draw
+    Hypothesis' own integer draws lean hard towards small values, which would
+    make the first option of every choice dominate; one seed per program keeps
+    the choices uniform and the runs reproducible (derandomize=True).
+    """
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
 
     def int(self, lo, hi):
-        return self.draw(st.integers(lo, hi))
+        return self.rng.randint(lo, hi)
 
     def pick(self, seq):
-        seq = list(seq)
-        return seq[self.int(0, len(seq) - 1)]
+        return self.rng.choice(list(seq))
 
     def coin(self, p=0.5) -> bool:
-        return self.int(0, 999) < p * 1000
+        return self.rng.random() < p
 
     def perm(self, n):
-        return list(self.draw(st.permutations(list(range(n)))))
+        out = list(range(n))
+        self.rng.shuffle(out)
+        return out
 
     def axis(self, k, n) -> int:
         """Axis k of n, written positive or negative."""
@@ -285,11 +340,21 @@ class Vocab:
             self.extra.append(Dm(h * k, "D", (dh, dk)))
         else:
             self.atom_values = {}
+        self.halves = {}
+        if g.coin(0.25):   # an even size: X = 2 * (X/2)
+            x = names[-1]
+            xh = sym(x + "_half")
+            self.example[x] = 2 * g.int(1, 3)
+            self.lines.append(g.pick([f"assume {x} % 2 == 0", f"assume 2 <= {x}\nassume {x} % 2 == 0"]))
+            self.halves[x] = xh
+            self.names[x] = 2 * xh
+            self.atoms[x] = Dm(2 * xh, x, (const(2), Dm(xh, f"{x}/2")))
         if len(names) >= 2 and g.coin(0.35):   # a derived product
             a, b = names[0], names[1]
             self.lines.append(f"dim d_model = {a} * {b}")
-            self.names["d_model"] = sym(a) * sym(b)
-            self.extra.append(Dm(sym(a) * sym(b), "d_model", (self.atoms[a], self.atoms[b])))
+            e = self.atoms[a].e * self.atoms[b].e
+            self.names["d_model"] = e
+            self.extra.append(Dm(e, "d_model", self.atoms[a].factors + self.atoms[b].factors))
             if g.coin():
                 self.example["d_model"] = self.example[a] * self.example[b]
         if g.coin(0.3):
@@ -301,7 +366,10 @@ class Vocab:
             self.names["U"] = sp.Integer(1)
             self.extra.append(Dm(sp.Integer(1), "U"))
         for n in names:
-            self.atom_values[sym(n)] = self.example[n]
+            if n in self.halves:
+                self.atom_values[self.halves[n]] = self.example[n] // 2
+            else:
+                self.atom_values[sym(n)] = self.example[n]
         self.env = {s: sp.Integer(v) for s, v in self.atom_values.items()}
 
     def atom(self) -> Dm:
@@ -341,24 +409,20 @@ class Builder:
         self.steps = []
         self.n_other = 0
 
-    def new_input(self, dims) -> str:
+    def new_input(self, dims, dtype=None) -> str:
         g = self.g
-        if g.coin(0.15) and dims:
+        if g.coin(0.15) and dims and dtype is None:
             return shape_text(dims)          # an anonymous input
         self.n_other += 1
         name = f"M{self.n_other}"
-        self.inputs.append((name, list(dims)))
+        self.inputs.append((name, list(dims), dtype))
         return name
 
-    def tensor_of(self, ref):
-        if ref.startswith("["):
-            dims = self._anon[ref]
-            return lambda env, T: torch.randn([ev(d.e, env) for d in dims])
-        return lambda env, T: T[ref]
-
     # ---------------------------------------------------------------- ops
-    def op(self, text, fn, sh):
-        self.steps.append(Step("op", text, fn, newline=self.g.coin(0.1)))
+    def op(self, text, fn, sh, keeps_layout=False):
+        if AVOID_KNOWN_BUGS:
+            text = _no_name_before_paren(text)
+        self.steps.append(Step("op", text, fn, newline=self.g.coin(0.1), keeps_layout=keeps_layout))
         return sh
 
     def apply_random(self, sh: list, ops: list[str]) -> list:
@@ -375,14 +439,14 @@ class Builder:
         if any(d.one for d in sh):
             out += ["squeeze", "expand", "expand"]
         if r >= 2:
-            out += ["select"]
+            out += ["select", "mask"]
         out += ["slice", "chunk", "split"]
         if numel_ex < 5000:
             out += ["linear", "repeat", "scalar"]
         return out
 
     def op_brk(self, sh):
-        self.steps.append(Step("break"))
+        self.steps.append(Step("break", fn=lambda x, env, T: x))
         return sh
 
     def op_transpose(self, sh):
@@ -450,6 +514,11 @@ class Builder:
         if len(new) > MAX_RANK:
             new = [mul(new)]
         infer = g.int(0, len(new) - 1) if g.coin(0.4) else None
+        if AVOID_KNOWN_BUGS and infer is not None and (
+                new[infer].one or any("+" in d.t for d in list(sh) + new)):
+            # a -1 that is 1 only after canonical substitution, or a quotient of sums that
+            # stays unsimplified (select/slice then fail): see xfail below
+            infer = None
         texts = ["-1" if k == infer else d.t for k, d in enumerate(new)]
         exprs = [None if k == infer else d.e for k, d in enumerate(new)]
         verb = "view" if g.coin() else "reshape"
@@ -471,16 +540,18 @@ class Builder:
             return self.op(f"softmax {a}", lambda x, env, T: torch.softmax(x, a), sh)
         if kind == "scale":
             d = self.v.atom()
-            return self.op(f"scale 1/sqrt({d.t})", lambda x, env, T: x / ev(d.e, env) ** 0.5, sh)
+            return self.op(f"scale 1/sqrt({d.t})", lambda x, env, T: x / ev(d.e, env) ** 0.5, sh,
+                           keeps_layout=True)
         if kind == "dropout":
-            return self.op("dropout 0.1", lambda x, env, T: torch.nn.functional.dropout(x, 0.1), sh)
+            return self.op("dropout 0.1", lambda x, env, T: torch.nn.functional.dropout(x, 0.1), sh,
+                           keeps_layout=True)
         if kind == "layernorm":
             return self.op(kind, lambda x, env, T: torch.nn.functional.layer_norm(x, x.shape[-1:]), sh)
         if kind == "rmsnorm":
             return self.op(kind, lambda x, env, T: torch.nn.functional.rms_norm(x, x.shape[-1:]), sh)
         fn = {"relu": torch.relu, "gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu,
               "tanh": torch.tanh, "sigmoid": torch.sigmoid, "exp": torch.exp}[kind]
-        return self.op(kind, lambda x, env, T: fn(x), sh)
+        return self.op(kind, lambda x, env, T: fn(x), sh, keeps_layout=True)
 
     def op_reduce(self, sh):
         g, r = self.g, len(sh)
@@ -498,14 +569,12 @@ class Builder:
         k = g.int(0, r - 1)
         d = sh[k]
         if d.e.is_Integer:
-            idx = const(g.int(0, int(d.e) - 1)) if int(d.e) > 1 else None
-            it, ie = (str(g.int(0, int(d.e) - 1)), None)
-            ie = sp.Integer(int(it))
+            i = g.int(0, int(d.e) - 1)
+            it, ie = str(i), sp.Integer(i)
         elif g.coin():
             it, ie = "0", sp.Integer(0)
         else:
             it, ie = f"({d.t} - 1)", d.e - 1
-        del idx if False else None  # noqa
         a = g.axis(k, r)
         return self.op(f"select {a} {it}", lambda x, env, T: x.select(a, ev(ie, env)),
                        sh[:k] + sh[k + 1:])
@@ -596,7 +665,9 @@ class Builder:
                 if f.e.is_Integer and int(f.e) in (2, 3):
                     rest = mul(d.factors[:i] + d.factors[i + 1:])
                     c = int(f.e)
-                    cands.append((k, "size", [rest] * c))
+                    # `split s d` counts pieces on the raw sizes (see xfail below)
+                    if not (AVOID_KNOWN_BUGS and DEFINED & set(self.v.names)):
+                        cands.append((k, "size", [rest] * c))
                     cands.append((k, "list", [rest, mul([const(c - 1), rest])]))
             if d.e.is_Integer and int(d.e) >= 2:
                 cands.append((k, "list", [ONE, const(int(d.e) - 1)]))
@@ -629,7 +700,7 @@ class Builder:
         def fn(x, env, T):
             return torch.cat([x] + [get(env, T) for get in getters], a)
         if g.coin(0.3):
-            call = lambda cur: f"concat({a}, {cur}, {', '.join(refs)})"  # noqa: E731
+            call = lambda cur: f"concat({a}, {_call_arg(cur)}, {', '.join(refs)})"  # noqa: E731
             self.steps.append(Step("bin", "concat", fn, call=call))
         else:
             self.op(f"concat {a} {' '.join(refs)}", fn, None)
@@ -666,15 +737,15 @@ class Builder:
         def fn(x, env, T):
             o = get(env, T)
             return f(o, x) if left else f(x, o)
-        self.steps.append(Step("bin", opname, fn, other=ref, left=left))
+        self.steps.append(Step("bin", opname, fn, other=ref, left=left, keeps_layout=True))
         return _broadcast(sh, dims)
 
     def op_scalar(self, sh):
         g = self.g
         opname = g.pick(["+", "-", "*", "/"])
         if g.coin():
-            s_t, s_e = str(g.int(1, 5)), None
-            s_e = sp.Integer(int(s_t))
+            n = g.int(1, 5)
+            s_t, s_e = str(n), sp.Integer(n)
         else:
             d = self.v.atom()
             s_t, s_e = d.t, d.e
@@ -684,7 +755,7 @@ class Builder:
             s = float(ev(s_e, env))
             return {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
                     "/": lambda a, b: a / b}[opname](*((s, x) if left else (x, s)))
-        self.steps.append(Step("bin", opname, fn, other=s_t, left=left))
+        self.steps.append(Step("bin", opname, fn, other=s_t, left=left, keeps_layout=True))
         return sh
 
     def op_matmul(self, sh):
@@ -738,43 +809,68 @@ class Builder:
 
     def op_einsum(self, sh):
         g, r = self.g, len(sh)
-        letters = iter("abcdefghijklmnopqrstuvwxyz")
+        alphabet = "abcdefghijklmnopqrstuvwxyz" if g.coin(0.85) else "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+        letters = iter(alphabet)
         ell = r >= 3 and g.coin(0.25)
         n_ell = g.int(1, r - 2) if ell else 0
         mine = [next(letters) for _ in range(r - n_ell)]
         size = dict(zip(mine, sh[n_ell:]))
         two = g.coin(0.7)
-        theirs = []
+        theirs, their_ell = [], None
         if two:
             shared = [c for c in mine if g.coin(0.5)]
-            random.Random(g.int(0, 10 ** 6)).shuffle(shared)
+            g.rng.shuffle(shared)
             new = [next(letters) for _ in range(g.int(0, 2))]
             for c in new:
                 size[c] = self.v.term()
             theirs = shared + new
-            random.Random(g.int(0, 10 ** 6)).shuffle(theirs)
+            g.rng.shuffle(theirs)
             if not theirs:
                 theirs = [mine[-1]]
+            if ell and g.coin(0.5):   # the second operand has a (broadcasting) ellipsis too
+                their_ell = self._broadcastable(list(sh[:n_ell]), max_extra=0)
         pool = list(dict.fromkeys(mine + theirs))
         outl = [c for c in pool if g.coin(0.6)] or [pool[0]]
-        random.Random(g.int(0, 10 ** 6)).shuffle(outl)
+        g.rng.shuffle(outl)
+        keep_ell = ell and g.coin(0.8)   # without `...` on the right torch sums those dims
+        ell_out = _broadcast(sh[:n_ell], their_ell) if their_ell is not None else list(sh[:n_ell])
         pre = "..." if ell else ""
-        eq = pre + "".join(mine) + ("," + "".join(theirs) if two else "") + "->" + pre + "".join(outl)
-        out = list(sh[:n_ell]) + [size[c] for c in outl]
+        sep, arrow = (", ", " -> ") if g.coin(0.2) else (",", "->")
+        eq = pre + "".join(mine) + \
+            (sep + ("..." if their_ell is not None else "") + "".join(theirs) if two else "") + \
+            arrow + ("..." if keep_ell else "") + "".join(outl)
+        out = (ell_out if keep_ell else []) + [size[c] for c in outl]
         if len(out) > MAX_RANK:
             return self.op_contiguous(sh)
         if two:
-            odims = [size[c] for c in theirs]
+            odims = (their_ell or []) + [size[c] for c in theirs]
+            if len(odims) > MAX_RANK:
+                return self.op_contiguous(sh)
             ref, get = self._operand(odims)
             if g.coin(0.3) and not AVOID_KNOWN_BUGS:   # call form does not parse: see xfail below
                 call = lambda cur: f'einsum("{eq}", {cur}, {ref})'  # noqa: E731
                 self.steps.append(Step("bin", "einsum",
-                                       lambda x, env, T: torch.einsum(eq, x, get(env, T)), call=call))
+                                       lambda x, env, T: torch.einsum(eq, x, get(env, T)), call=call,
+                                       keeps_layout=True))
             else:
-                self.op(f'einsum "{eq}" {ref}', lambda x, env, T: torch.einsum(eq, x, get(env, T)), None)
+                self.op(f'einsum "{eq}" {ref}', lambda x, env, T: torch.einsum(eq, x, get(env, T)), None,
+                        keeps_layout=True)
         else:
-            self.op(f'einsum "{eq}"', lambda x, env, T: torch.einsum(eq, x), None)
+            self.op(f'einsum "{eq}"', lambda x, env, T: torch.einsum(eq, x), None, keeps_layout=True)
         return out
+
+    def op_mask(self, sh):
+        g, r = self.g, len(sh)
+        if g.coin(0.4):
+            def fn(x, env, T):
+                causal = torch.ones(x.shape[-2], x.shape[-1], dtype=torch.bool).triu(1)
+                return x.masked_fill(causal, float("-inf"))
+            return self.op("mask causal", fn, sh)
+        n = g.int(1, r)
+        dims = [ONE if g.coin(0.3) else d for d in sh[r - n:]]
+        ref = self.new_input(dims, "bool")
+        return self.op(f"mask {ref}", lambda x, env, T: x.masked_fill(T[ref], float("-inf")), sh,
+                       keeps_layout=True)
 
     def op_rearrange(self, sh):
         g, r = self.g, len(sh)
@@ -793,6 +889,8 @@ class Builder:
             if len(fs) >= 2 and g.coin(0.6):
                 axes = [next(names) for _ in fs]
                 unknown = g.int(-1, len(fs) - 1)   # -1: all given
+                if AVOID_KNOWN_BUGS and "+" in d.t:
+                    unknown = -1   # an unsimplified quotient of sums: see xfail below
                 for i, (ax, f) in enumerate(zip(axes, fs)):
                     if i != unknown:
                         kw[ax] = paren(f.t)
@@ -826,14 +924,12 @@ class Builder:
             pos = sum(n_ell if t == "..." else 1 for t in before)
             right.insert(k, "1")
             out.insert(pos, ONE)
-        if not right:
-            return self.op_contiguous(sh)
+        if not out:
+            right.append("1")
+            out.append(ONE)
         pattern = " ".join(left) + " -> " + " ".join(right)
         kws = "".join(f" {k}={v}" if g.coin() or i == 0 else f", {k}={v}"
                       for i, (k, v) in enumerate(kw.items()))
-        kw_e = {k: _dm_by_axis(elementary, k) for k in kw}
-        del kw_e
-        ell_dims = sh[:n_ell]
         elem_dims = [None if a == "..." else d for a, d in elementary]
 
         def fn(x, env, T):
@@ -845,15 +941,10 @@ class Builder:
             for d in elem_dims:
                 pos.append(list(range(p, p + n_ell)) if d is None else [p])
                 p += n_ell if d is None else 1
-            t = t.permute(*[q for o in order for q in pos[o]])
+            t = t.permute([q for o in order for q in pos[o]])
             final = [ev(d.e, env) for d in out]
             return t.reshape(final)
-        del ell_dims
         return self.op(f'rearrange "{pattern}"{kws}', fn, out)
-
-
-def _dm_by_axis(elementary, ax):
-    return next(d for a, d in elementary if a == ax)
 
 
 def _broadcast(a, b):
@@ -895,7 +986,8 @@ def add_broken_step(bld: Builder, sh: list) -> str:
     elif kind == "broadcast":
         cand = [i for i, d in enumerate(sh) if not d.one]
         if not cand:
-            return add_broken_step(bld, sh + [])
+            bld.op(f"transpose 0 {r}", lambda x, env, T: x.transpose(0, r), None)
+            return "axis"
         i = g.pick(cand)
         dims = list(sh)
         dims[i] = v.other_term(sh[i])
@@ -961,17 +1053,29 @@ def add_broken_step(bld: Builder, sh: list) -> str:
 
 @st.composite
 def programs(draw, ops=None, p_broken=0.2, max_ops=6):
-    g = G(draw)
+    g = G(random.Random(draw(st.integers(0, 2 ** 32 - 1))))
     v = Vocab(g)
     bld = Builder(g, v)
     rank = g.int(1, 5)
     head_dims = [v.term() for _ in range(rank)]
+    sh = list(head_dims)
     if g.coin(0.1):
         head = shape_text(head_dims)
+    elif ops is None and g.coin(0.1) and rank < MAX_RANK:   # token ids and an embedding
+        head = "X0"
+        bld.inputs.append(("X0", head_dims, g.pick(["int", "long"])))
+        vocab, width = v.term(allow_one=False), v.term()
+        if g.coin():
+            def fn(x, env, T):
+                return torch.nn.functional.embedding(x, torch.randn(ev(vocab.e, env), ev(width.e, env)))
+            bld.op(f"embed {paren(vocab.t)} {paren(width.t)}", fn, None)
+        else:
+            bld.inputs.append(("W_e", [vocab, width], None))
+            bld.op("embed W_e", lambda x, env, T: torch.nn.functional.embedding(x, T["W_e"]), None)
+        sh = sh + [width]
     else:
         head = "X0"
-        bld.inputs.append(("X0", head_dims))
-    sh = list(head_dims)
+        bld.inputs.append(("X0", head_dims, None))
     n_ops = g.int(1, max_ops)
     broken = None
     for i in range(n_ops):
@@ -985,7 +1089,7 @@ def programs(draw, ops=None, p_broken=0.2, max_ops=6):
             allowed = [o for o in allowed if o in ops] or ["contiguous"]
         sh = bld.apply_random(sh, allowed)
     prog = Program(v.lines, v.example, v.env, v.names, bld.inputs, head, head_dims, bld.steps,
-                   None, broken)
+                   None, broken, g.int(0, 2 ** 30))
     if sh is not None and g.coin(0.5):
         prog.expect = sh
     return prog
@@ -1044,26 +1148,33 @@ def describe(prog, text, spec, run) -> str:
             f"{'ok ' + str(run.shapes) if run.ok else run.error}")
 
 
-def rejection_is_real(prog: Program, spec) -> tuple[bool, str]:
+BROADCAST_LIKE = re.compile(r"broadcast|only size-1 dims expand|^index `")
+
+
+def rejection_is_real(prog: Program, spec, fresh_layout=False) -> tuple[bool, str]:
     """Torch also fails, at a counterexample or at generic sizes."""
-    errors = spec.errors()
     why = []
-    for d in errors:
+    for d in spec.errors():
+        generic = not d.counterexample
         if d.counterexample:
             env = cex_env(prog, d.counterexample)
             if env is None:
                 why.append(f"{d.code}: counterexample {d.counterexample} not mapped")
                 continue
-            run = prog.run(env)
+            run = prog.run(env, fresh_layout)
             if run.skipped or not run.ok:
                 return True, ""
             why.append(f"{d.code}: torch succeeds at counterexample {d.counterexample}: {run.shapes}")
-        else:
+            # known bug: a broadcast-like counterexample may make one side 1 (xfail below)
+            generic = AVOID_KNOWN_BUGS and BROADCAST_LIKE.search(d.message) is not None
+        if generic:
             for env in generic_envs(prog):
-                run = prog.run(env)
+                run = prog.run(env, fresh_layout)
                 if run.skipped or not run.ok:
+                    if d.counterexample:
+                        COUNTS["known-bad-counterexample"] = COUNTS.get("known-bad-counterexample", 0) + 1
                     return True, ""
-            why.append(f"{d.code} (no counterexample): torch succeeds at generic sizes too")
+            why.append(f"{d.code}: torch succeeds at generic sizes too")
     return False, "; ".join(why)
 
 
@@ -1072,6 +1183,16 @@ def check_against_torch(prog: Program, depth=0):
     spec = check_text(text, "prop.shape")
     run = prog.run(prog.atom_env)
     note(describe(prog, text, spec, run))
+    outcome = None
+    if AVOID_KNOWN_BUGS and not run.ok and spec.ok and "view size is not compatible" in run.error:
+        if prog.run(prog.atom_env, fresh_layout=True).ok:
+            # known bug: elementwise ops and einsum keep a permuted layout in torch (xfail below)
+            run = prog.run(prog.atom_env, fresh_layout=True)
+            outcome = "known-layout"
+        elif all(prog.run(env).ok for env in generic_envs(prog, 2)):
+            # known bug: reshape returns a view when a merged size is 1, so a later view
+            # fails at that size only (xfail below)
+            return "known-size1-reshape"
     got = checker_shapes(spec)
     for name, shape in run.shapes.items():
         if name in got and None not in got[name]:
@@ -1082,10 +1203,12 @@ def check_against_torch(prog: Program, depth=0):
     if run.ok:
         if spec.ok:
             assert got.get("y") == run.shapes["y"], describe(prog, text, spec, run)
-            return "accepted"
+            return outcome or "accepted"
         assert all(d.code != "E107" for d in spec.errors()), \
             "the checker cannot prove the generator's expect line\n" + describe(prog, text, spec, run)
         real, why = rejection_is_real(prog, spec)
+        if not real and AVOID_KNOWN_BUGS and rejection_is_real(prog, spec, fresh_layout=True)[0]:
+            return "known-layout"
         assert real, f"false rejection: {why}\n" + describe(prog, text, spec, run)
         return "rejected-real"
     assert not spec.ok, "torch raises but the checker accepts\n" + describe(prog, text, spec, run)
@@ -1097,7 +1220,7 @@ def check_against_torch(prog: Program, depth=0):
 COUNTS: dict = {}
 
 
-@settings(max_examples=520, deadline=None, derandomize=True, database=None,
+@settings(max_examples=1000, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(programs())
 def test_pipelines_agree_with_torch(prog):
@@ -1109,10 +1232,241 @@ LAYOUT_OPS = ["transpose", "permute", "reshape", "reshape", "reshape", "expand",
               "slice", "select", "unsqueeze", "squeeze", "flatten", "rearrange", "contiguous"]
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, database=None,
+@settings(max_examples=500, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(programs(ops=LAYOUT_OPS, p_broken=0.0))
 def test_layout_pipelines_agree_with_torch(prog):
     """Strides matter here: views after transposes, expands, chunks and slices."""
     outcome = check_against_torch(prog)
     COUNTS["layout-" + outcome] = COUNTS.get("layout-" + outcome, 0) + 1
+
+
+# ============================================================================= known bugs
+# Minimal repros of checker bugs found by the tests above. Each is a strict
+# xfail: it turns into an error (XPASS) once the bug is fixed, so that the
+# marker and the matching AVOID_KNOWN_BUGS workaround above get removed.
+# `test_torch_facts_behind_known_bugs` checks the PyTorch behaviour each repro
+# relies on, so that an xfail cannot hide a wrong premise.
+
+def _check(text):
+    return check_text(text, "repro.shape")
+
+
+def _shape(spec, name):
+    for b in spec.bindings:
+        for n, t in zip(b.names, b.types):
+            if n == name:
+                vals = [spec.example_value(e) for e in t.shape]
+                return tuple(int(v) if v is not None else None for v in vals)
+    return None
+
+
+def _codes(spec):
+    return [(d.code, d.message) for d in spec.diagnostics]
+
+
+def _torch_raises(fn) -> bool:
+    try:
+        fn()
+    except TORCH_ERRORS:
+        return True
+    return False
+
+
+def test_torch_facts_behind_known_bugs():
+    A, B = torch.randn(2, 3), torch.randn(3, 5)
+    assert torch.einsum("ab,bc->ac", A, B).shape == (2, 5)
+    X = torch.randn(2, 3, 4)
+    assert _torch_raises(lambda: X.transpose(0, 1).relu().view(-1))
+    assert X.transpose(0, 1).relu().transpose(0, 1).view(-1).shape == (24,)
+    assert _torch_raises(lambda: (X.transpose(0, 1) * 2).view(-1))
+    assert _torch_raises(lambda: torch.einsum("abc->cba", X).view(-1))
+    for E, fails in ((1, True), (2, False)):
+        Y = torch.randn(E, 3, 5, 3).permute(3, 1, 0, 2).reshape(3, 3, E * 5)
+        assert _torch_raises(lambda: Y.view(-1)) == fails
+    assert (torch.randn(2) + torch.randn(1)).shape == (2,)                  # [B] + [S] at S=1
+    assert torch.randn(1).expand(6).shape == (6,)                           # [C] -> expand [B] at C=1
+    assert torch.einsum("ab,ab->ab", torch.randn(2, 1), torch.randn(2, 3)).shape == (2, 3)
+    assert torch.randn(1, 4).squeeze().shape == (4,)
+    assert torch.randn(2, 1, 3).squeeze().shape == (2, 3)
+    assert _torch_raises(lambda: torch.randn(2, 3).select(0, -3))
+    assert torch.randn(2, 3)[:, -2:3].shape == (2, 2)
+    z = torch.randn(())
+    assert z.transpose(0, -1).shape == () and z.softmax(0).shape == () and z.sum(0).shape == ()
+    assert z.flatten().shape == (1,)
+    assert len(torch.randn(3, 2).split(1, 0)) == 3
+    assert torch.randn(5)[3:4].shape == (1,)
+    assert torch.cat([torch.randn(2, 3) @ torch.randn(3, 3), torch.randn(2, 3)], -1).shape == (2, 6)
+
+
+@pytest.mark.xfail(strict=True, reason="grammar: a STRING is not an expression atom, so the "
+                   "documented call form einsum(\"ij,jk->ik\", A, B) does not parse (E001)")
+def test_bug_einsum_call_form_does_not_parse():
+    spec = _check('dim N, K, Q\nexample N=2, K=3, Q=5\ninput A: [N, K]\ninput B: [K, Q]\n'
+                  'y: einsum("ab,bc->ac", A, B)\n')
+    assert spec.ok, _codes(spec)
+    assert _shape(spec, "y") == (2, 5)
+
+
+@pytest.mark.xfail(strict=True, reason="grammar: `kwarg: NAME \"=\" _tight \",\"?` eats the comma "
+                   "after `bias=false` inside a call, so M becomes an argument of linear (E110)")
+def test_bug_kwarg_swallows_comma_in_call():
+    spec = _check("dim N, Q\nexample N=2, Q=3\ninput X: [N, Q]\ninput M: [N, Q]\n"
+                  "y: concat(-1, X -> linear Q bias=false, M)\n")
+    assert spec.ok, _codes(spec)
+    assert _shape(spec, "y") == (2, 6)
+
+
+@pytest.mark.xfail(strict=True, reason="grammar: in operation arguments `N (N + 1)` parses as a "
+                   "call N(N + 1); docs tell users to parenthesise `+`, so `slice 0 N (N + 1)` "
+                   "fails with `slice` takes 3 arguments, got 2")
+def test_bug_name_then_parenthesised_argument_is_a_call():
+    spec = _check("dim N, Q\nexample N=4, Q=3\ninput X: [N + 1, Q]\ny: X -> slice 0 N (N + 1)\n")
+    assert spec.ok, _codes(spec)
+    assert _shape(spec, "y") == (1, 3)   # torch: X[4:5]
+
+
+@pytest.mark.xfail(strict=True, reason="ops.split counts the pieces with sp.cancel on the raw "
+                   "sizes, without the prover's substitutions (dim V = 3, dim Dk = D / H): E104")
+@pytest.mark.parametrize("text", [
+    "dim V = 3\ninput X: [V, 2]\na, b, c: X -> split 1 0\n",   # torch: 3 pieces of [1, 2]
+    "dim D, H\ndim Dk = D / H\nassume D % H == 0\nexample D=4, H=2\n"
+    "input X: [2*D]\na, b: X -> split H*Dk 0\n",
+])
+def test_bug_split_piece_count_ignores_definitions(text):
+    spec = _check(text)
+    assert spec.ok, _codes(spec)
+
+
+@pytest.mark.xfail(strict=True, reason="layout.view_strides tests `size == 1` / `!= 1` on raw "
+                   "sizes: `dim U = 1`, or a -1 that is D/(Dk*H) = 1, is taken for a size > 1, "
+                   "giving a false E106 on a contiguous tensor")
+@pytest.mark.parametrize("text, want", [
+    ("dim N, Q\ndim U = 1\nexample N=2, Q=3\ninput X: [N, Q]\ny: X -> view [U, N, Q]\n", (1, 2, 3)),
+    ("dim D, H\ndim Dk = D / H\nassume D % H == 0\nexample D=4, H=2\n"
+     "input X: [D]\ny: X -> view [-1, H, Dk]\n", (1, 2, 2)),
+])
+def test_bug_view_compares_raw_sizes_with_one(text, want):
+    spec = _check(text)
+    assert spec.ok, _codes(spec)
+    assert _shape(spec, "y") == want
+
+
+@pytest.mark.xfail(strict=True, reason="elementwise ops (relu, +, *, scale, dropout, ...) and "
+                   "einsum keep a permuted input's strides in torch (TensorIterator); the checker "
+                   "makes their output contiguous, so it accepts views torch refuses")
+@pytest.mark.parametrize("pipeline", ["X -> transpose 0 1 -> relu -> view [-1]",
+                                      "(X -> transpose 0 1) * 2 -> view [-1]",
+                                      'X -> einsum "abc->cba" -> view [-1]'])
+def test_bug_elementwise_output_keeps_permuted_layout(pipeline):
+    spec = _check(f"dim B, S, D\nexample B=2, S=3, D=4\ninput X: [B, S, D]\ny: {pipeline}\n")
+    assert not spec.ok, f"torch raises on `{pipeline}`, the checker accepts it"
+
+
+@pytest.mark.xfail(strict=True, reason="the other direction of the layout bug: after relu the "
+                   "tensor is still transposed in torch, so transposing back makes view legal")
+def test_bug_elementwise_layout_false_rejection():
+    spec = _check("dim B, S, D\nexample B=2, S=3, D=4\ninput X: [B, S, D]\n"
+                  "y: X -> transpose 0 1 -> relu -> transpose 0 1 -> view [-1]\n")
+    assert spec.ok, _codes(spec)
+
+
+@pytest.mark.xfail(strict=True, reason="reshape returns a view when the merged sizes are "
+                   "adjacent in memory, which depends on a size being 1: at E=1 the reshape below "
+                   "is a view and the later view fails in torch, at E=2 it copies; the checker "
+                   "assumes E > 1 and accepts a spec whose own example crashes")
+def test_bug_reshape_layout_depends_on_size_one():
+    spec = _check("dim E, V, B, Q\nexample E=1, V=3, B=5, Q=3\ninput X: [E, V, B, Q]\n"
+                  "y: X -> permute 3 1 0 2 -> reshape [Q, V, E*B] -> view [-1]\n")
+    assert not spec.ok, "torch raises at the example sizes"
+
+
+@pytest.mark.xfail(strict=True, reason="broadcast, expand and einsum mismatches are refuted by "
+                   "searching a != b, so the counterexample may make one side 1, where PyTorch "
+                   "broadcasts and succeeds")
+@pytest.mark.parametrize("text", [
+    "dim B, S\nexample B=2, S=1\ninput X: [B]\ninput Y: [S]\ny: X + Y\n",
+    "dim B, C\nexample B=6, C=1\ninput X: [C]\ny: X -> expand [B]\n",
+    'dim B, C\nexample B=6, C=1\ninput X: [B]\ninput Y: [C]\ny: X -> einsum "a,a->a" Y\n',
+])
+def test_bug_broadcast_counterexample_does_not_break_torch(text):
+    spec = _check(text)
+    assert not spec.ok
+    cex = spec.errors()[0].counterexample
+    assert cex is not None
+    a, b = list(cex.values())[:2]
+    assert a != b and 1 not in (a, b), f"{cex} is no counterexample: torch broadcasts a size 1"
+
+
+@pytest.mark.xfail(strict=True, reason="torch.einsum broadcasts a size-1 dim against the same "
+                   "letter of another operand; the checker demands equal sizes (E101)")
+def test_bug_einsum_does_not_broadcast_size_one():
+    spec = _check('dim N, Q\nexample N=2, Q=3\ninput X: [N, 1]\ninput O: [N, Q]\n'
+                  'y: X -> einsum "ab,ab->ab" O\n')
+    assert spec.ok, _codes(spec)
+    assert _shape(spec, "y") == (2, 3)
+
+
+@pytest.mark.xfail(strict=True, reason="`squeeze` without an axis keeps `dim U = 1` (raw `!= 1` "
+                   "test) and keeps symbolic dims that are 1 at the example: the shape the "
+                   "checker reports is not torch's")
+@pytest.mark.parametrize("text, want", [
+    ("dim N, Q\ndim U = 1\nexample N=2, Q=3\ninput X: [N, U, Q]\ny: X -> squeeze\n", (2, 3)),
+    # torch gives [4] here and [B, S] when B > 1: the result depends on the size, so the
+    # checker should refuse it (or at least not claim [B, S] at the example)
+    ("dim B, S\nexample B=1, S=4\ninput X: [B, S]\ny: X -> squeeze\n", (4,)),
+])
+def test_bug_squeeze_without_axis(text, want):
+    spec = _check(text)
+    if "U = 1" in text:
+        assert spec.ok, _codes(spec)
+    assert not spec.ok or _shape(spec, "y") == want, (_codes(spec), _shape(spec, "y"))
+
+
+@pytest.mark.xfail(strict=True, reason="`select d i` checks only i + 1 <= size, so a negative "
+                   "index below -size is accepted; torch raises (select(): index -3 out of range)")
+def test_bug_select_negative_index_lower_bound():
+    spec = _check("dim N, Q\nexample N=2, Q=3\ninput X: [N, Q]\ny: X -> select 0 -3\n")
+    assert not spec.ok
+
+
+@pytest.mark.xfail(strict=True, reason="`slice d start end` with a negative start gives the "
+                   "length end - start (Q + 2); torch X[:, -2:Q] has length 2")
+def test_bug_slice_negative_start():
+    spec = _check("dim N, Q\nexample N=2, Q=3\ninput X: [N, Q]\ny: X -> slice 1 -2 Q\n")
+    assert not spec.ok or _shape(spec, "y") == (2, 2), (_codes(spec), _shape(spec, "y"))
+
+
+@pytest.mark.xfail(strict=True, reason="a 0-d tensor accepts axes -1 and 0 in torch (transpose, "
+                   "softmax, sum; flatten gives [1]); the checker says it has no axes (E105/E110)")
+@pytest.mark.parametrize("op, want", [("transpose 0 -1", ()), ("softmax 0", ()), ("sum -1", ()),
+                                     ("flatten", (1,))])
+def test_bug_zero_dim_axes(op, want):
+    spec = _check(f"dim N\nexample N=3\ninput X: [N]\ns: X -> sum 0\ny: s -> {op}\n")
+    assert spec.ok and _shape(spec, "y") == want, (op, _codes(spec))
+
+
+@pytest.mark.xfail(strict=True, reason="the prover cannot show that min, max, // and % of sizes "
+                   "are whole (E104) or positive (E109), though docs list them as dim expressions")
+@pytest.mark.parametrize("size, want", [("min(S, N)", 2), ("max(S, N)", 3), ("L // 2 + 1", 3),
+                                       ("L % 3 + 1", 2)])
+def test_bug_min_max_floordiv_mod_sizes(size, want):
+    spec = _check(f"dim S, N, L\nexample S=2, N=3, L=4\ninput X: [{size}]\ny: X -> relu\n")
+    assert spec.ok, (size, _codes(spec))
+    assert _shape(spec, "y") == (want,)
+
+
+@pytest.mark.xfail(strict=True, reason="a -1 (or an einops axis left out) is inferred as an "
+                   "unsimplified quotient such as (6*Q + 6)/(3*Q + 3); the `leq` prover cannot "
+                   "handle it, so `select 0 0` / `slice 0 0 1` on that dim fail with E105")
+@pytest.mark.parametrize("op", ["select 0 0", "slice 0 0 1"])
+def test_bug_inferred_size_not_simplified(op):
+    spec = _check(f"dim Q\nexample Q=3\ninput X: [3, Q + 1, 2]\ny: X -> reshape [-1, 3*(Q + 1)] -> {op}\n")
+    assert spec.ok, _codes(spec)   # torch: X.reshape(-1, 12) is [2, 12]
+
+
+@pytest.mark.xfail(strict=True, reason="`assume 0 == X % 2` is not used like `assume X % 2 == 0`: "
+                   "X/2 is then not proved whole (E104)")
+def test_bug_reversed_modulo_assumption():
+    spec = _check("dim X\nassume 0 == X % 2\nexample X=4\ninput T: [X]\ny: T -> view [2, X/2]\n")
+    assert spec.ok, _codes(spec)

@@ -1,0 +1,458 @@
+"""Run stage: generate, build at concrete sizes, run forward, compare every shape.
+
+Input: a checked spec and sizes (the example, or --sizes merged over it).
+Output: a report with one row per step: the shape the checker proved,
+evaluated at the sizes, next to the shape the generated PyTorch code produced.
+The instrumented variant of the generated module records each step; the clean
+module (the one `codegen` writes) gets the same weights and must give the same
+outputs. torch is imported here only, never at the package's import time.
+"""
+from __future__ import annotations
+
+import random
+import re
+import sys
+import types
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from . import dims as dimlib
+from .codegen import CodegenError, Generated, generate
+from .ir import CheckedSpec
+
+PASS_THROUGH = {"view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "flatten", "expand",
+                "contiguous", "slice", "select", "repeat_interleave", "split", "chunk", "concat"}
+
+
+class SizesError(Exception):
+    """Sizes that are malformed or break the spec's assumptions."""
+
+
+# ------------------------------------------------------------------ sizes
+
+def parse_sizes(text: str | None) -> dict[str, int]:
+    """`B=2,S=7` -> {"B": 2, "S": 7}."""
+    out: dict[str, int] = {}
+    for item in (text or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*'?)\s*=\s*(-?[0-9]+)", item)
+        if not m:
+            raise SizesError(f"cannot read `{item}`: write sizes as NAME=NUMBER, e.g. --sizes B=2,S=7")
+        out[m.group(1)] = int(m.group(2))
+    return out
+
+
+def resolve_sizes(spec: CheckedSpec, overrides: dict[str, int] | None = None) -> dict[str, int]:
+    """Every dim's value: the example, overridden; derived dims computed; assumptions checked."""
+    p = spec.prover
+    base = [n for n in spec.dims if n not in spec.definitions]
+    values = {n: v for n, v in spec.example.items() if n in base}
+    given_derived = {}
+    for name, v in (overrides or {}).items():
+        if name not in p.user:
+            raise SizesError(f"`{name}` is not a dim of {spec.path}; its dims are {', '.join(spec.dims)}")
+        if v < 1:
+            raise SizesError(f"{name}={v}: sizes are positive whole numbers")
+        if name in spec.definitions:
+            given_derived[name] = v
+        else:
+            values[name] = v
+    missing = [n for n in base if n not in values]
+    if missing:
+        raise SizesError(f"no size for {', '.join(missing)}: the spec's example does not give "
+                         f"{'it' if len(missing) == 1 else 'them'}; add --sizes "
+                         + ",".join(f"{n}=..." for n in missing))
+    env = {p.user[n]: v for n, v in values.items()}
+    _check_assumptions(spec, env, only_known=True)   # name a broken `assume` before a derived dim
+    pending = dict(spec.definitions)
+    while pending:
+        ready = [n for n, e in pending.items() if e.free_symbols <= set(env)]
+        if not ready:
+            raise SizesError(f"cannot work out {', '.join(pending)}")
+        for name in ready:
+            value = pending.pop(name)
+            v = p.value(value, env)
+            iv = dimlib.as_int(v) if v is not None else None
+            if iv is None or iv < 1:
+                shown = dimlib.fmt_value(v) if v is not None else "undefined"
+                raise SizesError(f"at these sizes `{name} = {value}` is {shown}, not a whole positive "
+                                 "number")
+            env[p.user[name]] = iv
+    for name, v in given_derived.items():
+        if env[p.user[name]] != v:
+            raise SizesError(f"`{name}` is derived: {name} = {spec.definitions[name]} = "
+                             f"{env[p.user[name]]} at these sizes, not {v}; set the sizes it is made of")
+    _check_assumptions(spec, env, only_known=False)
+    return {n: env[p.user[n]] for n in spec.dims}
+
+
+def _check_assumptions(spec: CheckedSpec, env: dict, *, only_known: bool) -> None:
+    p = spec.prover
+    for a, cmp, b, stmt in spec.assumptions:
+        if only_known and not (a.free_symbols | b.free_symbols) <= set(env):
+            continue
+        va, vb = p.value(a, env), p.value(b, env)
+        if va is None or vb is None or not dimlib._CMP[cmp](va, vb):
+            shown = [dimlib.fmt_value(v) if v is not None else "?" for v in (va, vb)]
+            if isinstance(a, sp.Mod) and shown[0] != "?":
+                x, y = (dimlib.fmt_value(p.value(t, env)) for t in a.args)
+                why = f"{x} % {y} is {shown[0]}"
+            else:
+                why = f"{a} {cmp} {b} is {shown[0]} {cmp} {shown[1]}"
+            raise SizesError(f"the sizes break `{stmt.text}`: {why}")
+
+
+def random_sizes(spec: CheckedSpec, seed: int, *, high: int = 6, tries: int = 500) -> dict[str, int] | None:
+    """A valid size assignment drawn deterministically from `seed` (None if none is found).
+
+    Draws the prover's free variables (`assume D % H == 0` makes D = H*k, so
+    H and k are drawn), which satisfies the divisibility assumptions by
+    construction; the rest are checked.
+    """
+    p = spec.prover
+    rng = random.Random(seed)
+    free = p.free_vars()
+    base = [n for n in spec.dims if n not in spec.definitions]
+    for _ in range(tries):
+        canon = {v: rng.randint(1, high) for v in free}
+        env = p._to_user(canon)
+        if env is None:
+            continue
+        try:
+            return resolve_sizes(spec, {n: env[p.user[n]] for n in base})
+        except SizesError:
+            continue
+    return None
+
+
+def value_at(e, spec: CheckedSpec, sizes: dict[str, int]) -> int:
+    env = {spec.prover.user[n]: v for n, v in sizes.items()}
+    v = dimlib.evaluate(sp.sympify(e), env)
+    iv = dimlib.as_int(v)
+    if iv is None:
+        raise SizesError(f"{e} is {dimlib.fmt_value(v)} at these sizes")
+    return iv
+
+
+# ------------------------------------------------------------------ building
+
+def load_module(source: str, name: str, extra: dict | None = None) -> types.ModuleType:
+    """Import generated source as a fresh module (registered in sys.modules for dataclasses)."""
+    mod = types.ModuleType(name)
+    mod.__dict__.update(extra or {})
+    sys.modules[name] = mod
+    code = compile(source, f"<shapelang {name}>", "exec")
+    exec(code, mod.__dict__)  # noqa: S102 - our own generated code
+    return mod
+
+
+_counter = [0]
+
+
+def build(gen: Generated, sizes: dict[str, int], *, seed: int = 0, meta: bool = False, extra=None):
+    """Instantiate the generated module at `sizes`: (module object, model in eval mode)."""
+    torch = _import_torch()
+
+    _counter[0] += 1
+    mod = load_module(gen.source, f"shapelang_generated_{gen.module_name}_{_counter[0]}", extra)
+    cfg = getattr(mod, gen.config_class)(**{py: sizes[n] for n, py in gen.fields})
+    torch.manual_seed(seed)
+    if meta:
+        with torch.device("meta"):
+            model = getattr(mod, gen.top_class)(cfg)
+    else:
+        model = getattr(mod, gen.top_class)(cfg)
+    return mod, model.eval()
+
+
+def _vocab_bounds(spec: CheckedSpec, sizes) -> dict[str, int]:
+    """For each int input, the smallest vocabulary of an embedding it feeds."""
+    scopes = []       # (steps by ref, input names, links)
+    links: dict = {}  # (id(BlockIR), input name) -> [(scope id, caller ref)]
+    seen = set()
+
+    def visit(key, bindings):
+        by_ref = {s.ref: s for b in bindings for s in b.steps}
+        scopes.append((key, by_ref))
+        for s in by_ref.values():
+            if s.block is not None:
+                for decl, arg in zip(s.block.inputs, s.inputs):
+                    links.setdefault((id(s.block), decl.name), []).append((key, arg))
+                if id(s.block) not in seen:
+                    seen.add(id(s.block))
+                    visit(id(s.block), s.block.bindings)
+
+    visit("top", spec.bindings)
+    by_key = dict(scopes)
+    top_inputs = {d.name for d in spec.decls if d.kind == "input"}
+
+    def origins(key, ref, depth=0) -> set:
+        if depth > 200:
+            return set()
+        if key == "top" and ref in top_inputs:
+            return {ref}
+        if (key, ref) in links:
+            out = set()
+            for parent, arg in links[(key, ref)]:
+                out |= origins(parent, arg, depth + 1)
+            return out
+        step = by_key[key].get(ref.split(".")[0])
+        if step is None or step.op not in PASS_THROUGH:
+            return set()
+        refs = step.inputs if step.op == "concat" else step.inputs[:1]
+        out = set()
+        for r in refs:
+            out |= origins(key, r, depth + 1)
+        return out
+
+    bounds: dict[str, int] = {}
+    for key, by_ref in scopes:
+        for s in by_ref.values():
+            if s.op == "embed":
+                vocab = value_at(s.detail["vocab"], spec, sizes)
+                for name in origins(key, s.inputs[0]):
+                    bounds[name] = min(bounds.get(name, vocab), vocab)
+    return bounds
+
+
+def make_inputs(spec: CheckedSpec, gen: Generated, sizes: dict[str, int], *, seed: int = 0) -> list:
+    """Random inputs: floats ~ N(0, 1), ids below the vocabulary they index, sparse bool masks."""
+    torch = _import_torch()
+
+    g = torch.Generator().manual_seed(seed)
+    bounds = _vocab_bounds(spec, sizes)
+    out = []
+    for _py, t, ref in gen.args:
+        shape = [value_at(d, spec, sizes) for d in t.shape]
+        if t.dtype == "int":
+            out.append(torch.randint(0, bounds.get(ref, 2), shape, generator=g))
+        elif t.dtype == "bool":
+            out.append(torch.rand(shape, generator=g) < 0.2)
+        else:
+            out.append(torch.randn(shape, generator=g))
+    return out
+
+
+# ------------------------------------------------------------------ running
+
+@dataclass
+class Row:
+    step: int
+    line: int
+    where: str
+    op: str
+    expected: list          # one shape per output
+    dtype: str
+    got: list = field(default_factory=list)   # per call: one shape per output
+    dtype_ok: bool = True
+    depth: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.got) and self.dtype_ok and all(g == self.expected for g in self.got)
+
+
+@dataclass
+class Report:
+    path: str
+    sizes: dict
+    rows: list
+    params_expected: int
+    params_got: int | None = None
+    clean_same: bool | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return (self.error is None and all(r.ok for r in self.rows)
+                and self.params_got == self.params_expected and self.clean_same is not False)
+
+
+def _rows(spec: CheckedSpec, sizes) -> list[Row]:
+    rows, seen = [], set()
+
+    def walk(bindings, prefix, depth):
+        for b in bindings:
+            label = prefix + ("return" if b.names == ("return",) else ", ".join(b.names))
+            for s in b.steps:
+                rows.append(Row(s.id, s.span.line, label, s.text,
+                                [[value_at(d, spec, sizes) for d in t.shape] for t in s.outputs],
+                                s.out.dtype, depth=depth))
+                if s.block is not None and id(s.block) not in seen:
+                    seen.add(id(s.block))
+                    walk(s.block.bindings, s.block.name + ".", depth + 1)
+
+    walk(spec.bindings, "", 0)
+    return rows
+
+
+def _dtype_kind(t) -> str:
+    torch = _import_torch()
+
+    if t.dtype == torch.bool:
+        return "bool"
+    return "float" if t.is_floating_point() else "int"
+
+
+def _import_torch():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+        import torch
+    return torch
+
+
+def run_spec(spec: CheckedSpec, sizes: dict[str, int], *, seed: int = 0, check_clean: bool = True,
+             cache: dict | None = None) -> Report:
+    """Build the instrumented module at `sizes`, run it, compare every step with the checker.
+
+    `cache` (one dict per spec) keeps built modules by their config, so that
+    several runs at sizes that differ only in runtime dims build once.
+    """
+    torch = _import_torch()
+
+    rows = _rows(spec, sizes)
+    report = Report(spec.path, dict(sizes), rows, value_at(spec.total_params, spec, sizes))
+    by_step: dict[int, list] = {}
+    for r in rows:
+        by_step.setdefault(r.step, []).append(r)
+
+    def record(step_id, value):
+        tensors = value if isinstance(value, tuple) else (value,)
+        for r in by_step.get(step_id, ()):
+            r.got.append([list(t.shape) for t in tensors])
+            r.dtype_ok = r.dtype_ok and all(_dtype_kind(t) == r.dtype for t in tensors)
+
+    cache = {} if cache is None else cache
+    if "generated" not in cache:
+        cache["generated"] = (generate(spec, instrument=True), generate(spec) if check_clean else None)
+    gen_i, gen_c = cache["generated"]
+    key = tuple(sizes[n] for n, _py in gen_i.fields)
+    if key not in cache:
+        mod, model = build(gen_i, sizes, seed=seed)
+        clean = None
+        if gen_c is not None:
+            _mod, clean = build(gen_c, sizes, meta=True)
+            clean.load_state_dict(model.state_dict(), assign=True)
+        cache[key] = (mod, model, clean)
+    mod, model, clean = cache[key]
+    mod._record = record
+    report.params_got = sum(p.numel() for p in model.parameters())
+    inputs = make_inputs(spec, gen_i, sizes, seed=seed)
+    try:
+        with torch.no_grad():
+            out_i = model(*inputs)
+    except Exception as err:  # noqa: BLE001 - reported to the user
+        report.error = f"forward failed: {type(err).__name__}: {err}"
+        return report
+    if check_clean and clean is not None:
+        with torch.no_grad():
+            out_c = clean(*inputs)
+        a, b = _outputs(out_i), _outputs(out_c)
+        report.clean_same = len(a) == len(b) and all(
+            x.shape == y.shape and torch.allclose(x, y, equal_nan=True, rtol=0, atol=0)
+            if x.is_floating_point() else torch.equal(x, y) for x, y in zip(a, b))
+    return report
+
+
+def _outputs(out) -> list:
+    if out is None:
+        return []
+    return list(out.values()) if isinstance(out, dict) else [out]
+
+
+# ------------------------------------------------------------------ reports
+
+def _shape(s) -> str:
+    return "[" + ", ".join(map(str, s)) + "]"
+
+
+def _shapes(shapes) -> str:
+    return " | ".join(_shape(s) for s in shapes)
+
+
+def report_text(rep: Report) -> str:
+    head = [f"run of {rep.path} at " + ", ".join(f"{k}={v}" for k, v in rep.sizes.items()), ""]
+    table = [["step", "line", "binding", "operation", "expected", "got", "ok"]]
+    for r in rep.rows:
+        if not r.got:
+            got = "not run"
+        else:
+            distinct = []
+            for g in r.got:
+                if g not in distinct:
+                    distinct.append(g)
+            got = " / ".join(_shapes(g) for g in distinct) + (f" (x{len(r.got)})" if len(r.got) > 1 else "")
+            if not r.dtype_ok:
+                got += " wrong dtype"
+        table.append([f"%{r.step}", str(r.line), "  " * r.depth + r.where, r.op, _shapes(r.expected), got,
+                      "ok" if r.ok else "MISMATCH"])
+    widths = [max(len(row[k]) for row in table) for k in range(len(table[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    out = head + lines + [""]
+    if rep.error:
+        out.append(rep.error)
+    pg = f"{rep.params_got:,}" if rep.params_got is not None else "?"
+    out.append(f"parameters: expected {rep.params_expected:,}, got {pg}: "
+               f"{'ok' if rep.params_got == rep.params_expected else 'MISMATCH'}")
+    if rep.clean_same is not None:
+        out.append("generated module (without the shape records) gives the same outputs: "
+                   + ("ok" if rep.clean_same else "MISMATCH"))
+    bad = sum(not r.ok for r in rep.rows)
+    out.append(f"{rep.path}: " + ("ok, every step has the proved shape" if rep.ok else
+                                  f"{bad} of {len(rep.rows)} steps differ" if bad else "failed"))
+    return "\n".join(out) + "\n"
+
+
+def report_json(rep: Report) -> dict:
+    return {"file": rep.path, "sizes": rep.sizes, "ok": rep.ok, "error": rep.error,
+            "steps": [{"step": r.step, "line": r.line, "binding": r.where, "op": r.op,
+                       "expected": r.expected, "got": r.got[0] if r.got else None, "calls": len(r.got),
+                       "dtype": r.dtype, "ok": r.ok} for r in rep.rows],
+            "params": {"expected": rep.params_expected, "got": rep.params_got},
+            "clean_same": rep.clean_same}
+
+
+def cli(args) -> int:
+    import json
+
+    from . import render
+    from .checker import check_text
+
+    try:
+        with open(args.file, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError as err:
+        print(f"shapelang: cannot read {args.file}: {err.strerror}", file=sys.stderr)
+        return 2
+    spec = check_text(text, args.file)
+    if not spec.ok:
+        sys.stdout.write(render.check_text(spec))
+        return 1
+    if spec.diagnostics:   # warnings only
+        sys.stderr.write(render.check_text(spec))
+    try:
+        _import_torch()
+    except ImportError:
+        print("shapelang: `run` needs PyTorch: pip install 'shapelang[torch]'", file=sys.stderr)
+        return 2
+    try:
+        sizes = resolve_sizes(spec, parse_sizes(args.sizes))
+    except SizesError as err:
+        print(f"shapelang: {err}", file=sys.stderr)
+        return 2
+    try:
+        rep = run_spec(spec, sizes)
+    except CodegenError as err:
+        print(f"shapelang: cannot generate code for {args.file}: {err}", file=sys.stderr)
+        return 1
+    if getattr(args, "format", "text") == "json":
+        sys.stdout.write(json.dumps(report_json(rep), indent=2) + "\n")
+    else:
+        sys.stdout.write(report_text(rep))
+    return 0 if rep.ok else 1
