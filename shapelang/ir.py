@@ -15,6 +15,8 @@ from .diagnostics import Diagnostic
 from .layout import TensorType
 from .nodes import Span
 
+ZERO = sp.Integer(0)
+
 
 @dataclass
 class Decl:
@@ -32,10 +34,10 @@ class Step:
     span: Span
     inputs: tuple        # refs
     outputs: tuple       # TensorType per output
-    params: sp.Expr = sp.Integer(0)
-    flops: sp.Expr = sp.Integer(0)
+    params: sp.Expr = ZERO
+    flops: sp.Expr = ZERO
     detail: dict = field(default_factory=dict)
-    block: "BlockIR | None" = None
+    block: BlockIR | None = None
 
     @property
     def ref(self) -> str:

@@ -21,7 +21,7 @@ class TensorType:
     def rank(self) -> int:
         return len(self.shape)
 
-    def with_shape(self, shape, strides=None, dtype=None) -> "TensorType":
+    def with_shape(self, shape, strides=None, dtype=None) -> TensorType:
         shape = tuple(shape)
         return TensorType(shape, tuple(strides) if strides is not None else contiguous(shape),
                           dtype or self.dtype)

@@ -16,7 +16,7 @@ class Span:
     end_column: int
 
     @staticmethod
-    def of(meta) -> "Span":
+    def of(meta) -> Span:
         return Span(meta.line, meta.column, meta.end_line, meta.end_column)
 
 
@@ -147,7 +147,7 @@ class Binding(Stmt):
 class Expect(Stmt):
     name: str
     name_span: Span
-    shape: "ShapeLit | Hole"
+    shape: ShapeLit | Hole
 
 
 @dataclass(frozen=True)

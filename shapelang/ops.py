@@ -100,7 +100,7 @@ class Args:
                 dims.append(sp.Integer(-1))
             else:
                 e = self.c.dim(d)
-                self.c.need_whole(e, span=d.span, what=lambda: f"this size is {e}")
+                self.c.need_whole(e, span=d.span, what=lambda e=e: f"this size is {e}")
                 self.c.need_positive(e, d.span)
                 dims.append(e)
         return dims, infer
@@ -117,7 +117,7 @@ class Args:
     def flag(self, name: str) -> bool:
         return any(isinstance(p, Name) and p.name == name for p in self.pos)
 
-    def without_flags(self, *names) -> "Args":
+    def without_flags(self, *names) -> Args:
         self.pos = tuple(p for p in self.pos if not (isinstance(p, Name) and p.name in names))
         return self
 
@@ -263,7 +263,7 @@ def expand(c, x, a):
             strides.append(ZERO)
         else:
             c.need_equal(size, t, code="E102", span=a.pos[0].dims[j].span,
-                         message=lambda: f"`expand` cannot stretch dim {j - lead} of {c.show(x)} from "
+                         message=lambda j=j, size=size, t=t: f"`expand` cannot stretch dim {j - lead} of {c.show(x)} from "
                                  f"{size} to {t}: only size-1 dims expand",
                          help="use `repeat_interleave` to copy along a dim that is not 1")
             shape.append(size)
@@ -403,7 +403,7 @@ def concat_types(c, parts, axis: int, span, axis_span):
         for k in range(rank):
             if k != d:
                 c.need_equal(parts[0].shape[k], p.shape[k], code="E102", span=span,
-                             message=lambda: f"cannot concatenate {c.show(parts[0])} with {c.show(p)} "
+                             message=lambda k=k, p=p: f"cannot concatenate {c.show(parts[0])} with {c.show(p)} "
                                      f"along dim {d}: dim {k} differs")
     shape = list(parts[0].shape)
     shape[d] = sum((p.shape[d] for p in parts), ZERO)
@@ -527,7 +527,7 @@ def einsum_types(c, eq, operands, span):
         for ch, size in zip(named, dims):
             if ch in sizes:
                 c.need_equal(sizes[ch], size, code="E101", span=span,
-                             message=lambda: f"index `{ch}` is {sizes[ch]} in one operand and {size} in another")
+                             message=lambda ch=ch, size=size: f"index `{ch}` is {sizes[ch]} in one operand and {size} in another")
             else:
                 sizes[ch] = size
     out = []
@@ -567,11 +567,11 @@ def rearrange(c, x, a):
         if unknown:
             val = size / known
             c.need_whole(val, span=a.pos[0].span,
-                         what=lambda: f"`{unknown[0]}` would be {size}/{known} = {val}")
+                         what=lambda known=known, size=size, unknown=unknown, val=val: f"`{unknown[0]}` would be {size}/{known} = {val}")
             sizes[unknown[0]] = c.prover.name_of(val)
         else:
             c.need_equal(known, size, code="E103", span=a.pos[0].span,
-                         message=lambda: f"({' '.join(group)}) is {known} but dim {k - 1} of {c.show(x)} is {size}")
+                         message=lambda group=group, k=k, known=known, size=size: f"({' '.join(group)}) is {known} but dim {k - 1} of {c.show(x)} is {size}")
     for name in given:
         if not any(name in g for g in left if g != "..."):
             raise ShapeError("E110", f"`{name}=` names an axis that is not in the pattern",
@@ -641,7 +641,7 @@ def broadcast(c, shapes, names, span) -> list:
                 continue
             else:
                 c.need_equal(size, d, code="E102", span=span,
-                             message=lambda: f"dim {j - rank} is {size} in {names[0]} and {d} in {name}: "
+                             message=lambda d=d, j=j, name=name, size=size: f"dim {j - rank} is {size} in {names[0]} and {d} in {name}: "
                                      "sizes broadcast only when equal or when one of them is 1",
                              shapes=shapes)
         out.append(size)

@@ -12,9 +12,30 @@ from importlib import resources
 from pathlib import Path
 
 from .diagnostics import Diagnostic
-from .nodes import (Assume, Binding, Block, BinOp, Call, DimDecl, Example, ExampleItem,
-                    Expect, Hole, KwArg, Name, Neg, Num, Op, Pipeline, Return, ShapeLit, Span,
-                    Spec, Str, TensorDecl)
+from .nodes import (
+    Assume,
+    Binding,
+    BinOp,
+    Block,
+    Call,
+    DimDecl,
+    Example,
+    ExampleItem,
+    Expect,
+    Hole,
+    KwArg,
+    Name,
+    Neg,
+    Num,
+    Op,
+    Pipeline,
+    Return,
+    ShapeLit,
+    Span,
+    Spec,
+    Str,
+    TensorDecl,
+)
 
 MAX_BYTES = 256 * 1024
 MAX_LINES = 5000

@@ -22,7 +22,7 @@ def _side(text: str) -> tuple:
     tokens = _AXIS.findall(text)
     if "".join(tokens) != "".join(text.split()):
         bad = set("".join(text.split())) - set("".join(tokens))
-        raise ValueError(f"unexpected `{sorted(bad)[0] if bad else text}` in the pattern")
+        raise ValueError(f"unexpected `{min(bad) if bad else text}` in the pattern")
     out, group = [], None
     for tok in tokens:
         if tok == "(":
@@ -59,7 +59,7 @@ def parse_rearrange(pattern: str) -> Rearrange:
     for names, side in ((names_l, "left"), (names_r, "right")):
         dup = {a for a in names if names.count(a) > 1}
         if dup:
-            raise ValueError(f"axis `{sorted(dup)[0]}` appears twice on the {side} side")
+            raise ValueError(f"axis `{min(dup)}` appears twice on the {side} side")
     if set(names_l) != set(names_r):
         missing = sorted(set(names_l) ^ set(names_r))
         raise ValueError(f"axis `{missing[0]}` appears on one side only; rearrange keeps every axis")

@@ -12,7 +12,6 @@ from . import dims as dimlib
 from .diagnostics import Diagnostic
 from .ir import CheckedSpec
 
-
 # ------------------------------------------------------------------ diagnostics
 
 def diagnostic_text(d: Diagnostic, path: str, source: str) -> str:
@@ -146,7 +145,7 @@ def _fmt_int(n) -> str:
 
 def _table(rows, header) -> list[str]:
     widths = [max(len(str(r[k])) for r in rows + [header]) for k in range(len(header))]
-    fmt = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    fmt = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
     return [fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
 
 

@@ -1,0 +1,256 @@
+"""What the checker knows about sizes, and the side conditions it proves.
+
+Input: the `dim`, `assume` and `example` statements. Output: a Prover set up
+with the assumptions, the example assignment (checked against them), and the
+`need_*` conditions the shape rules call: each proves its condition or raises
+a ShapeError with the shapes at the example sizes and a counterexample.
+`Facts` is the base of the Checker; shape rules see it as their context `c`.
+"""
+from __future__ import annotations
+
+import difflib
+import itertools
+
+import sympy as sp
+
+from . import dims as dimlib
+from .diagnostics import ShapeError
+from .layout import TensorType
+from .nodes import Assume, DimDecl, Example
+
+
+class Facts:
+    prover: dimlib.Prover
+    example_env: dict | None
+
+    # ------------------------------------------------------------ sizes
+    def _sizes(self, stmts) -> None:
+        p = self.prover
+        dims = [s for s in stmts if isinstance(s, DimDecl)]
+        for d in dims:
+            if d.name in p.user:
+                self.error("E003", f"dim `{d.name}` is declared twice", d.span)
+                continue
+            p.declare(d.name)
+            self.out.dims.append(d.name)
+        for d in dims:
+            if d.value is not None:
+                try:
+                    value = dimlib.build(d.value, self._dim_lookup)
+                except ShapeError as err:
+                    self.report(err.at(d.span))
+                    continue
+                sym = p.user[d.name]
+                if sym in value.free_symbols:
+                    self.error("E005", f"`{d.name}` is defined in terms of itself", d.span)
+                    continue
+                p.define(sym, value)
+                self.out.definitions[d.name] = value
+        for s in stmts:
+            if isinstance(s, Assume):
+                self._assume(s)
+        for d in dims:
+            if d.value is not None and d.name in self.out.definitions:
+                value = self.out.definitions[d.name]
+                self.need(p.whole(value), "E104", d.value.span,
+                          f"`{d.name} = {value}` is not always a whole number",
+                          help=self._divisibility_help(value))
+                self.need(p.positive(value), "E109", d.value.span,
+                          f"`{d.name} = {value}` is not always positive")
+        examples = [s for s in stmts if isinstance(s, Example)]
+        self._example(examples)
+
+    def _assume(self, s: Assume) -> None:
+        try:
+            terms = [dimlib.build(t, self._dim_lookup) for t in s.terms]
+        except ShapeError as err:
+            self.report(err.at(s.span))
+            return
+        for (a, b), cmp in zip(itertools.pairwise(terms), s.cmps):
+            self.prover.assume(a, cmp, b, s.text)
+            self.out.assumptions.append((a, cmp, b, s))
+
+    def _example(self, examples) -> None:
+        p = self.prover
+        values, spans = {}, {}
+        for ex in examples:
+            for item in ex.items:
+                if item.name not in p.user:
+                    self.error("E002", f"the example sets `{item.name}`, which is not a dim",
+                               item.span, self._did_you_mean(item.name, p.user))
+                elif item.value < 1:
+                    self.error("E108", f"the example sets {item.name}={item.value}; sizes are "
+                               "positive whole numbers", item.span)
+                else:
+                    values[item.name] = item.value
+                    spans[item.name] = item.span
+        if not examples:
+            return
+        missing = [n for n in self.out.dims if n not in values and n not in self.out.definitions]
+        span = examples[0].span
+        if missing:
+            self.error("W201", f"the example gives no value for {', '.join(missing)}", span,
+                       "add them to the `example` line to see example shapes", severity="warning")
+            return
+        env = {p.user[k]: x for k, x in values.items()}
+        for name, value in self.out.definitions.items():
+            v = p.value(value, env) if env is not None else None
+            iv = dimlib.as_int(v) if v is not None else None
+            if env is not None and iv is not None:
+                env.setdefault(p.user[name], iv)
+            if name in values and iv is not None and iv != values[name]:
+                self.error("E108", f"the example sets {name}={values[name]}, but `{name} = {value}` "
+                           f"gives {iv}", spans[name])
+            if iv is None or iv < 1:
+                if env is not None:
+                    self.error("E108", f"at the example sizes `{name} = {value}` is "
+                               f"{dimlib.fmt_value(v) if v is not None else 'undefined'}, not a "
+                               "whole positive number", span, self._alternatives(value, values))
+                env = None
+        if env is None:
+            return
+        for a, cmp, b, s in self.out.assumptions:
+            va, vb = p.value(a, env), p.value(b, env)
+            if va is None or vb is None or dimlib._CMP[cmp](va, vb):
+                continue
+            if isinstance(a, sp.Mod):
+                x, y = (p.value(t, env) for t in a.args)
+                msg = f"the example breaks `{s.text[7:].strip()}`: {x} mod {y} = {va}"
+                help = self._alternatives(a.args[0] / a.args[1], values)
+            else:
+                msg = f"the example breaks `{s.text[7:].strip()}`: {dimlib.fmt_value(va)} {cmp} " \
+                      f"{dimlib.fmt_value(vb)} is false"
+                help = None
+            self.error("E108", msg, span, help)
+            env = None
+        if env is not None:
+            self.example_env = env
+            p.example = dict(values)
+            self.out.example = {str(k): v for k, v in env.items()}
+
+    def _alternatives(self, ratio, values) -> str | None:
+        """`H in {8, 16, 32} divides 1024`, for a ratio of a number by a dim."""
+        num, den = sp.fraction(ratio)
+        if not den.is_Symbol or str(den) not in values:
+            return None
+        env = {self.prover.user[k]: v for k, v in values.items()}
+        n = self.prover.value(num, env)
+        if n is None or dimlib.as_int(n) is None:
+            return None
+        alts = dimlib.divisor_alternatives(dimlib.as_int(n), values[str(den)])
+        if not alts:
+            return None
+        return f"{den} in {{{', '.join(map(str, alts))}}} divides {dimlib.as_int(n)}"
+
+    def _divisibility_help(self, value) -> str | None:
+        num, den = sp.fraction(sp.together(value))
+        if den != 1 and not den.is_Number:
+            return f"add `assume {num} % {den} == 0`, or define the size the other way round, " \
+                   f"e.g. `dim {num} = {den} * k`" if num.is_Symbol else \
+                   f"add `assume ({num}) % {den} == 0`"
+        return None
+
+    def _did_you_mean(self, name, known) -> str | None:
+        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+        if not close:
+            lower = [k for k in known if k.lower() == name.lower()]
+            close = lower[:1]
+        return f"did you mean `{close[0]}`?" if close else None
+
+    # ------------------------------------------------------------ statements
+    # ------------------------------------------------------------ conditions
+    def same(self, a, b) -> bool:
+        """Cheap symbolic equality (no search): for layouts and fast paths."""
+        return a == b or self.prover.same(a, b)
+
+    def need(self, verdict, code, span, message, help=None, expr=None) -> bool:
+        if verdict.ok:
+            return True
+        notes = self._verdict_notes(verdict)
+        self.error(code, message, span, help, notes, verdict.counterexample)
+        return False
+
+    def _verdict_notes(self, verdict) -> list[str]:
+        if verdict.status == "unknown":
+            return [("shapelang could not prove this from the assumptions, and found no "
+                     "counterexample among small sizes")]
+        if verdict.counterexample:
+            cex = ", ".join(f"{k}={v}" for k, v in verdict.counterexample.items())
+            return [f"counterexample: {cex}"]
+        return []
+
+    def _fail(self, verdict, code, message, help, span, extra_notes=()):
+        notes = list(extra_notes) + self._verdict_notes(verdict)
+        return ShapeError(code, message, help, tuple(notes), verdict.counterexample, span)
+
+    def need_equal(self, a, b, *, code, message, help=None, span=None, shapes=None):
+        """Prove a == b, or raise with a counterexample. Messages are built only on failure."""
+        verdict = self.prover.equal(a, b)
+        if verdict.ok:
+            return
+        message = _text(message)
+        notes = []
+        va, vb = self.ex(a), self.ex(b)
+        if va is not None and vb is not None:
+            notes.append(f"at the example sizes: {dimlib.fmt_value(va)} and {dimlib.fmt_value(vb)}")
+        if help is None and verdict.status == "unknown":
+            help = f"if they are always equal, say so: `assume {a} == {b}`"
+        raise self._fail(verdict, code, message, help, span, notes)
+
+    def need_shape_equal(self, got, want, *, span, code, message):
+        if len(got) != len(want):
+            raise ShapeError(code, _text(message) + f" ({len(got)} dims against {len(want)})",
+                             span=span)
+        for k, (a, b) in enumerate(zip(got, want)):
+            self.need_equal(a, b, code=code, span=span,
+                            message=lambda k=k, a=a, b=b: _text(message) + f"; dim {k} is {a}, not {b}")
+
+    def need_whole(self, e, *, span, what):
+        verdict = self.prover.whole(e)
+        if verdict.ok:
+            return
+        notes = []
+        num, den = sp.fraction(sp.together(e))
+        vn, vd = self.ex(num), self.ex(den)
+        if vn is not None and vd is not None and vd != 0 and (vn % vd) != 0:
+            notes.append(f"at the example sizes: {dimlib.fmt_value(vn)} mod {dimlib.fmt_value(vd)} "
+                         f"= {dimlib.fmt_value(vn % vd)}")
+            alt = self._alternatives(e, self.prover.example) if self.prover.example else None
+            if alt:
+                notes.append(alt)
+        raise self._fail(verdict, "E104", f"{_text(what)}, which is not always a whole number",
+                         self._divisibility_help(e), span, notes)
+
+    def need_positive(self, e, span):
+        verdict = self.prover.positive(e)
+        if not verdict.ok:
+            raise self._fail(verdict, "E109", f"the size {e} is not always positive",
+                             "sizes must be at least 1 for every allowed assignment", span)
+
+    def need_leq(self, a, b, *, span, message):
+        verdict = self.prover.leq(a, b)
+        if not verdict.ok:
+            raise self._fail(verdict, "E105", _text(message), f"add `assume {a} <= {b}` if that is "
+                             "intended", span)
+
+    def ex(self, e):
+        if self.example_env is None:
+            return None
+        return self.prover.value(e, self.example_env)
+
+    def show_shape(self, shape) -> str:
+        sym = "[" + ", ".join(str(d) for d in shape) + "]"
+        if self.example_env is None:
+            return sym
+        vals = [self.ex(d) for d in shape]
+        if any(v is None for v in vals):
+            return sym
+        num = "[" + ", ".join(dimlib.fmt_value(v) for v in vals) + "]"
+        return sym if num == sym else f"{sym} = {num}"
+
+    def show(self, t: TensorType) -> str:
+        return self.show_shape(t.shape)
+
+
+def _text(message) -> str:
+    return message() if callable(message) else message
