@@ -297,7 +297,9 @@ class Checker(Facts):
             return self._mentions_tensor(a.head)
         if isinstance(a, BinOp):
             return self._mentions_tensor(a.left) or self._mentions_tensor(a.right)
-        return isinstance(a, (ShapeLit, Call))
+        if isinstance(a, Call):
+            return a.func not in dimlib.SCALAR_FUNCTIONS
+        return isinstance(a, ShapeLit)
 
     def _arg_ref(self, a) -> str:
         return self._tensor_refs.get(id(a), a.name if isinstance(a, Name) else "?")
@@ -382,7 +384,7 @@ class Checker(Facts):
         return self.emit(names[node.op], text, node.span, [t[1]], res)[0]
 
     def call(self, node: Call):
-        if node.func in ("sqrt", "min", "max"):
+        if node.func in dimlib.SCALAR_FUNCTIONS:
             return dimlib.build(node, self._dim_lookup, allow_real=True)
         text = _src(self.spec.source, node)
         if node.func in ("concat", "cat"):

@@ -28,6 +28,8 @@ from .diagnostics import ShapeError
 from .nodes import BinOp, Call, Expr, Hole, Name, Neg, Num, Pipeline
 
 MAX_EXPONENT = 16
+MAX_TERMS = 2000  # bound on the terms of an expanded size expression: keeps proofs fast
+SCALAR_FUNCTIONS = ("sqrt", "min", "max")
 SEARCH_BUDGET = 400  # candidate assignments tried per undecided condition
 
 
@@ -43,6 +45,32 @@ def show(e) -> str:
 # ---------------------------------------------------------------- building
 
 def build(node: Expr, lookup: Callable[[Name], sp.Expr], *, allow_real: bool = False) -> sp.Expr:
+    """Turn an expression node into a sympy expression, refusing ones too big to prove with."""
+    e = _build(node, lookup, allow_real=allow_real)
+    if expanded_terms(e) > MAX_TERMS:
+        raise ShapeError("E004", "this size expression is too large to reason about",
+                         span=node.span, help="sizes in a spec are short products and sums of dims")
+    return e
+
+
+def expanded_terms(e: sp.Expr) -> int:
+    """An upper bound on the number of terms of e once multiplied out."""
+    if e.is_Add:
+        return sum(expanded_terms(a) for a in e.args)
+    if e.is_Mul:
+        out = 1
+        for a in e.args:
+            out *= expanded_terms(a)
+        return out
+    if e.is_Pow and e.exp.is_Integer:
+        n, k = expanded_terms(e.base), abs(int(e.exp))
+        return math.comb(n + k - 1, k) if n > 1 else 1
+    if e.args:
+        return sum(expanded_terms(a) for a in e.args) or 1
+    return 1
+
+
+def _build(node: Expr, lookup: Callable[[Name], sp.Expr], *, allow_real: bool = False) -> sp.Expr:
     """Turn an expression node into a sympy expression.
 
     `lookup` resolves a name to a symbol (or raises ShapeError). `allow_real`
@@ -60,12 +88,12 @@ def build(node: Expr, lookup: Callable[[Name], sp.Expr], *, allow_real: bool = F
     if isinstance(node, Hole):
         raise unfilled(node)
     if isinstance(node, Neg):
-        return -build(node.operand, lookup, allow_real=allow_real)
+        return -_build(node.operand, lookup, allow_real=allow_real)
     if isinstance(node, Pipeline) and not node.ops:
-        return build(node.head, lookup, allow_real=allow_real)
+        return _build(node.head, lookup, allow_real=allow_real)
     if isinstance(node, BinOp) and node.op != "@":
-        a = build(node.left, lookup, allow_real=allow_real)
-        b = build(node.right, lookup, allow_real=allow_real)
+        a = _build(node.left, lookup, allow_real=allow_real)
+        b = _build(node.right, lookup, allow_real=allow_real)
         if node.op == "+":
             return a + b
         if node.op == "-":
@@ -85,8 +113,8 @@ def build(node: Expr, lookup: Callable[[Name], sp.Expr], *, allow_real: bool = F
             if a.is_Number and abs(a) > 2 ** 64:
                 raise ShapeError("E004", "number is too large", span=node.span)
             return a ** b
-    if isinstance(node, Call) and node.func in ("sqrt", "min", "max"):
-        args = [build(a, lookup, allow_real=allow_real) for a in node.args]
+    if isinstance(node, Call) and node.func in SCALAR_FUNCTIONS:
+        args = [_build(a, lookup, allow_real=allow_real) for a in node.args]
         if node.func == "sqrt" and len(args) == 1:
             if not allow_real:
                 raise ShapeError("E005", "`sqrt` is not a size", span=node.span,
