@@ -34,6 +34,15 @@ GPT2_SIZES = {"V": 50257, "Ctx": 1024, "D": 768, "H": 12, "L": 12}
 TARGET = 1.05
 
 
+def _load() -> str:
+    try:
+        import os
+
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except (OSError, AttributeError):
+        return "unknown"
+
+
 def _torch():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*NumPy.*")
@@ -195,6 +204,7 @@ def run(repeats: int = 3, *, batch: int = 8, context: int = 256, threads: int | 
         warmup: int = 1) -> dict:
     """Time the three forward passes; a flat dict of numbers for bench/__main__.py."""
     torch = _torch()
+    load_start = _load()
     threads = threads or torch.get_num_threads()
     torch.set_num_threads(threads)
     spec_path, sizes, generated = _generated(batch, context)
@@ -246,6 +256,8 @@ def run(repeats: int = 3, *, batch: int = 8, context: int = 256, threads: int | 
     out["target_met"] = ratio <= TARGET
     out["max_abs_logit_diff_generated"] = diffs["generated"]
     out["max_abs_logit_diff_torch"] = diffs["torch"]
+    out["load_average_start"] = load_start   # 1, 5, 15 min: other work on the CPUs skews timings
+    out["load_average_end"] = _load()
     return out
 
 
@@ -272,6 +284,8 @@ def main(argv=None) -> int:
     print(f"generated / nn.TransformerEncoder: {res['ratio_generated_vs_torch']:.3f}")
     print(f"max |logit difference| against handwritten: generated {res['max_abs_logit_diff_generated']:.2e}, "
           f"torch {res['max_abs_logit_diff_torch']:.2e}")
+    print(f"load average at start {res['load_average_start']}, at end {res['load_average_end']} "
+          "(anything above 0 is other work sharing the CPUs)")
     return 0
 
 

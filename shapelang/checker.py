@@ -79,13 +79,15 @@ class Scope:
 
 
 class Checker(Facts):
-    def __init__(self, spec: Spec, skipped: set[str] = frozenset()):
+    def __init__(self, spec: Spec, skipped: set[str] = frozenset(), block_cache: dict | None = None):
+        """`block_cache`: block instantiations, (block name, argument types) -> BlockIR,
+        to share between checkers of the same spec (a new one by default)."""
         self.spec = spec
         self.skipped = set(skipped)  # names defined by statements with syntax errors
         self.prover = dimlib.Prover()
         self.out = CheckedSpec(spec.path, spec.source, [], {}, [], {}, prover=self.prover)
         self.blocks: dict[str, Block] = {}
-        self.block_cache: dict = {}
+        self.block_cache: dict = {} if block_cache is None else block_cache
         self.next_id = 0
         self.scope = Scope()
         self.seen: set = set()
@@ -126,6 +128,29 @@ class Checker(Facts):
                     pass
         self.out.diagnostics.sort(key=lambda d: (d.span.line, d.span.column))
         return self.out
+
+    # ------------------------------------------------------------ one statement at a time
+    # For re-checking single statements of a spec that has been checked already (the
+    # grader): take that run's facts, preset the tensors the statement reads, check
+    # the statement, look up what it defined.
+    def use_facts(self, base: Checker) -> None:
+        """Check against the dims, assumptions, example and blocks of `base`, which has run."""
+        self.prover = self.out.prover = base.prover
+        self.example_env = base.example_env
+        self.blocks = base.blocks
+
+    def preset(self, name: str, t: TensorType | None) -> None:
+        """Make tensor `name` visible with type `t`; None: it failed, so uses stay silent."""
+        self.scope.values[name] = None if t is None else (t, name)
+
+    def statement(self, s) -> None:
+        """Check one declaration, binding or expect in the current scope."""
+        self._statement(s)
+
+    def lookup(self, name: str) -> TensorType | None:
+        """The type of tensor `name`; None if it is not defined or its statement failed."""
+        v = self.scope.values.get(name)
+        return v[0] if v else None
 
     # ------------------------------------------------------------ sizes
     def _dim_lookup(self, node: Name) -> sp.Expr:

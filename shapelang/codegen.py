@@ -479,6 +479,10 @@ class Generator:
         final = steps[-1]
         for s in steps:
             if s.op == "input":
+                if s.ref not in self.refs:
+                    raise CodegenError(f"line {s.span.line}: the shape literal {s.text} inside block "
+                                       f"`{unit.label}` is an anonymous input, which a block cannot "
+                                       "have; declare it as an input of the block")
                 var[s.id] = self.refs[s.ref]
         if len(final.outputs) > 1:
             if len(b.names) == len(final.outputs):
@@ -844,7 +848,7 @@ class Generator:
         is_top = unit.block is None
         lines = []
         if is_top:
-            lines.append(f'    """{self.top_name}: the whole spec."""')
+            lines.append(f'    """The whole of {self.file_name}."""')
         else:
             args = ", ".join(f"{n}: [{', '.join(self.local(unit, x, compact=True, record=False) for x in t.shape)}]"
                              for (n, t, _a) in unit.inputs)
@@ -962,9 +966,12 @@ class Generator:
                  "a weight or buffer shape, a layer width, an embedding table or a stack depth,",
                  "plus any size that no input shows. Every other size is read from the inputs",
                  "in forward, e.g. `B, S, D = x.shape`. Each assumption is an `assert`.",
+                 f"`shapelang run {self.file_name}` runs this code and compares every shape",
+                 "with the one the checker proved.",
                  "", "Inputs:"]
+        dtypes = {"float": "float32", "int": "int64 (torch.long)", "bool": "bool"}
         for py, t, _ref in args:
-            lines.append(f"    {py}: {shape(t)} {t.dtype}")
+            lines.append(f"    {py}: {shape(t)} {dtypes.get(t.dtype, t.dtype)}")
         lines.append("Returns:")
         refs_types = {}
         for b in self.spec.bindings:

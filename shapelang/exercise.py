@@ -45,6 +45,11 @@ class Line:
 
 def split_comment(text: str) -> tuple[str, str | None]:
     """Code and comment of one line; `#` inside a quoted pattern is not a comment."""
+    i = text.find("#")
+    if i < 0:
+        return text.rstrip(), None
+    if '"' not in text[:i]:
+        return text[:i].rstrip(), text[i:]
     in_str = False
     for i, ch in enumerate(text):
         if ch == '"':
@@ -444,6 +449,7 @@ def extract(tmpl: Template, sub_text: str) -> Extraction:
     sub = statements(split_lines(sub_text))
     out = Extraction({})
     used: set[int] = set()
+    explained: set[int] = set()
     by_head: dict[tuple, list[Stmt]] = {}
     for s in sub:
         by_head.setdefault(_head(s), []).append(s)
@@ -471,7 +477,9 @@ def extract(tmpl: Template, sub_text: str) -> Extraction:
                 found = (q, spans)
                 break
         if found is None:
-            _missing(tmpl, st, holes, by_head, used, out)
+            alike = _missing(tmpl, st, holes, by_head, used, out)
+            if alike is not None:
+                explained.add(alike.index)
             continue
         q, spans = found
         used.add(q)
@@ -484,7 +492,7 @@ def extract(tmpl: Template, sub_text: str) -> Extraction:
             name = _blank_name(tmpl, st, k)
             out.answers[name] = _answer(cand, a, b)
     for q, s in enumerate(sub):
-        if q not in used:
+        if q not in used and q not in explained:
             out.notes.append((s.line, "this line is not part of the exercise, so it was not "
                                       "graded" if not s.holes else
                               "this line has a blank that is not in the exercise"))
@@ -511,7 +519,9 @@ def _answer(cand: Stmt, a: int, b: int) -> Answer:
     return Answer(text, "given", line)
 
 
-def _missing(tmpl, st, holes, by_head, used, out) -> None:
+def _missing(tmpl, st, holes, by_head, used, out):
+    """Explain a statement of the exercise that the submission lacks; returns the
+    submission statement that looks like a changed version of it, if any."""
     head = _head(st)
     alike = [s for s in by_head.get(head, []) if s.index not in used] if head else []
     if not holes:
@@ -519,7 +529,7 @@ def _missing(tmpl, st, holes, by_head, used, out) -> None:
         what = "was changed" if alike else "is missing"
         out.notes.append((line, (f"the exercise line `{_short(st.code)}` {what}; it was graded "
                                  "as written in the exercise")))
-        return
+        return alike[0] if alike else None
     long = [s for s in alike if len(s.code) > MAX_STATEMENT]
     for k in holes:
         name = _blank_name(tmpl, st, k)
@@ -536,6 +546,7 @@ def _missing(tmpl, st, holes, by_head, used, out) -> None:
             out.answers[name] = Answer(None, "missing", None,
                                        f"the line with this blank (`{_short(st.code)}`) is "
                                        "missing from the submission")
+    return alike[0] if alike else None
 
 
 def _short(text: str, n: int = 90) -> str:

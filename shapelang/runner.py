@@ -170,8 +170,8 @@ def build(gen: Generated, sizes: dict[str, int], *, seed: int = 0, meta: bool = 
 
 def _vocab_bounds(spec: CheckedSpec, sizes) -> dict[str, int]:
     """For each int input, the smallest vocabulary of an embedding it feeds."""
-    scopes = []       # (steps by ref, input names, links)
-    links: dict = {}  # (id(BlockIR), input name) -> [(scope id, caller ref)]
+    scopes = []       # (scope key, steps by ref); the key is "top" or id(BlockIR)
+    links: dict = {}  # (id(BlockIR), block input name) -> [(caller's scope key, argument ref)]
     seen = set()
 
     def visit(key, bindings):

@@ -299,6 +299,17 @@ def test_codegen_writes_the_same_bytes_every_time(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir()] == ["model.py"]   # no temporary files left
 
 
+def test_every_spec_gives_the_same_bytes_under_any_hash_seed():
+    script = ("import sys\nfrom shapelang.checker import check_file\nfrom shapelang.codegen import generate\n"
+              "for p in sys.argv[1:]:\n    s = check_file(p)\n"
+              "    if s.ok:\n        sys.stdout.write(generate(s).source)\n")
+    runs = [subprocess.run([sys.executable, "-c", script, *map(str, SPECS)], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONHASHSEED=seed), check=True).stdout
+            for seed in ("1", "2")]
+    here = "".join(codegen.generate(checked(str(p))).source for p in SPECS if checked(str(p)).ok)
+    assert runs[0] == runs[1] == here
+
+
 def test_codegen_refuses_a_spec_that_does_not_check(tmp_path, capsys):
     bad = tmp_path / "bad.shape"
     bad.write_text(BROKEN)
@@ -327,6 +338,16 @@ def test_codegen_io_errors(tmp_path):
     assert main(["codegen", str(tmp_path / "missing.shape")]) == 2
     path = ROOT / "specs" / "pytorch" / "multihead_attention.shape"
     assert main(["codegen", str(path), "-o", str(tmp_path / "no" / "such" / "dir.py")]) == 2
+
+
+def test_codegen_explains_what_it_cannot_write(tmp_path, capsys):
+    path = tmp_path / "anon.shape"
+    path.write_text("dim B, D\nexample B=2, D=3\ninput x: [B, D]\n"
+                    "block A(a: [B, D]):\n  return a + [B, D]\nend\ny: x -> A\n")
+    assert check_file(str(path)).ok
+    assert main(["codegen", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "line 5" in err and "declare it as an input of the block" in err and "Traceback" not in err
 
 
 def test_run_cli(capsys):

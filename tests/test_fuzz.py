@@ -240,11 +240,29 @@ def check_case(text: str, label: str, *, full_render: bool) -> None:
     assert spec.ok or spec.errors() or spec.diagnostics, label
 
 
+_DECL = re.compile(r"\s*(dim|assume|example|input|param|buffer)\b")
+
+
+def excerpt(text: str, rng: random.Random) -> str:
+    """The declarations plus a window of the other lines, comment lines dropped.
+
+    The library specs are mostly comments; an excerpt puts the mutations on
+    code and keeps each case quick to check.
+    """
+    lines = [ln for ln in text.split("\n") if not ln.lstrip().startswith("#")]
+    decls = [ln for ln in lines if _DECL.match(ln)]
+    rest = [ln for ln in lines if not _DECL.match(ln)]
+    i = rng.randrange(max(1, len(rest)))
+    return "\n".join(decls + rest[i:i + rng.randint(3, 12)]) + "\n"
+
+
 def mutated_cases(chunk: int, count: int):
     rng = random.Random(1000 + chunk)
     pool = seeds()
     for i in range(count):
         name, text = pool[(chunk * count + i) % len(pool)]
+        if rng.random() < 0.6:
+            text, name = excerpt(text, rng), name + "[excerpt]"
         for _ in range(rng.choice([1, 1, 2, 3, 4])):
             text = mutate(text, rng)
         yield f"{name}#{chunk}.{i}", text
@@ -303,21 +321,24 @@ def test_cli_on_mutated_files(tmp_path):
     files = []
     pool = seeds()
     for i in range(12):
-        name, text = pool[i % len(pool)]
-        for _ in range(rng.randint(1, 3)):
-            text = mutate(text, rng)
+        text = pool[i % len(pool)][1]
+        while text == pool[i % len(pool)][1] or known_hang(text):
+            text = pool[i % len(pool)][1]
+            for _ in range(rng.randint(1, 3)):
+                text = mutate(text, rng)
         path = tmp_path / f"m{i}.shape"
         path.write_bytes(text.encode("utf-8", "surrogatepass"))
         files.append(str(path))
     binary = tmp_path / "binary.shape"
     binary.write_bytes(bytes(range(256)) * 4 + b"\xff\xfe\x00dim N\n")
     files.append(str(binary))
-    runs = [("check", *files[:7]), ("check", "--format", "json", *files[7:]),
-            ("trace", *files[3:9]), ("trace", "--format", "json", *files[9:]),
-            ("check", str(tmp_path / "missing.shape")), ("check",)]
-    for args in runs:
+    runs = [(("check", *files[:7], str(tmp_path / "missing.shape")), {2}),   # unreadable: 2
+            (("check", "--format", "json", *files[7:]), {0, 1}),
+            (("trace", "--format", "json", *files[2:8]), {0, 1}),
+            (("check",), {2})]                                                # usage error
+    for args, codes in runs:
         proc = _run_cli(*args, cwd=tmp_path)
-        assert proc.returncode in (0, 1, 2), (args, proc.returncode, proc.stderr)
+        assert proc.returncode in codes, (args, proc.returncode, proc.stderr)
         assert "Traceback" not in proc.stderr, (args, proc.stderr)
         if "--format" in args and proc.returncode in (0, 1):
             # one JSON document per file, concatenated
@@ -339,3 +360,17 @@ def test_bug_huge_example_hangs():
         spec = check_text(text)
     assert time.perf_counter() - start < SLOW_CASE
     assert [d.code for d in spec.errors()] == ["E108"]
+
+
+@pytest.mark.xfail(strict=True, reason="dims._shift_nonneg expands prod(d_i + 1) to prove that an "
+                   "inferred size is positive: 2**n terms for n distinct dims, so `reshape [-1]` "
+                   "of a rank-12 tensor takes ~3 s, rank 14 ~16 s, rank 16 ~70 s")
+def test_bug_positivity_proof_is_exponential():
+    n = 14
+    names = ", ".join(f"d{i}" for i in range(n))
+    text = f"dim {names}\ninput X: [{names}]\ny: X -> reshape [-1]\n"
+    start = time.perf_counter()
+    with hard_limit(3):
+        spec = check_text(text)
+    assert time.perf_counter() - start < SLOW_CASE
+    assert spec.ok

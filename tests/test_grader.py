@@ -219,9 +219,11 @@ def test_the_shape_before_splitting_the_heads_is_named():
 
 
 def test_the_shape_before_the_transpose_is_named():
+    res = grade({"qh": "[B, S, H, Dh]"})
+    assert "partway through line 16" in blank(res, "qh").feedback
     res = grade({"swap": "transpose 1 1"})
     b = blank(res, "swap")
-    assert b.status == "wrong" and "partway through line" in b.feedback
+    assert b.status == "wrong" and "`S` comes before `H`" in b.feedback
 
 
 def test_wrong_rank_and_factor_are_named():
@@ -274,6 +276,8 @@ def test_a_line_that_does_not_parse_costs_only_its_blanks():
     assert blank(res, "split").status == "correct" and blank(res, "axis").status == "correct"
     assert blank(res, "qh").status == "wrong" and "parse" in blank(res, "qh").feedback
     assert res.score == 4
+    assert (18, "this line does not parse: the file ends in the middle of a statement") \
+        in res.notes or any(ln == 18 and "does not parse" in m for ln, m in res.notes)
 
 
 def test_changed_missing_and_extra_lines_are_reported_not_fatal():
@@ -428,6 +432,22 @@ def test_cli_grade_formats_and_exit_codes(tmp_path, capsys):
     assert "alice.shape: 6/6 points" in text and "bob.shape: 4/6 points" in text
 
 
+def test_gradescope_upload_with_another_file_name(tmp_path, capsys):
+    d = _files(tmp_path)
+    upload = d / "upload"
+    upload.mkdir()
+    (upload / "my answers.txt").write_text(fill(RIGHT))
+    out = d / "results.json"
+    assert cli.main(["grade", str(d / "ex.shape"), str(upload), "--format", "gradescope",
+                     "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["score"] == 6
+    (upload / "my answers.txt").unlink()
+    assert cli.main(["grade", str(d / "ex.shape"), str(upload), "--format", "prairielearn",
+                     "-o", str(out)]) == 1
+    pl = json.loads(out.read_text())
+    assert pl["gradable"] is False and "no .shape file" in pl["format_errors"][0]
+
+
 def test_cli_grade_usage_errors(tmp_path, capsys):
     d = _files(tmp_path)
     (d / "lonely.shape").write_text(exercise_text())
@@ -477,8 +497,8 @@ def test_gradescope_run_autograder_script(tmp_path):
 
 # ------------------------------------------------------------------ never a crash
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -504,3 +524,25 @@ def test_mangled_submissions_get_a_result(data):
     res = grader().grade_text(text)
     assert 0 <= res.score <= res.max_score
     json.dumps(prairielearn_json(res))
+
+
+def test_blanks_in_dim_lines_and_blocks_are_graded_by_whole_file_checks():
+    sol = ("dim B, S, D, H\n# ?dh = D / H\ndim Dh = D / H\nassume D % H == 0\n"
+           "example B=1, S=4, D=512, H=8\ninput X: [B, S, D]\n"
+           "block Heads(x: [B, S, D]):\n"
+           "  # ?split = view [B, S, H, Dh] -> transpose 1 2; 2 points\n"
+           "  h: x -> view [B, S, H, Dh] -> transpose 1 2\n  return h\nend\n"
+           "Qh: X -> Heads\nexpect Qh: [B, H, S, Dh]\n")
+    ex, _ = make(sol, "s.shape")
+    g = Grader(ex, sol)
+    assert type(g.engine).__name__ == "FullEngine"
+
+    def score(dh, split):
+        res = g.grade_text(ex.replace("?dh", dh).replace("?split", split))
+        return {b.name: b for b in res.blanks}
+
+    right = score("D//H", "reshape [B, S, H, D/H] -> permute 0 2 1 3")
+    assert right["dh"].status == right["split"].status == "correct"
+    wrong = score("D", "view [B, H, S, Dh]")          # the right shape, the wrong numbers
+    assert "not always the size" in wrong["dh"].feedback
+    assert wrong["split"].status == "wrong" and "wrong places" in wrong["split"].feedback

@@ -847,8 +847,8 @@ class Builder:
             if len(odims) > MAX_RANK:
                 return self.op_contiguous(sh)
             ref, get = self._operand(odims)
-            if g.coin(0.3) and not AVOID_KNOWN_BUGS:   # call form does not parse: see xfail below
-                call = lambda cur: f'einsum("{eq}", {cur}, {ref})'  # noqa: E731
+            if g.coin(0.3):   # the call form
+                call = lambda cur: f'einsum("{eq}", {_call_arg(cur)}, {ref})'  # noqa: E731
                 self.steps.append(Step("bin", "einsum",
                                        lambda x, env, T: torch.einsum(eq, x, get(env, T)), call=call,
                                        keeps_layout=True))
@@ -1299,9 +1299,8 @@ def test_torch_facts_behind_known_bugs():
     assert torch.cat([torch.randn(2, 3) @ torch.randn(3, 3), torch.randn(2, 3)], -1).shape == (2, 6)
 
 
-@pytest.mark.xfail(strict=True, reason="grammar: a STRING is not an expression atom, so the "
-                   "documented call form einsum(\"ij,jk->ik\", A, B) does not parse (E001)")
-def test_bug_einsum_call_form_does_not_parse():
+def test_einsum_call_form_parses():
+    """Was a bug (fixed in 7c3bf2c): the documented call form did not parse (E001)."""
     spec = _check('dim N, K, Q\nexample N=2, K=3, Q=5\ninput A: [N, K]\ninput B: [K, Q]\n'
                   'y: einsum("ab,bc->ac", A, B)\n')
     assert spec.ok, _codes(spec)

@@ -1,0 +1,270 @@
+"""Judging: is a learner's answer equivalent to the reference, and if not, why.
+
+Input: the exercise's reference run (shapelang.engines.Reference) and the
+learner's answers, one statement at a time (every other blank at its
+reference answer). Output: a Verdict per blank, the fraction of its points
+and feedback; and, for the whole file with all the learner's answers, the
+findings of its check.
+
+A statement's answers are right when, re-checked with them, its tensors have
+the reference shapes and dtypes, the same value-changing operations (softmax
+axis, scale factor, ...), the same values at probe sizes (shapelang.probe)
+where those are tracked, and the rest of the file still checks the same.
+Both judgements are memoised on the answers they depend on.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from . import dims as dimlib
+from .diagnostics import Diagnostic, ShapeError
+from .engines import CACHE_LIMIT, Reference
+from .exercise import _squash, fill
+from .feedback import Feedback, layout_message
+from .nodes import Expect, Hole, Name
+from .parser import ParseFailure, parse
+from .results import clean
+
+
+@dataclass
+class Verdict:
+    fraction: float
+    message: str = ""
+    unparsed: bool = False     # the answer's line does not parse
+
+
+def fill_answers(tmpl, ref_answers: dict, st, answers: dict) -> str | None:
+    """Statement code with the learner's `answers` (name -> text), the rest reference."""
+    repl = {}
+    for b in tmpl.blanks.values():
+        if b.stmt != st.index:
+            continue
+        if b.name in answers:
+            repl[b.token] = answers[b.name]
+        elif ref_answers.get(b.name) is not None:
+            repl[b.token] = ref_answers[b.name]
+        else:
+            return None      # an `expect X: ?` with no reference text: not run
+    return fill(st, repl)
+
+
+class Judge:
+    """Verdicts for one exercise; `judged` and `findings` are its memos."""
+
+    def __init__(self, ref: Reference, feedback: Feedback):
+        self.ref = ref
+        self.tmpl = ref.tmpl
+        self.engine = ref.engine
+        self.prover = ref.prover
+        self.feedback = feedback
+        self.judged: dict = {}
+        self.findings: dict = {}
+        self._lookup = self._dim_lookup_factory()
+
+    def _dim_lookup_factory(self):
+        p = self.prover
+        tensors = self.engine.tensor_names
+
+        def lookup(node: Name):
+            if node.name in p.user:
+                return p.user[node.name]
+            if node.name in tensors:
+                raise ShapeError("E112", f"`{node.name}` is a tensor, but a size is expected here",
+                                 span=node.span)
+            import difflib
+            close = difflib.get_close_matches(node.name, list(p.user), n=1, cutoff=0.5) or \
+                [k for k in p.user if k.lower() == node.name.lower()][:1]
+            hint = f"; did you mean `{close[0]}`?" if close else ""
+            raise ShapeError("E002", f"`{node.name}` is not a dim of this exercise (its dims are "
+                             f"{', '.join(p.user)}){hint}", span=node.span)
+        return lookup
+
+    def _fill(self, st, answers: dict) -> str | None:
+        return fill_answers(self.tmpl, self.ref.answers, st, answers)
+
+    # -- one statement
+    def statement(self, st, answers: dict) -> dict:
+        """Verdicts for the learner's answers in one statement (memoised: they depend only
+        on the statement and these answers, every other blank being at its reference)."""
+        key = (st.index, tuple(sorted(answers.items())))
+        hit = self.judged.get(key)
+        if hit is None:
+            hit = self._statement(st, answers)
+            if len(self.judged) > CACHE_LIMIT:
+                self.judged.clear()
+            self.judged[key] = hit
+        return hit
+
+    def _statement(self, st, answers: dict) -> dict:
+        judge = self._expect if st.kind == "expect" else self._binding
+        v = judge(st, answers)
+        if v.fraction >= 1 or len(answers) == 1:
+            return {n: v for n in answers}
+        return {n: judge(st, {n: a}) for n, a in answers.items()}
+
+    # -- expect statements: compare the learner's shape with the tensor's reference shape
+    def _expect(self, st, answers: dict) -> Verdict:
+        code = self._fill(st, answers)
+        name = st.names[0]
+        want = self.ref.env.get(name)
+        if code is None or want is None:
+            return Verdict(0.0, "this blank could not be graded")
+        try:
+            spec = parse(code, self.ref.path)
+            node = next(s for s in spec.statements if isinstance(s, Expect))
+        except ParseFailure as failure:
+            return Verdict(0.0, f"your answer does not parse: {failure.diagnostic.message}"
+                           + (f" ({failure.diagnostic.help})" if failure.diagnostic.help else ""),
+                           unparsed=True)
+        except StopIteration:
+            return Verdict(0.0, "your answer does not give a shape")
+        if isinstance(node.shape, Hole):
+            return Verdict(0.0, "the blank is not filled in")
+        try:
+            got = [dimlib.build(d, self._lookup) for d in node.shape.dims]
+        except ShapeError as err:
+            return Verdict(0.0, err.message + (f" ({err.help})" if err.help else ""))
+        unit = self.engine.unit_of_stmt.get(self._binding_stmt(name))
+        frac, msg = self.feedback.compare(got, want.shape, unit, name, subject="your shape")
+        return Verdict(frac, msg)
+
+    def _binding_stmt(self, name: str) -> int | None:
+        for st in self.tmpl.stmts:
+            if st.block is None and name in st.names and st.kind != "expect":
+                return st.index
+        return None
+
+    # -- other statements: re-check with the answers and compare the IR
+    def _binding(self, st, answers: dict) -> Verdict:
+        fb = self.feedback
+        code = self._fill(st, answers)
+        fills = dict(self.ref.fills)
+        fills[st.index] = code
+        full = self.engine.run(fills)
+        run = full.units
+        ref_units = self.ref.units
+        ui = self.engine.unit_of_stmt[st.index]
+        mine, ref = run[ui], ref_units[ui]
+        if mine.errors:
+            d = mine.errors[0]
+            refs = [_squash(self.ref.answers.get(n) or "") for n in answers]
+            if d.help and any(len(r) >= 3 and r in _squash(d.help) for r in refs):
+                d = Diagnostic(d.code, d.message, d.span, None, d.notes, d.counterexample)
+            return Verdict(0.0, fb.error_text(d, tuple(answers.values())),
+                           unparsed=d.code in ("E001", "E004"))
+        unit = self.engine.units[ui]
+        names = list(ref.defs) + [n for n in mine.defs if n not in ref.defs]
+        for n in names:
+            got, want = mine.defs.get(n), ref.defs.get(n)
+            if isinstance(want, sp.Basic) or isinstance(got, sp.Basic):     # `dim X = ...`
+                if got is None or want is None or not (got == want or
+                                                       self.prover.equal(got, want).ok):
+                    label = n.split()[-1]
+                    return Verdict(0.0, f"with your answer, `{label}` is {got}, which is not "
+                                        "always the size this exercise needs")
+                continue
+            n_shown = n.split(".")[-1].split("#")[0]
+            if got is None or want is None:
+                return Verdict(0.0, f"with your answer `{n_shown}` cannot be computed")
+            if got.dtype != want.dtype:
+                return Verdict(0.0, f"with your answer `{n}` holds {got.dtype} values, not "
+                                    f"{want.dtype} values")
+            if not fb.same_shape(got.shape, want.shape):
+                frac, msg = fb.compare(got.shape, want.shape, ui, n_shown,
+                                       subject=f"with your answer `{n_shown}` is "
+                                               f"{fb.show(got.shape)}: that")
+                return Verdict(frac, msg)
+        values = full.vals[ui], self.ref.run.vals[ui]
+        names = [n for n in names if not isinstance(ref.defs.get(n), sp.Basic)]
+        tracked = all(values[0].get(n) is not None and values[1].get(n) is not None
+                      for n in names)
+        for n in names:
+            msg = fb.sig_difference(mine.sigs.get(n, ()), ref.sigs.get(n, ()), n)
+            if tracked and values[0][n].key == values[1][n].key:
+                continue
+            if msg:
+                return Verdict(0.0, msg)
+            if tracked:
+                return Verdict(0.0, layout_message(n, code))
+            if not fb.same_shape(mine.defs[n].strides, ref.defs[n].strides):
+                return Verdict(0.0, layout_message(n, code))
+        for k in range(ui + 1, len(run)):
+            if run[k].errors:
+                what = f"`{'`, `'.join(unit.names)}` gets the right shape, but" \
+                    if unit.kind == "binding" else "With"
+                return Verdict(0.0, f"{what} with your answer line {self.engine.units[k].line} "
+                                    f"fails: {fb.error_text(run[k].errors[0])}")
+            for n, t in run[k].defs.items():
+                r = ref_units[k].defs.get(n)
+                if isinstance(t, sp.Basic) or isinstance(r, sp.Basic):
+                    continue
+                if (t is None) != (r is None) or (t is not None and not fb.same_shape(t.shape,
+                                                                                       r.shape)):
+                    return Verdict(0.0, f"with your answer, `{n}` on line "
+                                        f"{self.engine.units[k].line} comes out different")
+            for n, v in full.vals[k].items():
+                r = self.ref.run.vals[k].get(n)
+                if v is not None and r is not None and v.key != r.key:
+                    return Verdict(0.0, f"with your answer, `{n}` on line "
+                                        f"{self.engine.units[k].line} computes something else")
+        return Verdict(1.0)
+
+    # -- the whole file with all the learner's answers
+    def whole_file(self, given: dict, wrong_units: set, done: dict) -> tuple:
+        """Findings, (line, message), of the whole file with all the learner's answers
+        (memoised on them); none for units whose blanks are already marked wrong."""
+        key = tuple(sorted(given.items()))
+        hit = self.findings.get(key)
+        if hit is None:
+            hit = tuple(self._whole_file(given, wrong_units, done))
+            if len(self.findings) > CACHE_LIMIT:
+                self.findings.clear()
+            self.findings[key] = hit
+        return hit
+
+    def _whole_file(self, given: dict, wrong_units: set, done: dict) -> list:
+        tmpl, engine = self.tmpl, self.engine
+        fills = {}
+        for st in tmpl.stmts:
+            if not st.holes:
+                continue
+            repl = {}
+            for b in tmpl.blanks.values():
+                if b.stmt == st.index:
+                    repl[b.token] = given.get(b.name, f"?{b.name}")
+            fills[st.index] = fill(st, repl)
+        run = engine.run(fills).units
+        reads: dict[int, set] = {}
+        producer = {}
+        for u in engine.units:
+            for n in u.names:
+                producer[n] = u.index
+        for k, r in enumerate(run):
+            src = {producer[n] for n in r.deps if n in producer}
+            reads[k] = set(src)
+            for j in src:
+                reads[k] |= reads.get(j, set())
+        expect_holes = {engine.unit_of_stmt[b.stmt] for b in tmpl.blanks.values()
+                        if tmpl.stmts[b.stmt].kind == "expect"}
+        out = []
+        for k, r in enumerate(run):
+            if k in wrong_units or k in expect_holes:
+                continue
+            for d in r.errors:
+                if d.code == "E116":
+                    continue
+                if any(d.message == e.message for e in self.ref.units[k].errors):
+                    continue
+                blame = sorted({b.label for b in tmpl.blanks.values()
+                                if engine.unit_of_stmt[b.stmt] in (reads.get(k, set()) | {k})
+                                and done.get(b.name) and done[b.name].status != "correct"},
+                               key=lambda s: s)
+                msg = self.feedback.error_text(d)
+                if blame:
+                    msg += f" (this follows from your answer{'s' if len(blame) > 1 else ''} to " \
+                           f"{', '.join(blame)})"
+                out.append((engine.units[k].line, clean(msg)))
+                break
+        return out
