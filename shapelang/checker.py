@@ -445,6 +445,14 @@ class Checker(Facts):
                          help=self._did_you_mean(node.func, known))
 
     # ------------------------------------------------------------ blocks
+    def _declared_shape(self, decl) -> list:
+        """A block input's shape in the block's own dims, whatever the caller renamed."""
+        caller, self.scope.subst = self.scope.subst, {}
+        try:
+            return [dimlib.build(d, self._dim_lookup) for d in decl.shape.dims]
+        finally:
+            self.scope.subst = caller
+
     def block_step(self, block: Block, args, text, span) -> list:
         ir = self.call_block(block, [t for t, _ in args], [r for _, r in args], span)
         res = ops.Result((ir.output,), params=ir.total_params, flops=ir.total_flops,
@@ -488,7 +496,7 @@ class Checker(Facts):
             return cached
         subst = {}
         for decl, t, ref in zip(block.inputs, args, refs):
-            declared = [dimlib.build(d, self._dim_lookup) for d in decl.shape.dims]
+            declared = self._declared_shape(decl)
             if len(declared) != t.rank:
                 raise ShapeError("E113", f"block `{block.name}` expects `{decl.name}` with "
                                  f"{len(declared)} dims, got {self.show(t)}", span=span)

@@ -176,3 +176,11 @@ def test_every_code_is_documented():
     doc = (Path(__file__).resolve().parent.parent / "docs" / "diagnostics.md").read_text()
     for code in CODES:
         assert f"| {code} |" in doc, code
+
+
+def test_nested_blocks_keep_their_own_dim_names():
+    text = ("dim B, S, T, D\nexample B=1, S=2, T=3, D=4\ninput x: [B, S, D]\n"
+            "block Inner(z: [B, T, D]):\n  return z -> view [B, T, D]\nend\n"
+            "block Outer(z: [B, T, D]):\n  return z -> Inner\nend\no: x -> Outer\nexpect o: [B, S, D]\n")
+    spec = check_text(text)
+    assert spec.ok, [d.message for d in spec.diagnostics]
