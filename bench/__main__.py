@@ -141,7 +141,7 @@ def fmt_stat(s: Stat | None) -> str:
     if s is None:
         return "-"
     if not s.ok:
-        return f"ERROR {s.error}"
+        return s.error if (s.error or "").startswith("skipped") else f"ERROR {s.error}"
     if len(s.samples) == 1:
         return fmt_s(s.median)
     return f"{fmt_s(s.median)} [{fmt_s(s.min)} .. {fmt_s(s.max)}]"

@@ -251,6 +251,9 @@ def run(repeats: int = 3, *, batch: int = 8, context: int = 256, threads: int | 
     ratio = out["generated_median_s"] / out["handwritten_median_s"]
     out["ratio_generated_vs_handwritten"] = ratio
     out["ratio_generated_vs_handwritten_min"] = out["generated_min_s"] / out["handwritten_min_s"]
+    # per round the models run back to back, so a slow phase of the machine hits both
+    out["ratio_generated_vs_handwritten_paired"] = statistics.median(
+        g / h for g, h in zip(samples["generated"], samples["handwritten"]))
     out["ratio_generated_vs_torch"] = out["generated_median_s"] / out["torch_median_s"]
     out["target"] = f"generated / handwritten <= {TARGET}"
     out["target_met"] = ratio <= TARGET
@@ -279,7 +282,9 @@ def main(argv=None) -> int:
         print(f"{name:<12} {res[name + '_median_s']:>8.3f}s {res[name + '_min_s']:>8.3f}s "
               f"{res[name + '_max_s']:>8.3f}s")
     print(f"\ngenerated / handwritten: {res['ratio_generated_vs_handwritten']:.3f} (median), "
-          f"{res['ratio_generated_vs_handwritten_min']:.3f} (min); target <= {TARGET}: "
+          f"{res['ratio_generated_vs_handwritten_min']:.3f} (min), "
+          f"{res['ratio_generated_vs_handwritten_paired']:.3f} (median of per-round ratios); "
+          f"target <= {TARGET}: "
           f"{'met' if res['target_met'] else 'NOT met'}")
     print(f"generated / nn.TransformerEncoder: {res['ratio_generated_vs_torch']:.3f}")
     print(f"max |logit difference| against handwritten: generated {res['max_abs_logit_diff_generated']:.2e}, "

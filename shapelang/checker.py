@@ -16,7 +16,7 @@ from . import ops
 from .diagnostics import Diagnostic, ShapeError
 from .facts import Facts
 from .ir import BindingIR, BlockIR, CheckedSpec, Decl, Step
-from .layout import TensorType, fresh
+from .layout import TensorType, dense_like, fresh
 from .nodes import (
     Assume,
     Binding,
@@ -374,7 +374,7 @@ class Checker(Facts):
             if not isinstance(v, tuple):
                 return -v
             return self.emit("neg", _src(self.spec.source, node), node.span, [v[1]],
-                             ops.Result((fresh(v[0].shape, v[0].dtype),)))[0]
+                             ops.Result((dense_like(v[0], self.prover.canon),)))[0]
         if isinstance(node, BinOp):
             return self.binop(node)
         if isinstance(node, Call):
@@ -401,10 +401,13 @@ class Checker(Facts):
         if ta and tb:
             shape = ops.broadcast(self.ctx, [a[0].shape, b[0].shape],
                                   [f"`{texts[0]}`", f"`{texts[1]}`"], node.span)
-            res = ops.Result((fresh(shape, a[0].dtype),))
+            # TensorIterator lays the result out in the first operand's memory order
+            out = dense_like(a[0], self.prover.canon) if list(a[0].shape) == list(shape) \
+                else fresh(shape, a[0].dtype)
+            res = ops.Result((out,))
             return self.emit(names[node.op], text, node.span, [a[1], b[1]], res)[0]
         t, s = (a, b) if ta else (b, a)
-        res = ops.Result((fresh(t[0].shape, t[0].dtype),),
+        res = ops.Result((dense_like(t[0], self.prover.canon),),
                          detail={"scalar": s, "scalar_left": not ta})
         return self.emit(names[node.op], text, node.span, [t[1]], res)[0]
 

@@ -276,6 +276,8 @@ class Prover:
 
     def assume(self, left: sp.Expr, cmp: str, right: sp.Expr, text: str) -> None:
         a, b = self.canon(left), self.canon(right)
+        if cmp in ("==", "!=") and a == 0:   # `0 == X % Y` reads like `X % Y == 0`
+            a, b, left, right = b, a, right, left
         # `X % Y == 0` with X a free size: X = Y * k
         if cmp == "==" and isinstance(a, sp.Mod) and b == 0:
             x, y = a.args
@@ -326,11 +328,17 @@ class Prover:
             return None
 
     # -- decisions
-    def equal(self, a: sp.Expr, b: sp.Expr) -> Verdict:
+    def equal(self, a: sp.Expr, b: sp.Expr, *, broadcast: bool = False) -> Verdict:
+        """a == b for every allowed assignment. With broadcast, a counterexample must also
+        keep both sides above 1 (where PyTorch would broadcast a size 1)."""
         if a == b:
             return PROVED
-        return self._decide(("eq", a, b), lambda: self._prove_zero(self.canon(a - b)),
-                            lambda env: evaluate(a, env) != evaluate(b, env), a - b)
+
+        def broken(env):
+            va, vb = evaluate(a, env), evaluate(b, env)
+            return va != vb and not (broadcast and (va == 1 or vb == 1))
+        return self._decide(("eq", a, b, broadcast), lambda: self._prove_zero(self.canon(a - b)),
+                            broken, a - b)
 
     def whole(self, e: sp.Expr) -> Verdict:
         if e.is_Integer or (e.is_Symbol and e.is_integer):

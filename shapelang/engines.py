@@ -92,6 +92,7 @@ class Reference:
 
 
 def _walk_names(node, out: set) -> None:
+    """Add every name that `node` mentions to `out`."""
     stack = [node]
     while stack:
         n = stack.pop()
@@ -107,6 +108,8 @@ def _walk_names(node, out: set) -> None:
 
 
 def _sig(binding, ref_names) -> tuple:
+    """What a binding computes apart from moving data: per step the operation, its
+    value-changing arguments and the names of the tensors it reads."""
     out = []
     for s in binding.steps:
         if s.op in LAYOUT:
@@ -170,6 +173,18 @@ class _Engine:
             self.vmemo.clear()
         self.vmemo[key] = out
         return out
+
+
+def filled_text(tmpl: Template, fills: dict) -> str:
+    """The exercise's text with each statement in `fills` replaced by its code (None:
+    left out); line numbers stay those of the exercise."""
+    lines = [ln.text for ln in tmpl.lines]
+    for k, code in fills.items():
+        st = tmpl.stmts[k]
+        for no in range(st.line, st.end_line + 1):
+            lines[no - 1] = ""
+        lines[st.line - 1] = code or ""
+    return "\n".join(lines)
 
 
 def _units(tmpl: Template) -> list[Unit]:
@@ -289,7 +304,9 @@ class FastEngine(_Engine):
         for s in stmts:
             chk.statement(s)
         errors = tuple(d for d in chk.out.diagnostics if d.severity == "error")
-        defs = {n: chk.lookup(n) for n in u.names}
+        defs = {}
+        for n in u.names:
+            defs[n] = chk.lookup(n)
         sigs, steps, results = {}, (), {}
         ref_names = {n: n for n in deps}
         for b in chk.out.bindings:
@@ -312,21 +329,12 @@ class FullEngine(_Engine):
         example = self.ref_spec.example
         self.example_env = self.prover.user_env(example) if example else None
         self.memo: dict = {}
-        self.lines = [ln.text for ln in tmpl.lines]
         self.probe = Probe(self.prover)
 
     def run(self, fills: dict) -> Run:
         from .checker import check_text
 
-        lines = list(self.lines)
-        for k, st in enumerate(self.tmpl.stmts):
-            code = fills.get(k, _MISSING)
-            if code is _MISSING:
-                continue
-            for no in range(st.line, st.end_line + 1):
-                lines[no - 1] = ""
-            lines[st.line - 1] = "" if code is None else code
-        text = "\n".join(lines)
+        text = filled_text(self.tmpl, fills)
         hit = self.memo.get(text)
         if hit is not None:
             return hit

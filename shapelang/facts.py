@@ -183,9 +183,10 @@ class Facts:
         notes = list(extra_notes) + self._verdict_notes(verdict)
         return ShapeError(code, message, help, tuple(notes), verdict.counterexample, span)
 
-    def need_equal(self, a, b, *, code, message, help=None, span=None, shapes=None):
+    def need_equal(self, a, b, *, code, message, help=None, span=None, shapes=None,
+                   broadcast=False):
         """Prove a == b, or raise with a counterexample. Messages are built only on failure."""
-        verdict = self.prover.equal(a, b)
+        verdict = self.prover.equal(a, b, broadcast=broadcast)
         if verdict.ok:
             return
         message = _text(message)

@@ -29,6 +29,11 @@ def shape_text(shape, prover, env) -> str:
     return sym if num == sym else f"{sym} = {num}"
 
 
+def with_help(d) -> str:
+    """A Diagnostic or ShapeError on one line: its message, then its help in parentheses."""
+    return d.message + (f" ({d.help})" if d.help else "")
+
+
 def dims_phrase(ks: list) -> str:
     if len(ks) == 1:
         return f"dim {ks[0]}"

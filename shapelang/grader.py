@@ -33,9 +33,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from .engines import FastEngine, FullEngine, Reference
+from .engines import FastEngine, FullEngine, Reference, filled_text
 from .exercise import Answer, ExerciseError, extract, load_template, make
-from .feedback import Feedback
+from .feedback import Feedback, with_help
 from .judge import Judge, fill_answers
 from .parser import MAX_BYTES, ParseFailure, parse
 from .results import (
@@ -130,7 +130,7 @@ class Grader:
         for st in self.tmpl.stmts:
             if st.holes:
                 self.ref_fills[st.index] = fill_answers(self.tmpl, self.ref_answers, st, {})
-        ref_text = self._full_text(self.ref_fills)
+        ref_text = filled_text(self.tmpl, self.ref_fills)
         from .checker import check_text
         ref_check = check_text(ref_text, solution_path)
         if not ref_check.ok:
@@ -155,9 +155,6 @@ class Grader:
         if self.engine is None:
             self.engine = FullEngine(self.tmpl, ref_text, exercise_path)
             self.ref_run = self.engine.run(self.ref_fills)
-        self.ref = self.ref_run.units
-        self.prover = self.engine.prover
-        self.example_env = self.engine.example_env
         self.ref_env = {}
         for u, r in zip(self.engine.units, self.ref_run.units):
             for n in u.names:
@@ -169,15 +166,6 @@ class Grader:
         self.judge = Judge(reference, self.feedback)
         self._judged = self.judge.judged          # the memos, for benchmarks to clear
         self._findings = self.judge.findings
-
-    def _full_text(self, fills: dict) -> str:
-        lines = [ln.text for ln in self.tmpl.lines]
-        for k, code in fills.items():
-            st = self.tmpl.stmts[k]
-            for no in range(st.line, st.end_line + 1):
-                lines[no - 1] = ""
-            lines[st.line - 1] = code or ""
-        return "\n".join(lines)
 
     # -- grading
     def grade_file(self, path: str) -> SubmissionResult:
@@ -289,8 +277,7 @@ class Grader:
                 errors = [failure.diagnostic]
         else:
             errors = parse_recovering(text, "submission")[1]
-        return [(d.span.line, clean(f"this line does not parse: {d.message}"
-                                    + (f" ({d.help})" if d.help else "")))
+        return [(d.span.line, clean(f"this line does not parse: {with_help(d)}"))
                 for d in errors[:5]]
 
     def _reference_text(self, b) -> str:

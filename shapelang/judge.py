@@ -22,7 +22,7 @@ from . import dims as dimlib
 from .diagnostics import Diagnostic, ShapeError
 from .engines import CACHE_LIMIT, Reference
 from .exercise import _squash, fill
-from .feedback import Feedback, layout_message
+from .feedback import Feedback, layout_message, with_help
 from .nodes import Expect, Hole, Name
 from .parser import ParseFailure, parse
 from .results import clean
@@ -58,6 +58,7 @@ class Judge:
         self.tmpl = ref.tmpl
         self.engine = ref.engine
         self.prover = ref.prover
+        self.ref_units = ref.units
         self.feedback = feedback
         self.judged: dict = {}
         self.findings: dict = {}
@@ -81,9 +82,6 @@ class Judge:
                              f"{', '.join(p.user)}){hint}", span=node.span)
         return lookup
 
-    def _fill(self, st, answers: dict) -> str | None:
-        return fill_answers(self.tmpl, self.ref.answers, st, answers)
-
     # -- one statement
     def statement(self, st, answers: dict) -> dict:
         """Verdicts for the learner's answers in one statement (memoised: they depend only
@@ -106,7 +104,7 @@ class Judge:
 
     # -- expect statements: compare the learner's shape with the tensor's reference shape
     def _expect(self, st, answers: dict) -> Verdict:
-        code = self._fill(st, answers)
+        code = fill_answers(self.tmpl, self.ref.answers, st, answers)
         name = st.names[0]
         want = self.ref.env.get(name)
         if code is None or want is None:
@@ -115,8 +113,7 @@ class Judge:
             spec = parse(code, self.ref.path)
             node = next(s for s in spec.statements if isinstance(s, Expect))
         except ParseFailure as failure:
-            return Verdict(0.0, f"your answer does not parse: {failure.diagnostic.message}"
-                           + (f" ({failure.diagnostic.help})" if failure.diagnostic.help else ""),
+            return Verdict(0.0, f"your answer does not parse: {with_help(failure.diagnostic)}",
                            unparsed=True)
         except StopIteration:
             return Verdict(0.0, "your answer does not give a shape")
@@ -125,7 +122,7 @@ class Judge:
         try:
             got = [dimlib.build(d, self._lookup) for d in node.shape.dims]
         except ShapeError as err:
-            return Verdict(0.0, err.message + (f" ({err.help})" if err.help else ""))
+            return Verdict(0.0, with_help(err))
         unit = self.engine.unit_of_stmt.get(self._binding_stmt(name))
         frac, msg = self.feedback.compare(got, want.shape, unit, name, subject="your shape")
         return Verdict(frac, msg)
@@ -139,12 +136,12 @@ class Judge:
     # -- other statements: re-check with the answers and compare the IR
     def _binding(self, st, answers: dict) -> Verdict:
         fb = self.feedback
-        code = self._fill(st, answers)
+        code = fill_answers(self.tmpl, self.ref.answers, st, answers)
         fills = dict(self.ref.fills)
         fills[st.index] = code
         full = self.engine.run(fills)
         run = full.units
-        ref_units = self.ref.units
+        ref_units = self.ref_units
         ui = self.engine.unit_of_stmt[st.index]
         mine, ref = run[ui], ref_units[ui]
         if mine.errors:
@@ -255,7 +252,7 @@ class Judge:
             for d in r.errors:
                 if d.code == "E116":
                     continue
-                if any(d.message == e.message for e in self.ref.units[k].errors):
+                if any(d.message == e.message for e in self.ref_units[k].errors):
                     continue
                 blame = sorted({b.label for b in tmpl.blanks.values()
                                 if engine.unit_of_stmt[b.stmt] in (reads.get(k, set()) | {k})

@@ -15,7 +15,7 @@ import sympy as sp
 
 from . import patterns
 from .diagnostics import ShapeError
-from .layout import TensorType, fresh, view_strides
+from .layout import TensorType, dense_like, fresh, view_strides
 from .nodes import Name, Neg, Num, Op, ShapeLit, Str
 
 ZERO = sp.Integer(0)
@@ -143,7 +143,7 @@ def _reshape(c, x: TensorType, a: Args, *, view: bool) -> Result:
     numel = prod(x.shape)
     if infer is not None:
         known = prod(d for j, d in enumerate(target) if j != infer)
-        inferred = numel / known
+        inferred = c.prover.name_of(sp.cancel(numel / known))
         c.need_whole(inferred, span=a.pos[0].dims[infer].span,
                      what=lambda: f"the -1 in `{a.op.text}` stands for {inferred}")
         c.need_positive(inferred, a.pos[0].dims[infer].span)
@@ -215,7 +215,14 @@ def unsqueeze(c, x, a):
 def squeeze(c, x, a):
     a.count(0, 1, usage="squeeze 1")
     if not a.pos:
-        keep = [k for k in range(x.rank) if x.shape[k] != 1]
+        maybe_one = [k for k in range(x.rank) if not c.prover.is_one(x.shape[k])
+                     and not c.prover.leq(sp.Integer(2), x.shape[k]).ok]
+        if maybe_one:
+            raise ShapeError("E110", f"`squeeze` without an axis removes every dim that is 1, so its "
+                             f"result depends on the sizes: dim {maybe_one[0]} of {c.show(x)} is "
+                             f"{x.shape[maybe_one[0]]}, which may or may not be 1",
+                             help="name the axis: `squeeze 1`", span=a.op.span)
+        keep = [k for k in range(x.rank) if not c.prover.is_one(x.shape[k])]
         dims = None
     else:
         d = a.axis_at(0, x.rank)
@@ -265,7 +272,7 @@ def expand(c, x, a):
             c.need_equal(size, t, code="E102", span=a.pos[0].dims[j].span,
                          message=lambda j=j, size=size, t=t: f"`expand` cannot stretch dim {j - lead} of {c.show(x)} from "
                                  f"{size} to {t}: only size-1 dims expand",
-                         help="use `repeat_interleave` to copy along a dim that is not 1")
+                         help="use `repeat_interleave` to copy along a dim that is not 1", broadcast=True)
             shape.append(size)
             strides.append(stride)
     return Result((TensorType(tuple(shape), tuple(strides), x.dtype),),
@@ -300,9 +307,14 @@ def softmax(c, x, a):
     return _same_shape(c, x, a, dim=a.axis_at(0, x.rank))
 
 
+def _pointwise(c, x, **detail):
+    """Elementwise ops keep the input's memory order, as PyTorch's TensorIterator does."""
+    return Result((dense_like(x, c.prover.canon),), detail=detail)
+
+
 def scale(c, x, a):
     a.count(1, usage="scale 1/sqrt(Dk)")
-    return _same_shape(c, x, a, factor=a.scalar_at(0))
+    return _pointwise(c, x, factor=a.scalar_at(0))
 
 
 def dropout(c, x, a):
@@ -312,12 +324,12 @@ def dropout(c, x, a):
     if p is None or not 0 <= p < 1:
         raise a.fail("`dropout` takes a probability from 0 up to (not including) 1",
                      span=node.span)
-    return _same_shape(c, x, a, p=p)
+    return _pointwise(c, x, p=p)
 
 
 def elementwise(c, x, a):
     a.count(0, usage=a.op.name)
-    return _same_shape(c, x, a)
+    return _pointwise(c, x)
 
 
 def contiguous(c, x, a):
@@ -426,7 +438,7 @@ def split(c, x, a):
                              f"but dim {d} of {c.show(x)} is {size}")
     else:
         piece = a.dim_at(0)
-        count = sp.cancel(size / piece)
+        count = sp.cancel(c.prover.canon(size) / c.prover.canon(piece))
         if not (count.is_Integer and count > 0):
             raise ShapeError("E104", f"`split {piece}` cuts dim {d} ({size}) into {count} pieces, "
                              "which is not a fixed whole number",
@@ -468,6 +480,11 @@ def select(c, x, a):
     a.count(2, usage="select 1 0")
     d = a.axis_at(0, x.rank)
     i = a.dim_at(1)
+    if i.is_Integer and i < 0:   # counts from the end, as in torch
+        c.need_leq(-i, x.shape[d], span=a.pos[1].span,
+                   message=lambda: f"index {i} is before the start of dim {d} ({x.shape[d]}) "
+                                   f"of {c.show(x)}")
+        i = x.shape[d] + i
     c.need_leq(i + 1, x.shape[d], span=a.pos[1].span,
                message=lambda: f"index {i} may be past the end of dim {d} ({x.shape[d]}) of {c.show(x)}")
     keep = [k for k in range(x.rank) if k != d]
@@ -479,6 +496,10 @@ def slice_(c, x, a):
     a.count(3, usage="slice 0 0 S")
     d = a.axis_at(0, x.rank)
     start, end = a.dim_at(1), a.dim_at(2)
+    if start.is_Integer and start < 0:   # counts from the end, as in torch
+        c.need_leq(-start, x.shape[d], span=a.pos[1].span,
+                   message=lambda: f"the slice start {start} is before the start of dim {d}")
+        start = x.shape[d] + start
     c.need_leq(end, x.shape[d], span=a.pos[2].span,
                message=lambda: f"the slice end {end} may be past the end of dim {d} ({x.shape[d]}) of "
                        f"{c.show(x)}")
@@ -525,8 +546,12 @@ def einsum_types(c, eq, operands, span):
                                  f"{c.show(t)}", span=span)
             dims = list(t.shape)
         for ch, size in zip(named, dims):
-            if ch in sizes:
-                c.need_equal(sizes[ch], size, code="E101", span=span,
+            if ch in sizes and c.prover.is_one(size):
+                continue
+            if ch in sizes and c.prover.is_one(sizes[ch]):
+                sizes[ch] = size
+            elif ch in sizes:
+                c.need_equal(sizes[ch], size, code="E101", span=span, broadcast=True,
                              message=lambda ch=ch, size=size: f"index `{ch}` is {sizes[ch]} in one operand and {size} in another")
             else:
                 sizes[ch] = size
@@ -565,7 +590,7 @@ def rearrange(c, x, a):
                              f"give all but one, e.g. {unknown[0]}=...", span=a.pos[0].span)
         known = prod(sizes[ax] for ax in group if ax in sizes)
         if unknown:
-            val = size / known
+            val = sp.cancel(size / known)
             c.need_whole(val, span=a.pos[0].span,
                          what=lambda known=known, size=size, unknown=unknown, val=val: f"`{unknown[0]}` would be {size}/{known} = {val}")
             sizes[unknown[0]] = c.prover.name_of(val)
@@ -643,7 +668,7 @@ def broadcast(c, shapes, names, span) -> list:
                 c.need_equal(size, d, code="E102", span=span,
                              message=lambda d=d, j=j, name=name, size=size: f"dim {j - rank} is {size} in {names[0]} and {d} in {name}: "
                                      "sizes broadcast only when equal or when one of them is 1",
-                             shapes=shapes)
+                             shapes=shapes, broadcast=True)
         out.append(size)
     return out
 

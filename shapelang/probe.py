@@ -283,7 +283,6 @@ class Probe:
             for v in ins:
                 codes.append([((c >> 32) + offset) << 32 | (c & 0xFFFFFFFF) for c in v.codes()])
                 offset += len(v.src)
-            joined = Val(ins[0].shape, src, tuple(codes[0]))
             sizes = [v.shape[dim] for v in ins]
             sts = [_strides(v.shape) for v in ins]
             import itertools
@@ -297,7 +296,6 @@ class Probe:
                 out.append(codes[k][flat])
             if len(out) > MAX_PROBE_ELEMENTS:
                 raise TooBig
-            del joined
             return [Val(outs[0], src, tuple(out))]
         if op == "rearrange":
             return [self._rearrange(x, d["pattern"], d.get("sizes", {}), outs[0])]

@@ -189,6 +189,7 @@ def find_solution(exercise_path: str) -> str | None:
 
 
 def submission_files(paths: list[str], exclude: set[str], pattern: str = "*.shape") -> list[str]:
+    """The files given, and those matching `pattern` in the folders given (not hidden ones)."""
     out = []
     for p in paths:
         path = Path(p)
@@ -210,6 +211,7 @@ def read_text(path: str) -> str:
 
 
 def write_output(path: str | None, text: str) -> None:
+    """Write to `path` atomically (a reader never sees half a file), or to stdout."""
     if path is None:
         sys.stdout.write(text)
         return

@@ -101,7 +101,7 @@ UNICODE = ["é", "λ", "∀", "\u200b", "\ufeff", "\u202e", "😀", "ß", "Ω", 
 
 
 def _tokens(text: str) -> list[str]:
-    return re.findall(r"\s+|\w+'?|->|\*\*|//|==|<=|>=|!=|\"[^\"\n]*\"|.", text, re.S)
+    return re.findall(r"\s+|\w+'?|->|\*\*|//|==|<=|>=|!=|\"[^\"\n]*\"|.", text, re.DOTALL)
 
 
 def mutate(text: str, rng: random.Random) -> str:
@@ -204,6 +204,24 @@ def known_hang(text: str) -> bool:
     return AVOID_KNOWN_BUGS and re.search(r"example[^\n]*?\d{7}", text) is not None
 
 
+def known_crash(text: str) -> bool:
+    """`assume H == 0` then `D % H` (test_bug_assume_zero_then_modulo_crashes)."""
+    if not AVOID_KNOWN_BUGS:
+        return False
+    for line in re.split(r"\r?\n|\r", text):
+        body = line.split("#")[0].strip()
+        if body.startswith("assume"):
+            parts = [p.strip() for p in re.split(r"(==|!=|<=|>=|<|>)", body[len("assume"):])]
+            for a, cmp, b in zip(parts[0::2], parts[1::2], parts[2::2]):
+                if cmp == "==" and "0" in (a, b) and re.fullmatch(r"[A-Za-z_]\w*'?", b if a == "0" else a):
+                    return True
+    return False
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 2000 else repr(text[:2000]) + f" ... ({len(text)} characters)"
+
+
 def check_case(text: str, label: str, *, full_render: bool) -> None:
     if known_hang(text):
         SKIPPED.append(label)
@@ -212,14 +230,20 @@ def check_case(text: str, label: str, *, full_render: bool) -> None:
     with hard_limit(HARD_LIMIT):
         try:
             spec = check_text(text, "fuzz.shape")
-        except Exception as err:  # noqa: BLE001 - the point of the test
+        except ZeroDivisionError as err:
+            if known_crash(text):
+                SKIPPED.append(label)
+                return
+            raise AssertionError(f"check_text raised ZeroDivisionError: {err}\n"
+                                 f"case {label}:\n{_shown(text)}") from err
+        except Exception as err:
             raise AssertionError(f"check_text raised {type(err).__name__}: {err}\n"
-                                 f"case {label}:\n{text!r}") from err
+                                 f"case {label}:\n{_shown(text)}") from err
         elapsed = time.perf_counter() - start
-        assert elapsed < SLOW_CASE, f"case {label} took {elapsed:.2f}s:\n{text!r}"
+        assert elapsed < SLOW_CASE, f"case {label} took {elapsed:.2f}s:\n{_shown(text)}"
         lines = text.split("\n")
         for d in spec.diagnostics:
-            where = f"{d.code} {d.span} {d.message!r} in case {label}:\n{text!r}"
+            where = f"{d.code} {d.span} {d.message!r} in case {label}:\n{_shown(text)}"
             assert d.code in CODES, where
             assert isinstance(d.message, str) and d.message, where
             assert d.severity in ("error", "warning"), where
@@ -234,9 +258,9 @@ def check_case(text: str, label: str, *, full_render: bool) -> None:
             if full_render:
                 json.dumps(render.spec_json(spec, True))
                 render.trace_text(spec)
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:
             raise AssertionError(f"rendering raised {type(err).__name__}: {err}\n"
-                                 f"case {label}:\n{text!r}") from err
+                                 f"case {label}:\n{_shown(text)}") from err
     assert spec.ok or spec.errors() or spec.diagnostics, label
 
 
@@ -301,7 +325,7 @@ def test_bounds():
         "long number": "dim N = " + "9" * 5000 + "\n",
         "many dims": "dim " + ", ".join(f"d{i}" for i in range(3000)) + "\n",
         "long pipeline": "dim N\ninput X: [N]\ny: X" + " -> relu" * 3000 + "\n",
-        "wide shape": "dim N\ninput X: [" + ", ".join(["N"] * 2000) + "]\ny: X -> sum 0\n",
+        "wide shape": "dim N\ninput X: [" + ", ".join(["N"] * 500) + "]\ny: X -> sum 0\n",
         "long assume chain": "dim N\nassume " + " <= ".join(["N"] * 500) + "\n",
         "big exponent": "dim N = 2 ** 16 ** 16\n",
         "only NULs": "\x00" * 1000,
@@ -313,7 +337,7 @@ def test_bounds():
 
 def _run_cli(*args, cwd):
     return subprocess.run([sys.executable, "-m", "shapelang", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=120)
+                          text=True, cwd=cwd, timeout=120, check=False)
 
 
 def test_cli_on_mutated_files(tmp_path):
@@ -374,3 +398,25 @@ def test_bug_positivity_proof_is_exponential():
         spec = check_text(text)
     assert time.perf_counter() - start < SLOW_CASE
     assert spec.ok
+
+
+@pytest.mark.xfail(strict=True, reason="the rank of a shape is not bounded and each dim costs about "
+                   "1 ms (rank 2,000 ~2 s, rank 8,000 ~10 s), so a 256 KB file of `N, N, ...` "
+                   "keeps the checker busy for minutes; refuse absurd ranks (E004) or be linear")
+def test_bug_huge_rank_is_slow():
+    text = "dim N\ninput X: [" + ", ".join(["N"] * 20000) + "]\ny: X -> sum 0\n"
+    start = time.perf_counter()
+    with hard_limit(3):
+        check_text(text)
+    assert time.perf_counter() - start < SLOW_CASE
+
+
+@pytest.mark.xfail(strict=True, reason="`assume H == 0` is accepted without a word although sizes "
+                   "are positive; it substitutes H := 0, and a later `D % H` makes sympy raise "
+                   "ZeroDivisionError out of check_text (found by the mutation fuzzer)")
+@pytest.mark.parametrize("text", ["dim D, H\nassume H == 0\nassume D % H == 0\n",
+                                  "dim D, H\nassume D % H == H == 0\n",
+                                  "dim D, H\nassume H == 0\ninput X: [D % H]\n"])
+def test_bug_assume_zero_then_modulo_crashes(text):
+    spec = check_text(text)
+    assert not spec.ok   # H == 0 contradicts `dim H` being a positive size
