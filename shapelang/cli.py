@@ -53,17 +53,15 @@ def _parser() -> argparse.ArgumentParser:
 
 def _check(args) -> int:
     from . import render
-    from .checker import check_text
+    from .checker import check_file
 
     status = 0
     for path in args.files:
         try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
+            spec = check_file(path)
         except OSError as err:
             print(f"shapelang: cannot read {path}: {err.strerror}", file=sys.stderr)
             return 2
-        spec = check_text(text, path)
         if not spec.ok:
             status = 1
         if args.format == "json":

@@ -419,14 +419,12 @@ def cli(args) -> int:
         from . import runner
         return runner.cli(args)
     from . import render
-    from .checker import check_text
+    from .checker import check_file
     try:
-        with open(args.file, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
+        spec = check_file(args.file)
     except OSError as err:
         print(f"shapelang: cannot read {args.file}: {err.strerror}", file=sys.stderr)
         return 2
-    spec = check_text(text, args.file)
     if not spec.ok:
         sys.stderr.write(render.check_text(spec))
         print(f"shapelang: no code for {args.file}: it does not check", file=sys.stderr)

@@ -123,11 +123,7 @@ class EmitMixin:
             assign_chain(s, names.claim(f"{base.lstrip('_')}_{suffix}", escape=False))
         module_count: dict[str, int] = {}
         for s in steps:
-            short = MODULE_OPS.get(s.op)
-            if s.op == "embed" and s.detail.get("table") is None:
-                short = "embed"
-            if s.op in ("block", "stack"):
-                short = _snake(s.block.name) + ("s" if s.op == "stack" else "")
+            short = _module_name(s)
             if short:
                 module_count[short] = module_count.get(short, 0) + 1
         seen: dict[str, int] = {}
@@ -139,11 +135,7 @@ class EmitMixin:
                 continue
             out = var[s.id]
             attr = None
-            short = MODULE_OPS.get(s.op)
-            if s.op == "embed" and s.detail.get("table") is None:
-                short = "embed"
-            if s.op in ("block", "stack"):
-                short = _snake(s.block.name) + ("s" if s.op == "stack" else "")
+            short = _module_name(s)
             if short:
                 seen[short] = seen.get(short, 0) + 1
                 want = f"{prefix}_{short}" + (str(seen[short]) if module_count[short] > 1 else "")
@@ -399,3 +391,12 @@ STEPS = {
     "block": _block,
     "stack": _stack,
 }
+
+
+def _module_name(s) -> str | None:
+    """The attribute name of the submodule a step owns (linear, embed, a block), or None."""
+    if s.op in ("block", "stack"):
+        return _snake(s.block.name) + ("s" if s.op == "stack" else "")
+    if s.op == "embed" and s.detail.get("table") is None:
+        return "embed"
+    return MODULE_OPS.get(s.op)

@@ -57,8 +57,20 @@ class BindingIR:
     types: tuple         # TensorType per name
 
 
+class Totals:
+    """Learned parameters and forward multiply-adds of a spec or a block instance."""
+
+    @property
+    def total_params(self) -> sp.Expr:
+        return total_params(self.params, self.bindings)
+
+    @property
+    def total_flops(self) -> sp.Expr:
+        return total_flops(self.bindings)
+
+
 @dataclass
-class BlockIR:
+class BlockIR(Totals):
     """One instantiation of a block at particular input shapes."""
     name: str
     span: Span
@@ -70,13 +82,6 @@ class BlockIR:
     output: TensorType | None
     binding_of_dims: dict  # declared dim symbol -> size at this call
 
-    @property
-    def total_params(self) -> sp.Expr:
-        return total_params(self.params, self.bindings)
-
-    @property
-    def total_flops(self) -> sp.Expr:
-        return total_flops(self.bindings)
 
 
 def total_params(params, bindings) -> sp.Expr:
@@ -97,7 +102,7 @@ def total_flops(bindings) -> sp.Expr:
 
 
 @dataclass
-class CheckedSpec:
+class CheckedSpec(Totals):
     path: str
     source: str
     dims: list                 # user dim names, in declaration order
@@ -119,13 +124,6 @@ class CheckedSpec:
     def params(self) -> list:
         return [d for d in self.decls if d.kind == "param"]
 
-    @property
-    def total_params(self) -> sp.Expr:
-        return total_params(self.params, self.bindings)
-
-    @property
-    def total_flops(self) -> sp.Expr:
-        return total_flops(self.bindings)
 
     def example_value(self, e):
         if not self.example or self.prover is None:

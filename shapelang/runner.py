@@ -422,15 +422,13 @@ def cli(args) -> int:
     import json
 
     from . import render
-    from .checker import check_text
+    from .checker import check_file
 
     try:
-        with open(args.file, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
+        spec = check_file(args.file)
     except OSError as err:
         print(f"shapelang: cannot read {args.file}: {err.strerror}", file=sys.stderr)
         return 2
-    spec = check_text(text, args.file)
     if not spec.ok:
         sys.stdout.write(render.check_text(spec))
         return 1
