@@ -190,7 +190,7 @@ def hard_limit(seconds: int):
         except ValueError:      # not the main thread
             usable = False
     if usable:
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        signal.setitimer(signal.ITIMER_REAL, seconds, 0.25)   # re-fires if a finalizer swallows it
     try:
         yield
     finally:

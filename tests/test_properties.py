@@ -16,8 +16,16 @@ by mismatching symbols). The oracle:
 * torch raises -> the checker reports an error, and the prefix of the pipeline
   that torch did run is checked as above.
 
-Known checker bugs are kept as strict xfail tests at the bottom; the generator
-steers clear of them (see `AVOID_KNOWN_BUGS`) so that this file stays green.
+Programs also come with `expect` lines, shuffled header lines, comments, CRLF,
+continuation lines, anonymous shape-literal operands, token ids with `embed`,
+and blocks (called as `X -> F`, `F(X)` or `stack 2 F`). Two tests run them:
+1,200 general pipelines (a fifth end in a deliberately broken step) and 600
+layout-heavy ones (views after transposes, expands, chunks, slices and
+elementwise ops), all with derandomize=True.
+
+Known checker bugs are kept as strict xfail tests at the bottom; while they are
+open the generator writes around the parser ones and the oracle forgives the
+layout ones (see `AVOID_KNOWN_BUGS`), so that this file stays green.
 """
 from __future__ import annotations
 
@@ -535,8 +543,6 @@ class Builder:
         if len(new) > MAX_RANK:
             new = [mul(new)]
         infer = g.int(0, len(new) - 1) if g.coin(0.4) else None
-        if AVOID_KNOWN_BUGS and infer is not None and any("+" in d.t for d in list(sh) + new):
-            infer = None   # a quotient of sums stays unsimplified (select/slice fail): see xfail below
         texts = ["-1" if k == infer else d.t for k, d in enumerate(new)]
         exprs = [None if k == infer else d.e for k, d in enumerate(new)]
         verb = "view" if g.coin() else "reshape"
@@ -912,8 +918,6 @@ class Builder:
             if len(fs) >= 2 and g.coin(0.6):
                 axes = [next(names) for _ in fs]
                 unknown = g.int(-1, len(fs) - 1)   # -1: all given
-                if AVOID_KNOWN_BUGS and "+" in d.t:
-                    unknown = -1   # an unsimplified quotient of sums: see xfail below
                 for i, (ax, f) in enumerate(zip(axes, fs)):
                     if i != unknown:
                         kw[ax] = paren(f.t)
