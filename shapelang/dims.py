@@ -228,8 +228,8 @@ def _monomial(e: sp.Expr) -> bool:
 def _shift_nonneg(e: sp.Expr, strict: bool = False) -> bool:
     """Sufficient test that polynomial e >= 0 (> 0 if strict) for all vars >= 1."""
     syms = sorted(e.free_symbols, key=str)
-    if any(not s.is_positive for s in syms):
-        return False
+    if any(not s.is_positive for s in syms) or len(syms) > 8:
+        return False   # (the shifted expansion grows exponentially with the symbols)
     shifted = sp.expand(e.xreplace({s: s + 1 for s in syms})) if syms else sp.expand(e)
     try:
         poly = sp.Poly(shifted, *syms) if syms else None
@@ -275,7 +275,11 @@ class Prover:
         self._cache.clear()
 
     def assume(self, left: sp.Expr, cmp: str, right: sp.Expr, text: str) -> None:
+        """Record an assumption; ValueError if it cannot hold for positive sizes."""
         a, b = self.canon(left), self.canon(right)
+        if cmp == "==" and ((a.is_Number and a < 1 and b.is_Symbol) or
+                            (b.is_Number and b < 1 and a.is_Symbol)):
+            raise ValueError("sizes are whole numbers of at least 1, so this can never hold")
         if cmp in ("==", "!=") and a == 0:   # `0 == X % Y` reads like `X % Y == 0`
             a, b, left, right = b, a, right, left
         # `X % Y == 0` with X a free size: X = Y * k
@@ -348,6 +352,9 @@ class Prover:
 
     def positive(self, e: sp.Expr) -> Verdict:
         if e.is_Symbol or (e.is_Integer and e > 0):
+            return PROVED
+        c = self.canon(e)
+        if _monomial(c) and c.as_coeff_Mul()[0] > 0:   # a product of sizes
             return PROVED
         return self._decide(("pos", e), lambda: self._prove_positive(self.canon(e)),
                             lambda env: evaluate(e, env) <= 0, e)
@@ -521,7 +528,7 @@ class Prover:
 
 def divisor_alternatives(n: int, near: int, count: int = 3) -> list[int]:
     """Values near `near` that divide n: offered when an example breaks divisibility."""
-    if n <= 0 or near <= 0 or n > 10 ** 12:
+    if n <= 0 or near <= 0 or n > 10 ** 12 or near > 10 ** 6:
         return []
     lo, hi = max(1, near // 2), near * 3
     divs = [d for d in range(lo, hi + 1) if n % d == 0]

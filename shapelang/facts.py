@@ -67,7 +67,13 @@ class Facts:
             self.report(err.at(s.span))
             return
         for (a, b), cmp in zip(itertools.pairwise(terms), s.cmps):
-            self.prover.assume(a, cmp, b, s.text)
+            try:
+                self.prover.assume(a, cmp, b, s.text)
+            except (ValueError, ZeroDivisionError) as err:
+                reason = str(err) if isinstance(err, ValueError) else "it divides by zero"
+                self.error("E115", f"this assumption cannot be used: {reason}", s.span,
+                           "sizes are positive whole numbers")
+                return
             self.out.assumptions.append((a, cmp, b, s))
 
     def _example(self, examples) -> None:

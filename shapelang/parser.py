@@ -41,6 +41,7 @@ MAX_BYTES = 256 * 1024
 MAX_LINES = 5000
 MAX_DEPTH = 64
 MAX_DIGITS = 18
+MAX_RANK = 32
 
 KEYWORDS = {"dim", "assume", "example", "input", "param", "buffer", "expect", "block",
             "return", "end"}
@@ -363,6 +364,9 @@ class _Builder:
             inner = self.pipeline(t.children[0])
             return inner if inner.ops else inner.head
         if kind == "shape":
+            if len(t.children) > MAX_RANK:
+                raise ParseFailure(Diagnostic("E004", f"a shape has more than {MAX_RANK} dims", span,
+                                              "tensors in a spec have a handful of dims"))
             return ShapeLit(span, tuple(self.expr(c) for c in t.children))
         if kind == "call":
             name, *args = t.children

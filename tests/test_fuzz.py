@@ -31,7 +31,7 @@ SLOW_CASE = 2.0        # seconds; a hang detector, not a performance test
 HARD_LIMIT = 20        # seconds; abort a case that really hangs
 N_CHUNKS, PER_CHUNK = 8, 250   # 2,000 mutated cases
 N_RANDOM = 300                 # plus token soup
-AVOID_KNOWN_BUGS = True        # skip inputs that hit the xfail'd hang (see test_properties.py)
+AVOID_KNOWN_BUGS = False       # the hang and crash it skipped are fixed; kept for the next ones
 SKIPPED: list = []
 
 INLINE_SEEDS = [
@@ -374,9 +374,7 @@ def test_cli_on_mutated_files(tmp_path):
             assert n == len(args) - 3, (args, n)
 
 
-@pytest.mark.xfail(strict=True, reason="checker._alternatives -> dims.divisor_alternatives scans "
-                   "range(near // 2, near * 3) for an example size `near` that breaks a `%` "
-                   "assumption: H=10**8 takes ~20 s, H=10**17 never returns")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the alarm
 def test_bug_huge_example_hangs():
     text = "dim D, H\nassume D % H == 0\nexample D=512, H=100000000000000000\n"
     start = time.perf_counter()
@@ -386,9 +384,7 @@ def test_bug_huge_example_hangs():
     assert [d.code for d in spec.errors()] == ["E108"]
 
 
-@pytest.mark.xfail(strict=True, reason="dims._shift_nonneg expands prod(d_i + 1) to prove that an "
-                   "inferred size is positive: 2**n terms for n distinct dims, so `reshape [-1]` "
-                   "of a rank-12 tensor takes ~3 s, rank 14 ~16 s, rank 16 ~70 s")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the alarm
 def test_bug_positivity_proof_is_exponential():
     n = 14
     names = ", ".join(f"d{i}" for i in range(n))
@@ -400,9 +396,7 @@ def test_bug_positivity_proof_is_exponential():
     assert spec.ok
 
 
-@pytest.mark.xfail(strict=True, reason="the rank of a shape is not bounded and each dim costs about "
-                   "1 ms (rank 2,000 ~2 s, rank 8,000 ~10 s), so a 256 KB file of `N, N, ...` "
-                   "keeps the checker busy for minutes; refuse absurd ranks (E004) or be linear")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the alarm
 def test_bug_huge_rank_is_slow():
     text = "dim N\ninput X: [" + ", ".join(["N"] * 20000) + "]\ny: X -> sum 0\n"
     start = time.perf_counter()
@@ -411,9 +405,6 @@ def test_bug_huge_rank_is_slow():
     assert time.perf_counter() - start < SLOW_CASE
 
 
-@pytest.mark.xfail(strict=True, reason="`assume H == 0` is accepted without a word although sizes "
-                   "are positive; it substitutes H := 0, and a later `D % H` makes sympy raise "
-                   "ZeroDivisionError out of check_text (found by the mutation fuzzer)")
 @pytest.mark.parametrize("text", ["dim D, H\nassume H == 0\nassume D % H == 0\n",
                                   "dim D, H\nassume D % H == H == 0\n",
                                   "dim D, H\nassume H == 0\ninput X: [D % H]\n"])
