@@ -418,19 +418,11 @@ def cli(args) -> int:
     if args.command == "run":
         from . import runner
         return runner.cli(args)
-    from . import render
-    from .checker import check_file
-    try:
-        spec = check_file(args.file)
-    except OSError as err:
-        print(f"shapelang: cannot read {args.file}: {err.strerror}", file=sys.stderr)
-        return 2
-    if not spec.ok:
-        sys.stderr.write(render.check_text(spec))
-        print(f"shapelang: no code for {args.file}: it does not check", file=sys.stderr)
-        return 1
-    if spec.diagnostics:   # warnings only
-        sys.stderr.write(render.check_text(spec))
+    from .cli import checked_spec
+    spec = checked_spec(args.file, out=sys.stderr,
+                        refusal=f"shapelang: no code for {args.file}: it does not check")
+    if isinstance(spec, int):
+        return spec
     try:
         source = generate(spec).source
     except CodegenError as err:

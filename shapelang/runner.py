@@ -421,19 +421,11 @@ def report_json(rep: Report) -> dict:
 def cli(args) -> int:
     import json
 
-    from . import render
-    from .checker import check_file
+    from .cli import checked_spec
 
-    try:
-        spec = check_file(args.file)
-    except OSError as err:
-        print(f"shapelang: cannot read {args.file}: {err.strerror}", file=sys.stderr)
-        return 2
-    if not spec.ok:
-        sys.stdout.write(render.check_text(spec))
-        return 1
-    if spec.diagnostics:   # warnings only
-        sys.stderr.write(render.check_text(spec))
+    spec = checked_spec(args.file)
+    if isinstance(spec, int):
+        return spec
     try:
         _import_torch()
     except ImportError:
