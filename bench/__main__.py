@@ -229,7 +229,7 @@ class Bench:
 
     # -- validation: every generated spec must pass `shapelang check`
     def validate(self) -> None:
-        from shapelang.checker import check_text
+        from shapelang.checker.checker import check_text
 
         for (form, n), path in self.paths.items():
             spec = check_text(path.read_text(encoding="utf-8"), str(path))
@@ -245,8 +245,8 @@ class Bench:
         for key, argv in (("python -c pass", [py, "-c", "pass"]),
                           ("python -c 'import sympy'", [py, "-c", "import sympy"]),
                           ("python -c 'import lark'", [py, "-c", "import lark"]),
-                          ("python -c 'import shapelang.checker, shapelang.render'",
-                           [py, "-c", "import shapelang.checker, shapelang.render"]),
+                          ("python -c 'import shapelang.checker.checker, shapelang.render.text'",
+                           [py, "-c", "import shapelang.checker.checker, shapelang.render.text"]),
                           ("python -m shapelang --help", [py, "-m", "shapelang", "--help"])):
             self.say(f"startup: {key}")
             self.results[("startup", key)] = timed(lambda _, v=argv: run_process(v), a.proc_runs)
@@ -261,7 +261,7 @@ class Bench:
         self.results[("startup", key)] = timed(lambda _: run_process(argv, env), a.proc_runs)
         # the lark grammar build happens once per process (functools.cache in the parser)
         try:
-            from shapelang import parser
+            from shapelang.syntax import parser
 
             build = getattr(parser, "_lark", None)
             if build is not None and hasattr(build, "cache_clear"):
@@ -282,10 +282,10 @@ class Bench:
     def inproc(self) -> None:
         from sympy.core.cache import clear_cache
 
-        from shapelang.checker import check_text
+        from shapelang.checker.checker import check_text
 
         try:
-            from shapelang.parser import parse
+            from shapelang.syntax.parser import parse
         except ImportError:
             parse = None
 
@@ -428,7 +428,7 @@ class Bench:
                 ["ops = steps the checker proved (a block used by `stack` is checked once)",
                  "whole process = `python -m shapelang check FILE` in a subprocess",
                  "in-process = parse + check with a fresh Checker; cold clears sympy's cache first",
-                 "of which parse = shapelang.parser.parse alone (lark + building nodes), same process"]))
+                 "of which parse = shapelang.syntax.parser.parse alone (lark + building nodes), same process"]))
         # export
         if any(k[0] == "export" for k in R):
             rows = []

@@ -56,8 +56,9 @@ def _generated(batch: int, context: int):
     """(spec path, sizes, model) for the generated GPT-2 small."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from shapelang import codegen, runner
-    from shapelang.checker import check_file
+    from shapelang import codegen
+    from shapelang.checker.checker import check_file
+    from shapelang.codegen import runner
 
     spec, overrides = None, {"B": batch, "S": context}
     if GPT2_SMALL.exists():

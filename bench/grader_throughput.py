@@ -90,7 +90,7 @@ def submissions(name: str, n: int, seed: int = 0) -> list[str]:
 
 
 def _grader(name: str):
-    from shapelang.grader import Grader
+    from shapelang.teaching.grader import Grader
     return Grader((EXERCISES / f"{name}.shape").read_text(),
                   (EXERCISES / "solutions" / f"{name}.shape").read_text(), f"{name}.shape")
 
@@ -117,7 +117,7 @@ def _rate(name: str, subs: list[str], cold: bool = False) -> dict:
 
 def run() -> dict:
     """Grade 1,000 submissions of a typical exercise; rates in submissions per second."""
-    import shapelang.grader  # noqa: F401  (imports are not part of the rate)
+    import shapelang.teaching.grader  # noqa: F401  (imports are not part of the rate)
 
     n = 1000
     main = _rate("02_split_heads", submissions("02_split_heads", n))

@@ -73,7 +73,7 @@ def by_callee(stats: pstats.Stats, top: int) -> list[tuple[float, int, str]]:
 def profile_one(layers: int, form: str, top: int, warm: bool, dump: str | None) -> str:
     from sympy.core.cache import clear_cache
 
-    from shapelang.checker import check_text
+    from shapelang.checker.checker import check_text
 
     text = specgen.gpt_spec(layers, form)
     spec = check_text(text)                        # warm-up: imports, lark grammar

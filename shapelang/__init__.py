@@ -1,3 +1,24 @@
-"""shapelang: a language and static analyzer for tensor shapes in transformer models."""
+"""shapelang: a language and static analyzer for the tensor shapes of transformer models.
 
+The public API lives in `shapelang.api` and is re-exported here lazily, so that
+importing the package (and `shapelang --help`) does not import sympy:
+
+    import shapelang
+    spec = shapelang.check("dim B\\ninput X: [B, 3]\\nY: X -> linear 4\\n")
+    print(shapelang.trace(spec))
+"""
 __version__ = "0.1.0"
+
+_API = ("CheckedSpec", "CodegenError", "Diagnostic", "check", "check_file", "codegen", "grader",
+        "render_check", "run", "to_json", "trace")
+
+__all__ = ["CheckedSpec", "CodegenError", "Diagnostic", "__version__", "check", "check_file", "codegen",
+           "grader", "render_check", "run", "to_json", "trace"]
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'shapelang' has no attribute {name!r}")

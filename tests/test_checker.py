@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from shapelang.checker import check_text
+from shapelang.checker.checker import check_text
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.shape"))
 EXPECT = re.compile(r"#\s*E:\s*([A-Z]\d+)")
@@ -172,7 +172,7 @@ def test_typical_syntax_mistakes_get_a_specific_help(text, words):
 
 
 def test_every_code_is_documented():
-    from shapelang.diagnostics import CODES
+    from shapelang.syntax.diagnostics import CODES
     doc = (Path(__file__).resolve().parent.parent / "docs" / "diagnostics.md").read_text()
     for code in CODES:
         assert f"| {code} |" in doc, code

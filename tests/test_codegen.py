@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-from shapelang import codegen, ops, render, runner
-from shapelang.checker import check_file, check_text
+from shapelang import codegen, render
+from shapelang.checker import ops
+from shapelang.checker.checker import check_file, check_text
 from shapelang.cli import main
+from shapelang.codegen import runner
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "specs").glob("*.shape")) + sorted((ROOT / "specs" / "pytorch").glob("*.shape"))
@@ -300,7 +302,7 @@ def test_codegen_writes_the_same_bytes_every_time(tmp_path, capsys):
 
 
 def test_every_spec_gives_the_same_bytes_under_any_hash_seed():
-    script = ("import sys\nfrom shapelang.checker import check_file\nfrom shapelang.codegen import generate\n"
+    script = ("import sys\nfrom shapelang.checker.checker import check_file\nfrom shapelang.codegen.generator import generate\n"
               "for p in sys.argv[1:]:\n    s = check_file(p)\n"
               "    if s.ok:\n        sys.stdout.write(generate(s).source)\n")
     runs = [subprocess.run([sys.executable, "-c", script, *map(str, SPECS)], capture_output=True, text=True,

@@ -1,5 +1,5 @@
 """The modules generated from specs/pytorch/ compute what PyTorch's own modules
-compute: the same weights (copied with shapelang.torch_compat) give the same
+compute: the same weights (copied with shapelang.codegen.torch_compat) give the same
 outputs to within 1e-5 in float32, in eval mode.
 """
 from __future__ import annotations
@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from shapelang import codegen, runner
-from shapelang.checker import check_file
+from shapelang import codegen
+from shapelang.checker.checker import check_file
+from shapelang.codegen import runner
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
-torch_compat = pytest.importorskip("shapelang.torch_compat")
+torch_compat = pytest.importorskip("shapelang.codegen.torch_compat")
 
 PYTORCH_SPECS = Path(__file__).resolve().parent.parent / "specs" / "pytorch"
 B, S, T, D, H, F = 3, 7, 5, 32, 4, 64

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from shapelang import render
-from shapelang.checker import check_text
-from shapelang.diagnostics import CODES
+from shapelang.checker.checker import check_text
+from shapelang.syntax.diagnostics import CODES
 
 ROOT = Path(__file__).resolve().parent.parent
 SLOW_CASE = 2.0        # seconds; a hang detector, not a performance test

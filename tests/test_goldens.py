@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from shapelang import render
-from shapelang.checker import check_text
+from shapelang.checker.checker import check_text
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = sorted((ROOT / "tests" / "golden").glob("*.shape"))

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from shapelang import cli
-from shapelang.exercise import ExerciseError, load_template, make
-from shapelang.grader import Grader, gradescope_json, prairielearn_json, result_json, text_report
+from shapelang.teaching.exercise import ExerciseError, load_template, make
+from shapelang.teaching.grader import Grader, gradescope_json, prairielearn_json, result_json, text_report
 
 SOLUTION = """\
 # @title: Splitting heads
@@ -91,7 +91,7 @@ def test_make_turns_tags_into_blanks_with_points_and_hints():
 
 
 def test_made_exercise_checks_apart_from_its_blanks():
-    from shapelang.checker import check_text
+    from shapelang.checker.checker import check_text
     spec = check_text(exercise_text(), "exercise.shape")
     assert spec.errors() and {d.code for d in spec.errors()} == {"E116"}
 

@@ -44,7 +44,7 @@ import sympy as sp
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from shapelang.checker import check_text
+from shapelang.checker.checker import check_text
 
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 pytestmark = pytest.mark.filterwarnings("ignore:var\\(\\)")

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from shapelang import render
-from shapelang.checker import check_file
+from shapelang.checker.checker import check_file
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 

@@ -23,14 +23,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import tempfile
 from dataclasses import dataclass, field
 
 import sympy as sp
 
+from ..checker.ir import BlockIR, CheckedSpec
 from .emit import FUNCTIONAL, EmitMixin
-from .ir import BlockIR, CheckedSpec
 from .naming import (
     MODULE_ATTRS,
     RESERVED,
@@ -43,7 +42,7 @@ from .naming import (
     _symbols_in,
 )
 
-__all__ = ["CodegenError", "Generated", "Generator", "Printer", "Unit", "cli", "generate", "write_atomic"]
+__all__ = ["CodegenError", "Generated", "Generator", "Printer", "Unit", "generate", "write_atomic"]
 
 
 # ------------------------------------------------------------------ units
@@ -411,33 +410,3 @@ def write_atomic(path: str, text: str, *, force: bool) -> None:
     finally:
         if os.path.lexists(tmp):
             os.unlink(tmp)
-
-
-def cli(args) -> int:
-    """`shapelang codegen` and `shapelang run`: 0 ok, 1 findings, 2 usage or I/O."""
-    if args.command == "run":
-        from . import runner
-        return runner.cli(args)
-    from .cli import checked_spec
-    spec = checked_spec(args.file, out=sys.stderr,
-                        refusal=f"shapelang: no code for {args.file}: it does not check")
-    if isinstance(spec, int):
-        return spec
-    try:
-        source = generate(spec).source
-    except CodegenError as err:
-        print(f"shapelang: cannot generate code for {args.file}: {err}", file=sys.stderr)
-        return 1
-    if not args.output:
-        sys.stdout.write(source)
-        return 0
-    try:
-        write_atomic(args.output, source, force=args.force)
-    except FileExistsError:
-        print(f"shapelang: {args.output} exists; add --force to overwrite it", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"shapelang: cannot write {args.output}: {err.strerror or err}", file=sys.stderr)
-        return 2
-    print(f"wrote {args.output}", file=sys.stderr)
-    return 0

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from ..syntax.diagnostics import ShapeError
+from ..syntax.nodes import Name, Neg, Num, Op, ShapeLit, Str
 from . import patterns
-from .diagnostics import ShapeError
 from .layout import TensorType, dense_like, fresh, view_strides
-from .nodes import Name, Neg, Num, Op, ShapeLit, Str
 
 ZERO = sp.Integer(0)
 ONE = sp.Integer(1)

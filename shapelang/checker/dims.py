@@ -24,8 +24,8 @@ from fractions import Fraction
 
 import sympy as sp
 
-from .diagnostics import ShapeError
-from .nodes import BinOp, Call, Expr, Hole, Name, Neg, Num, Pipeline
+from ..syntax.diagnostics import ShapeError
+from ..syntax.nodes import BinOp, Call, Expr, Hole, Name, Neg, Num, Pipeline
 
 MAX_EXPONENT = 16
 MAX_TERMS = 2000  # bound on the terms of an expanded size expression: keeps proofs fast

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 import sympy as sp
 
-from .ir import Step
+from ..checker.ir import Step
 from .naming import CodegenError, _snake
 
 if TYPE_CHECKING:
-    from .codegen import Unit
+    from .generator import Unit
 
 FUNCTIONAL = "\x00F\x00"   # placeholder for the torch.nn.functional alias (F unless a spec name is F)
 UNARY = {"relu": "F.relu({})", "gelu": "F.gelu({})", "silu": "F.silu({})", "softplus": "F.softplus({})",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from . import dims as dimlib
+from ..checker import dims as dimlib
 
 MAX_PROBE_ELEMENTS = 50_000
 # steps that only move or copy data: equal shapes mean equal values
@@ -302,7 +302,7 @@ class Probe:
         raise TooBig
 
     def _rearrange(self, x: Val, pattern: str, given: dict, out_shape) -> Val:
-        from . import patterns
+        from ..checker import patterns
         pat = patterns.parse_rearrange(pattern)
         sizes = {k: self.size(v) for k, v in given.items()}
         n_ell = len(x.shape) - (len(pat.left) - (1 if "..." in pat.left else 0))

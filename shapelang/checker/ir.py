@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from .diagnostics import Diagnostic
+from ..syntax.diagnostics import Diagnostic
+from ..syntax.nodes import Span
 from .layout import TensorType
-from .nodes import Span
 
 ZERO = sp.Integer(0)
 

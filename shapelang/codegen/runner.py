@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from . import dims as dimlib
-from .codegen import CodegenError, Generated, generate
-from .ir import CheckedSpec
+from ..checker import dims as dimlib
+from ..checker.ir import CheckedSpec
+from .generator import Generated, generate
 
 PASS_THROUGH = {"view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "flatten", "expand",
                 "contiguous", "slice", "select", "repeat_interleave", "split", "chunk", "concat"}
@@ -416,33 +416,3 @@ def report_json(rep: Report) -> dict:
                        "dtype": r.dtype, "ok": r.ok} for r in rep.rows],
             "params": {"expected": rep.params_expected, "got": rep.params_got},
             "clean_same": rep.clean_same}
-
-
-def cli(args) -> int:
-    import json
-
-    from .cli import checked_spec
-
-    spec = checked_spec(args.file)
-    if isinstance(spec, int):
-        return spec
-    try:
-        _import_torch()
-    except ImportError:
-        print("shapelang: `run` needs PyTorch: pip install 'shapelang[torch]'", file=sys.stderr)
-        return 2
-    try:
-        sizes = resolve_sizes(spec, parse_sizes(args.sizes))
-    except SizesError as err:
-        print(f"shapelang: {err}", file=sys.stderr)
-        return 2
-    try:
-        rep = run_spec(spec, sizes)
-    except CodegenError as err:
-        print(f"shapelang: cannot generate code for {args.file}: {err}", file=sys.stderr)
-        return 1
-    if getattr(args, "format", "text") == "json":
-        sys.stdout.write(json.dumps(report_json(rep), indent=2) + "\n")
-    else:
-        sys.stdout.write(report_text(rep))
-    return 0 if rep.ok else 1

@@ -13,10 +13,10 @@ import itertools
 
 import sympy as sp
 
+from ..syntax.diagnostics import ShapeError
+from ..syntax.nodes import Assume, DimDecl, Example
 from . import dims as dimlib
-from .diagnostics import ShapeError
 from .layout import TensorType
-from .nodes import Assume, DimDecl, Example
 
 
 class Facts:

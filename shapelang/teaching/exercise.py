@@ -584,11 +584,11 @@ def _squash(text: str) -> str:
 
 def make(solution_text: str, path: str = "<solution>", all_shapes: bool = False):
     """The student version of a solution. Returns (exercise text, warnings for the author)."""
-    from .checker import check_text
+    from ..checker.checker import check_text
 
     spec = check_text(solution_text, path)
     if not spec.ok:
-        from . import render
+        from ..render import text as render
         raise ExerciseError(f"{path} does not check, so it cannot be a solution:\n\n"
                             + render.check_text(spec))
     lines = split_lines(solution_text)
@@ -802,7 +802,7 @@ def _apply(lines, edits, inserts, directive_for, needles, warnings) -> list[str]
 
 
 def _verify(text: str, path: str) -> None:
-    from .checker import check_text
+    from ..checker.checker import check_text
 
     spec = check_text(text, path)
     bad = [d for d in spec.errors() if d.code != "E116"]

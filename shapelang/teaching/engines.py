@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .diagnostics import Diagnostic
+from ..syntax.diagnostics import Diagnostic
+from ..syntax.nodes import Expect, Name, Span, Spec
+from ..syntax.parser import ParseFailure, parse
 from .exercise import Template
-from .nodes import Expect, Name, Span, Spec
-from .parser import ParseFailure, parse
 from .probe import COMMUTATIVE, LAYOUT, PROBE_ERRORS, Probe, TooBig, Val
 
 __all__ = ["CACHE_LIMIT", "FastEngine", "FullEngine", "Reference", "Run", "Unit", "UnitResult"]
@@ -212,7 +212,7 @@ class FastEngine(_Engine):
 
     def __init__(self, tmpl: Template, ref_text: str, path: str):
         super().__init__(tmpl, ref_text, path)
-        from .checker import Checker
+        from ..checker.checker import Checker
 
         base = Checker(parse(ref_text, path))
         base.run()
@@ -287,7 +287,7 @@ class FastEngine(_Engine):
         return Run(out, out_vals)
 
     def _check_unit(self, u: Unit, code: str, stmts, deps, env) -> UnitResult:
-        from .checker import Checker
+        from ..checker.checker import Checker
 
         lines = list(self.lines)
         if u.line - 1 < len(lines):
@@ -322,7 +322,7 @@ class FullEngine(_Engine):
 
     def __init__(self, tmpl: Template, ref_text: str, path: str):
         super().__init__(tmpl, ref_text, path)
-        from .checker import check_text
+        from ..checker.checker import check_text
 
         self.ref_spec = check_text(ref_text, path)
         self.prover = self.ref_spec.prover
@@ -332,7 +332,7 @@ class FullEngine(_Engine):
         self.probe = Probe(self.prover)
 
     def run(self, fills: dict) -> Run:
-        from .checker import check_text
+        from ..checker.checker import check_text
 
         text = filled_text(self.tmpl, fills)
         hit = self.memo.get(text)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import sympy as sp
 
 if TYPE_CHECKING:
-    from .codegen import Unit
+    from .generator import Unit
 
 RESERVED = {"self", "cfg", "torch", "nn", "math", "dataclass", "causal_mask", "super", "float", "int",
             "range", "len", "min", "max", "property", "print", "dict", "tuple", "list", "_",

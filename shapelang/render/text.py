@@ -1,16 +1,15 @@
-"""Renderers: checked IR and diagnostics -> text for people, JSON for tools.
+"""Text renderer: diagnostics with carets and the trace table, for people.
 
 Nothing here decides anything: it prints what the checker computed.
 """
 from __future__ import annotations
 
-import json
-
 import sympy as sp
 
-from . import dims as dimlib
-from .diagnostics import Diagnostic
-from .ir import CheckedSpec
+from ..checker import dims as dimlib
+from ..checker.ir import CheckedSpec
+from ..syntax.diagnostics import Diagnostic
+from .common import _ex, _num, _shape, _types
 
 # ------------------------------------------------------------------ diagnostics
 
@@ -52,92 +51,7 @@ def check_text(spec: CheckedSpec) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def diagnostic_json(d: Diagnostic) -> dict:
-    return {"severity": d.severity, "code": d.code, "message": d.message,
-            "line": d.span.line, "column": d.span.column,
-            "end_line": d.span.end_line, "end_column": d.span.end_column,
-            "help": d.help, "notes": list(d.notes), "counterexample": d.counterexample}
-
-
 # ------------------------------------------------------------------ trace
-
-def _ex(spec: CheckedSpec, shape):
-    vals = [spec.example_value(d) for d in shape]
-    if any(v is None or dimlib.as_int(v) is None for v in vals):
-        return None
-    return [dimlib.as_int(v) for v in vals]
-
-
-def _shape(shape) -> str:
-    return "[" + ", ".join(dimlib.show(d) for d in shape) + "]"
-
-
-def _num(spec, e) -> int | None:
-    v = spec.example_value(sp.Integer(e) if isinstance(e, int) else e)
-    return dimlib.as_int(v) if v is not None else None
-
-
-def _types(spec: CheckedSpec, decls, bindings) -> dict:
-    types = {d.name: d.type for d in decls}
-    for b in bindings:
-        for s in b.steps:
-            types[s.ref] = s.out
-            for k, t in enumerate(s.outputs):
-                types[f"{s.ref}.{k}"] = t
-    return types
-
-
-def _binding_json(spec, b, types) -> dict:
-    steps = []
-    for s in b.steps:
-        shape_in = types.get(s.inputs[0]).shape if s.inputs and s.inputs[0] in types else None
-        steps.append({
-            "op": s.text, "kind": s.op, "line": s.span.line, "column": s.span.column,
-            "inputs": list(s.inputs),
-            "shape_in": [dimlib.show(d) for d in shape_in] if shape_in is not None else None,
-            "shape": [dimlib.show(d) for d in s.out.shape],
-            "example": _ex(spec, s.out.shape),
-            "outputs": [[dimlib.show(d) for d in t.shape] for t in s.outputs],
-            "contiguous": s.out.is_contiguous,
-            "params": dimlib.show(s.params), "params_example": _num(spec, s.params),
-            "flops": dimlib.show(s.flops), "flops_example": _num(spec, s.flops),
-            **({"block": s.block.name} if s.block is not None else {}),
-        })
-    main = b.types[0]
-    return {"name": ", ".join(b.names), "line": b.span.line,
-            "shape": [dimlib.show(d) for d in main.shape], "example": _ex(spec, main.shape),
-            "steps": steps}
-
-
-def spec_json(spec: CheckedSpec, with_trace: bool) -> dict:
-    out = {"file": spec.path, "ok": spec.ok,
-           "diagnostics": [diagnostic_json(d) for d in spec.diagnostics]}
-    types = _types(spec, spec.decls, spec.bindings)
-    out["bindings"] = [_binding_json(spec, b, types) for b in spec.bindings]
-    if with_trace:
-        out["dims"] = spec.dims
-        out["example"] = spec.example or None
-        out["inputs"] = [{"name": d.name, "kind": d.kind, "shape": [dimlib.show(x) for x in d.type.shape],
-                          "example": _ex(spec, d.type.shape), "dtype": d.type.dtype}
-                         for d in spec.decls]
-        blocks = []
-        for name, insts in spec.blocks.items():
-            for ir in insts:
-                btypes = _types(spec, ir.inputs + ir.params + ir.buffers, ir.bindings)
-                blocks.append({"name": name, "line": ir.span.line,
-                               "inputs": {d.name: [dimlib.show(x) for x in d.type.shape] for d in ir.inputs},
-                               "params": dimlib.show(ir.total_params),
-                               "params_example": _num(spec, ir.total_params),
-                               "flops": dimlib.show(ir.total_flops),
-                               "flops_example": _num(spec, ir.total_flops),
-                               "bindings": [_binding_json(spec, b, btypes) for b in ir.bindings]})
-        out["blocks"] = blocks
-        out["total"] = {"params": dimlib.show(spec.total_params),
-                        "params_example": _num(spec, spec.total_params),
-                        "flops": dimlib.show(spec.total_flops),
-                        "flops_example": _num(spec, spec.total_flops)}
-    return out
-
 
 def _fmt_int(n) -> str:
     return "" if n is None else f"{n:,}"
@@ -226,5 +140,3 @@ def trace_text(spec: CheckedSpec) -> str:
     return "\n".join(out) + "\n"
 
 
-def to_json(obj) -> str:
-    return json.dumps(obj, indent=2) + "\n"

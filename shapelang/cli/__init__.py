@@ -51,30 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def checked_spec(path: str, *, out=None, refusal: str | None = None):
-    """Read and check a spec for a command that needs it clean: the CheckedSpec, or the
-    exit code after printing why not (2: unreadable, 1: findings, shown on `out`)."""
-    from . import render
-    from .checker import check_file
-
-    try:
-        spec = check_file(path)
-    except OSError as err:
-        print(f"shapelang: cannot read {path}: {err.strerror}", file=sys.stderr)
-        return 2
-    if not spec.ok:
-        (out or sys.stdout).write(render.check_text(spec))
-        if refusal:
-            print(refusal, file=sys.stderr)
-        return 1
-    if spec.diagnostics:   # warnings only
-        sys.stderr.write(render.check_text(spec))
-    return spec
-
-
 def _check(args) -> int:
-    from . import render
-    from .checker import check_file
+    from .. import render
+    from ..api import check_file
 
     status = 0
     for path in args.files:
@@ -98,11 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in ("check", "trace"):
         return _check(args)
-    if args.command in ("codegen", "run"):
-        from . import codegen
-        return codegen.cli(args)
-    from . import grader
-    return grader.cli(args)
+    if args.command == "codegen":
+        from .codegen import codegen_command
+        return codegen_command(args)
+    if args.command == "run":
+        from .codegen import run_command
+        return run_command(args)
+    from .grade import command
+    return command(args)
 
 
 def entry() -> None:

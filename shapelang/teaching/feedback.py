@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from . import dims as dimlib
-from .diagnostics import Diagnostic
+from ..checker import dims as dimlib
+from ..syntax.diagnostics import Diagnostic
 from .engines import Reference
 from .exercise import _squash
 

@@ -11,13 +11,8 @@ import functools
 
 import sympy as sp
 
-from . import dims as dimlib
-from . import ops
-from .diagnostics import Diagnostic, ShapeError
-from .facts import Facts
-from .ir import BindingIR, BlockIR, CheckedSpec, Decl, Step
-from .layout import TensorType, dense_like, fresh
-from .nodes import (
+from ..syntax.diagnostics import Diagnostic, ShapeError
+from ..syntax.nodes import (
     Assume,
     Binding,
     BinOp,
@@ -35,7 +30,12 @@ from .nodes import (
     Str,
     TensorDecl,
 )
-from .parser import parse_recovering
+from ..syntax.parser import parse_recovering
+from . import dims as dimlib
+from . import ops
+from .facts import Facts
+from .ir import BindingIR, BlockIR, CheckedSpec, Decl, Step
+from .layout import TensorType, dense_like, fresh
 
 DTYPES = {"float", "int", "bool", "long", "half", "bfloat16", "float32", "float16", "int64"}
 _DTYPE_KIND = {"long": "int", "int64": "int", "float32": "float", "float16": "float",

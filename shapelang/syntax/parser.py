@@ -66,7 +66,7 @@ def grammar_text() -> str:
     try:
         return resources.files("shapelang.grammars").joinpath("shapelang.lark").read_text()
     except (ModuleNotFoundError, FileNotFoundError):
-        return (Path(__file__).resolve().parent.parent / "grammars" / "shapelang.lark").read_text()
+        return (Path(__file__).resolve().parents[2] / "grammars" / "shapelang.lark").read_text()
 
 
 @functools.cache

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from . import dims as dimlib
-from .diagnostics import Diagnostic, ShapeError
+from ..checker import dims as dimlib
+from ..syntax.diagnostics import Diagnostic, ShapeError
+from ..syntax.nodes import Expect, Hole, Name
+from ..syntax.parser import ParseFailure, parse
 from .engines import CACHE_LIMIT, Reference
 from .exercise import _squash, fill
 from .feedback import Feedback, layout_message, with_help
-from .nodes import Expect, Hole, Name
-from .parser import ParseFailure, parse
 from .results import clean
 
 

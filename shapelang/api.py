@@ -1,0 +1,98 @@
+"""The public Python API: check, trace, generate code and grade.
+
+Everything a notebook, an editor plugin or another tool needs, without
+importing the stages' private modules. Each function returns a documented
+object of its stage:
+
+- `check(text)` / `check_file(path)` -> `CheckedSpec` (shapelang.checker.ir): the
+  checked IR with `ok`, `diagnostics` (a list of `Diagnostic` data), the
+  bindings' steps and the totals. It never raises on bad input: syntax errors
+  are diagnostics too.
+- `trace(spec)` -> str: the step-by-step table; `render_check(spec)` -> str:
+  diagnostics with carets; `to_json(spec, trace=False)` -> dict.
+- `codegen(spec)` -> `Generated` (source text and class name); raises
+  `CodegenError` when a module cannot be written. Needs no torch.
+- `run(spec, sizes=None)` -> `Report`: builds the module and compares every
+  shape with the checker's (needs torch).
+- `grader(exercise, solution)` -> `Grader`, whose `grade_file(path)` /
+  `grade_text(text)` return a `SubmissionResult`.
+
+check and trace import lark and sympy only; torch is imported by `run` alone.
+"""
+from __future__ import annotations
+
+from .checker.checker import check_file as _check_file
+from .checker.checker import check_text as _check_text
+from .checker.ir import CheckedSpec
+from .codegen.naming import CodegenError
+from .syntax.diagnostics import Diagnostic
+
+__all__ = [
+    "CheckedSpec",
+    "CodegenError",
+    "Diagnostic",
+    "check",
+    "check_file",
+    "codegen",
+    "grader",
+    "render_check",
+    "run",
+    "to_json",
+    "trace",
+]
+
+
+def check(text: str, path: str = "<input>") -> CheckedSpec:
+    """Check spec text; the result holds every finding as data (`spec.diagnostics`)."""
+    return _check_text(text, path)
+
+
+def check_file(path: str) -> CheckedSpec:
+    """Read and check a `.shape` file (OSError if it cannot be read)."""
+    return _check_file(path)
+
+
+def render_check(spec: CheckedSpec) -> str:
+    """The diagnostics as `shapelang check` prints them (carets, notes, help)."""
+    from .render import text
+
+    return text.check_text(spec)
+
+
+def trace(spec: CheckedSpec) -> str:
+    """The step-by-step shape table as `shapelang trace` prints it."""
+    from .render import text
+
+    return text.trace_text(spec)
+
+
+def to_json(spec: CheckedSpec, trace: bool = False) -> dict:
+    """The machine-readable result of `check --format json` (or `trace` with trace=True)."""
+    from .render import json
+
+    return json.spec_json(spec, trace)
+
+
+def codegen(spec: CheckedSpec):
+    """The PyTorch module for a clean spec: a `Generated` with `.source` and `.class_name`."""
+    from .codegen.generator import generate
+
+    return generate(spec)
+
+
+def run(spec: CheckedSpec, sizes: dict[str, int] | None = None, *, seed: int = 0):
+    """Generate, run on random inputs at `sizes` (default: the example) and compare shapes."""
+    from .codegen import runner
+
+    return runner.run_spec(spec, runner.resolve_sizes(spec, sizes), seed=seed)
+
+
+def grader(exercise_path: str, solution_path: str | None = None):
+    """A `Grader` for an exercise; `solution_path` defaults to the one beside it."""
+    from .teaching.grader import Grader
+    from .teaching.results import find_solution, read_text
+
+    solution_path = solution_path or find_solution(exercise_path)
+    if solution_path is None:
+        raise FileNotFoundError(f"no solution found for {exercise_path}")
+    return Grader(read_text(exercise_path), read_text(solution_path), exercise_path, solution_path)

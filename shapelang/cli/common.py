@@ -1,0 +1,27 @@
+"""What the commands share: reading and checking the spec a command needs clean."""
+from __future__ import annotations
+
+import sys
+
+
+def checked_spec(path: str, *, out=None, refusal: str | None = None):
+    """Read and check a spec for a command that needs it clean: the CheckedSpec, or the
+    exit code after printing why not (2: unreadable, 1: findings, shown on `out`)."""
+    from .. import render
+    from ..api import check_file
+
+    try:
+        spec = check_file(path)
+    except OSError as err:
+        print(f"shapelang: cannot read {path}: {err.strerror}", file=sys.stderr)
+        return 2
+    if not spec.ok:
+        (out or sys.stdout).write(render.check_text(spec))
+        if refusal:
+            print(refusal, file=sys.stderr)
+        return 1
+    if spec.diagnostics:   # warnings only
+        sys.stderr.write(render.check_text(spec))
+    return spec
+
+

@@ -1,0 +1,33 @@
+"""What the renderers share: example values and shapes of the checked IR."""
+from __future__ import annotations
+
+import sympy as sp
+
+from ..checker import dims as dimlib
+from ..checker.ir import CheckedSpec
+
+
+def _ex(spec: CheckedSpec, shape):
+    vals = [spec.example_value(d) for d in shape]
+    if any(v is None or dimlib.as_int(v) is None for v in vals):
+        return None
+    return [dimlib.as_int(v) for v in vals]
+
+
+def _shape(shape) -> str:
+    return "[" + ", ".join(dimlib.show(d) for d in shape) + "]"
+
+
+def _num(spec, e) -> int | None:
+    v = spec.example_value(sp.Integer(e) if isinstance(e, int) else e)
+    return dimlib.as_int(v) if v is not None else None
+
+
+def _types(spec: CheckedSpec, decls, bindings) -> dict:
+    types = {d.name: d.type for d in decls}
+    for b in bindings:
+        for s in b.steps:
+            types[s.ref] = s.out
+            for k, t in enumerate(s.outputs):
+                types[f"{s.ref}.{k}"] = t
+    return types
