@@ -1,0 +1,127 @@
+"""The package shows the pipeline: stages import only the stages below them, no
+module imports itself back through others, and no module grows past 500 lines.
+
+Every import counts, including the ones inside functions: a lazy import is still
+a dependency a reader has to follow.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "shapelang"
+
+# stage -> the stages it may import (besides itself)
+ALLOWED = {
+    "syntax": set(),
+    "checker": {"syntax"},
+    "render": {"syntax", "checker"},
+    "codegen": {"syntax", "checker"},
+    "teaching": {"syntax", "checker", "render"},
+    "api": {"syntax", "checker", "render", "codegen", "teaching"},
+    "cli": {"api", "syntax", "checker", "render", "codegen", "teaching"},
+    "__init__": {"api"},
+    "__main__": {"cli"},
+}
+MAX_LINES = 500
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+        if parts[-1] == "__init__" and len(parts) > 1:
+            parts = parts[:-1]
+        out[".".join(["shapelang", *parts])] = path
+    return out
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The shapelang modules that module `name` imports, anywhere in its body."""
+    is_pkg = path.name == "__init__.py"
+    package = name if is_pkg else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            subs = [f"{mod}.{a.name}" for a in node.names if f"{mod}.{a.name}" in modules]
+            # `from . import patterns` imports the submodule, not the package's own names
+            targets = subs if subs else [mod]
+        else:
+            continue
+        for t in targets:
+            if t in modules and t != name:
+                found.add(t)
+    return found
+
+
+def _stage(module: str) -> str:
+    parts = module.split(".")
+    return "__init__" if len(parts) == 1 else parts[1]
+
+
+GRAPH = {name: _imports(name, path, _modules()) for name, path in _modules().items()}
+
+
+def test_the_graph_is_not_empty():
+    # guards the test itself: a broken walk would find no imports and pass everything
+    assert "shapelang.checker.checker" in GRAPH
+    assert "shapelang.syntax.parser" in GRAPH["shapelang.checker.checker"]
+    assert any(m.startswith("shapelang.codegen") for m in GRAPH["shapelang.cli.codegen"])
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_stages_import_only_lower_stages(module):
+    stage = _stage(module)
+    wrong = sorted(t for t in GRAPH[module]
+                   if _stage(t) != stage and _stage(t) not in ALLOWED.get(stage, set())
+                   and not (stage != "__init__" and t == "shapelang"))
+    assert not wrong, f"{module} ({stage}) imports {wrong}: that points up the pipeline"
+
+
+def test_no_import_circles():
+    # Tarjan's strongly connected components over the module graph
+    index, low, stack, on_stack, circles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            # a package importing its own submodules (its __init__ re-exports) is not a circle
+            real = [m for m in comp if not any(o.startswith(m + ".") for o in comp)]
+            if len(real) > 1:
+                circles.append(sorted(comp))
+
+    for v in GRAPH:
+        if v not in index:
+            visit(v)
+    assert not circles, f"import circles: {circles}"
+
+
+@pytest.mark.parametrize("module", sorted(_modules()))
+def test_no_module_is_over_500_lines(module):
+    n = len(_modules()[module].read_text().splitlines())
+    assert n <= MAX_LINES, f"{module} has {n} lines: split it by responsibility"
