@@ -45,6 +45,7 @@ param W_e: [V, D]
 param gamma: [D]
 buffer pos: [1, S] int
 p1: x -> permute 0 2 1 -> flatten 1 -> unsqueeze 0 -> squeeze 0 -> reshape [B, D, S]
+mv: x -> movedim 2 0 -> movedim 0 -1 -> view [B, S, D]
 p2: x -> unsqueeze 1 -> expand [B, H, S, D] -> repeat_interleave 2 1 -> log_softmax -1 -> sum 1 keepdim -> squeeze 1
 p3: x -> layernorm bias=false -> rmsnorm -> mean -1 keepdim -> var 1 -> amax -1 keepdim
 e1: ids -> embed W_e

@@ -362,6 +362,7 @@ STEPS = {
     "reshape": _view,
     "transpose": _transpose,
     "permute": lambda o: [f"{o.out} = {o.x}.permute({', '.join(map(str, o.d['dims']))})"],
+    "movedim": lambda o: [f"{o.out} = {o.x}.movedim({o.d['source']}, {o.d['destination']})"],
     "unsqueeze": lambda o: [f"{o.out} = {o.x}.unsqueeze({o.d['dim']})"],
     "squeeze": _squeeze,
     "flatten": lambda o: [f"{o.out} = {o.x}.flatten({o.d['start']}, {o.d['end']})"],

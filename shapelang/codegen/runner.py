@@ -21,7 +21,7 @@ from ..checker import dims as dimlib
 from ..checker.ir import CheckedSpec
 from .generator import Generated, generate
 
-PASS_THROUGH = {"view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "flatten", "expand",
+PASS_THROUGH = {"view", "reshape", "transpose", "permute", "movedim", "unsqueeze", "squeeze", "flatten", "expand",
                 "contiguous", "slice", "select", "repeat_interleave", "split", "chunk", "concat"}
 
 

@@ -1,0 +1,213 @@
+"""Shape rules that combine or create tensors: linear, embed, concat, split, chunk,
+einsum, broadcasting and matmul."""
+from __future__ import annotations
+
+import sympy as sp
+
+from ...syntax.diagnostics import ShapeError
+from ...syntax.nodes import ShapeLit
+from .. import patterns
+from ..layout import TensorType, fresh
+from .args import ONE, ZERO, Result, _ax, prod
+
+
+def linear(c, x, a):
+    a.count(1, usage="linear D")
+    if x.rank < 1:
+        raise a.fail("`linear` needs at least one dim")
+    out_f = a.dim_at(0)
+    c.need_whole(out_f, span=a.pos[0].span, what=lambda: f"the output width {out_f}")
+    c.need_positive(out_f, a.pos[0].span)
+    in_f = x.shape[-1]
+    bias = a.kw_bool("bias", True)
+    shape = x.shape[:-1] + (out_f,)
+    return Result((fresh(shape, x.dtype),), params=in_f * out_f + (out_f if bias else 0),
+                  flops=prod(shape) * in_f, detail={"in": in_f, "out": out_f, "bias": bias})
+
+
+def embed(c, x, a):
+    a.count(1, 2, usage="embed W_te")
+    if x.dtype != "int":
+        raise ShapeError("E112", f"`embed` looks up token ids, but {c.show(x)} holds {x.dtype} values",
+                         help="declare the ids as `input ids: [B, S] int`", span=a.op.span)
+    if len(a.pos) == 2:
+        vocab, width = a.dim_at(0), a.dim_at(1)
+        return Result((fresh(x.shape + (width,)),), params=vocab * width,
+                      detail={"vocab": vocab, "dim": width, "table": None})
+    table = a.tensor_at(0)
+    if table.rank != 2:
+        raise a.fail(f"the embedding table must be [V, D], got {c.show(table)}", span=a.pos[0].span)
+    return Result((fresh(x.shape + (table.shape[1],)),),
+                  detail={"vocab": table.shape[0], "dim": table.shape[1], "table": a.pos[0]})
+
+
+def concat(c, x, a):
+    if len(a.pos) < 2:
+        raise a.fail("`concat` takes an axis and at least one more tensor", "e.g. `concat -1 B`")
+    parts = [x] + [a.tensor_at(k) for k in range(1, len(a.pos))]
+    return Result((concat_types(c, parts, a.int_at(0), a.op.span, a.pos[0].span),),
+                  detail={"dim": _norm_axis(a.int_at(0), x.rank)})
+
+
+def concat_types(c, parts, axis: int, span, axis_span):
+    rank = parts[0].rank
+    if not -rank <= axis < rank:
+        raise ShapeError("E105", f"axis {axis} is out of range for a {_ax(rank)}", span=axis_span)
+    d = _norm_axis(axis, rank)
+    for p in parts[1:]:
+        if p.rank != rank:
+            raise ShapeError("E110", f"cannot concatenate {c.show(parts[0])} with {c.show(p)}: "
+                             f"{rank} dims against {p.rank}", span=span)
+        for k in range(rank):
+            if k != d:
+                c.need_equal(parts[0].shape[k], p.shape[k], code="E102", span=span,
+                             message=lambda k=k, p=p: f"cannot concatenate {c.show(parts[0])} with {c.show(p)} "
+                                     f"along dim {d}: dim {k} differs")
+    shape = list(parts[0].shape)
+    shape[d] = sum((p.shape[d] for p in parts), ZERO)
+    return fresh(shape, parts[0].dtype)
+
+
+def _norm_axis(axis, rank):
+    return axis + rank if axis < 0 else axis
+
+
+def split(c, x, a):
+    a.count(2, usage="split D -1")
+    d = a.axis_at(1, x.rank)
+    size = x.shape[d]
+    node = a.pos[0]
+    if isinstance(node, ShapeLit):
+        sizes = [c.dim(e) for e in node.dims]
+        c.need_equal(sum(sizes, ZERO), size, code="E103", span=node.span,
+                     message=lambda: f"the pieces {c.show_shape(sizes)} add up to {sum(sizes, ZERO)}, "
+                             f"but dim {d} of {c.show(x)} is {size}")
+    else:
+        piece = a.dim_at(0)
+        count = sp.cancel(c.prover.canon(size) / c.prover.canon(piece))
+        if not (count.is_Integer and count > 0):
+            raise ShapeError("E104", f"`split {piece}` cuts dim {d} ({size}) into {count} pieces, "
+                             "which is not a fixed whole number",
+                             help="give the sizes explicitly, e.g. `split [D, D, D] -1`, or use `chunk`",
+                             span=node.span)
+        sizes = [piece] * int(count)
+    return _pieces(x, d, sizes, {"sizes": tuple(sizes), "dim": d})
+
+
+def chunk(c, x, a):
+    a.count(2, usage="chunk 3 -1")
+    n = a.int_at(0)
+    if n < 1:
+        raise a.fail("`chunk` needs at least one piece", span=a.pos[0].span)
+    d = a.axis_at(1, x.rank)
+    piece = x.shape[d] / n
+    c.need_whole(piece, span=a.op.span, what=lambda: f"each of the {n} chunks of dim {d} ({x.shape[d]}) "
+                 f"would have {piece}")
+    return _pieces(x, d, [piece] * n, {"chunks": n, "dim": d})
+
+
+def _pieces(x, d, sizes, detail):
+    outs = tuple(TensorType(x.shape[:d] + (s,) + x.shape[d + 1:], x.strides, x.dtype)
+                 for s in sizes)
+    return Result(outs, detail=detail)
+
+
+def einsum(c, x, a):
+    if len(a.pos) < 1:
+        raise a.fail('`einsum` takes an equation, e.g. einsum "bhqd,bhkd->bhqk" K')
+    eq = a.str_at(0)
+    operands = [x] + [a.tensor_at(k) for k in range(1, len(a.pos))]
+    out, flops = einsum_types(c, eq, operands, a.pos[0].span)
+    return Result((out,), flops=flops, detail={"equation": eq})
+
+
+def einsum_types(c, eq, operands, span):
+    try:
+        spec = patterns.parse_einsum(eq)
+    except ValueError as err:
+        raise ShapeError("E110", f"bad einsum equation: {err}", span=span) from None
+    if len(spec.inputs) != len(operands):
+        raise ShapeError("E110", f"the equation names {len(spec.inputs)} operands but "
+                         f"{len(operands)} are given", span=span)
+    sizes: dict[str, sp.Expr] = {}
+    ellipsis: list = []
+    for letters, t in zip(spec.inputs, operands):
+        named = letters.replace(".", "")
+        if "." in letters:
+            if t.rank < len(named):
+                raise ShapeError("E110", f"`{letters}` needs at least {len(named)} dims, got {c.show(t)}",
+                                 span=span)
+            k = letters.index(".")
+            n_ell = t.rank - len(named)
+            dims = list(t.shape[:k]) + list(t.shape[k + n_ell:])
+            ell = list(t.shape[k:k + n_ell])
+            ellipsis = broadcast(c, [ellipsis, ell], ["...", "..."], span) if ellipsis else ell
+        else:
+            if t.rank != len(named):
+                raise ShapeError("E110", f"`{letters}` names {len(named)} dims but the operand is "
+                                 f"{c.show(t)}", span=span)
+            dims = list(t.shape)
+        for ch, size in zip(named, dims):
+            if ch in sizes and c.prover.is_one(size):
+                continue
+            if ch in sizes and c.prover.is_one(sizes[ch]):
+                sizes[ch] = size
+            elif ch in sizes:
+                c.need_equal(sizes[ch], size, code="E101", span=span, broadcast=True,
+                             message=lambda ch=ch, size=size: f"index `{ch}` is {sizes[ch]} in one operand and {size} in another")
+            else:
+                sizes[ch] = size
+    out = []
+    for ch in spec.output:
+        out.extend(ellipsis if ch == "." else [sizes[ch]])
+    return fresh(out, operands[0].dtype), prod(sizes.values()) * prod(ellipsis)
+
+
+def broadcast(c, shapes, names, span) -> list:
+    """torch broadcasting of several shapes: right-aligned; equal, or one side 1."""
+    rank = max(len(s) for s in shapes)
+    out = []
+    for j in range(rank):
+        size = None
+        for s, name in zip(shapes, names):
+            k = j - (rank - len(s))
+            if k < 0:
+                continue
+            d = s[k]
+            if size is None or c.prover.is_one(size):
+                size = d
+            elif c.prover.is_one(d) or c.same(size, d):
+                continue
+            else:
+                c.need_equal(size, d, code="E102", span=span,
+                             message=lambda d=d, j=j, name=name, size=size: f"dim {j - rank} is {size} in {names[0]} and {d} in {name}: "
+                                     "sizes broadcast only when equal or when one of them is 1",
+                             shapes=shapes, broadcast=True)
+        out.append(size)
+    return out
+
+
+def matmul(c, x: TensorType, y: TensorType, texts, span) -> Result:
+    """torch.matmul, including its 1-D cases and batch broadcasting."""
+    if x.rank == 0 or y.rank == 0:
+        raise ShapeError("E101", "`@` needs tensors with at least one dim; use `*` for a scalar",
+                         span=span)
+    xs = list(x.shape) if x.rank > 1 else [ONE] + list(x.shape)
+    ys = list(y.shape) if y.rank > 1 else list(y.shape) + [ONE]
+    k_left, k_right = xs[-1], ys[-2]
+    if not c.same(k_left, k_right):
+        hint = None
+        if y.rank >= 2 and c.same(k_left, y.shape[-1]):
+            hint = f"did you mean `{texts[1]} -> transpose -2 -1`? it makes the right operand " \
+                   f"{c.show_shape(y.shape[:-2] + (y.shape[-1], y.shape[-2]))}"
+        c.need_equal(k_left, k_right, code="E101", span=span,
+                     message=lambda: f"cannot multiply `{texts[0]}` {c.show(x)} by `{texts[1]}` {c.show(y)}: "
+                             f"the last dim of the left operand is {k_left}, the "
+                             f"{'only' if y.rank == 1 else 'second-to-last'} dim of the right operand "
+                             f"is {k_right}",
+                     help=hint or "the inner dims of a matrix product must be equal")
+    batch = broadcast(c, [xs[:-2], ys[:-2]], [f"`{texts[0]}`", f"`{texts[1]}`"], span) \
+        if (xs[:-2] or ys[:-2]) else []
+    shape = list(batch) + ([xs[-2]] if x.rank > 1 else []) + ([ys[-1]] if y.rank > 1 else [])
+    flops = prod(batch) * xs[-2] * k_left * ys[-1]
+    return Result((fresh(shape, x.dtype),), flops=flops)

@@ -1,0 +1,264 @@
+"""Shape rules that move or regroup elements: view, reshape, transpose, permute,
+(un)squeeze, flatten, expand, repeat_interleave, rearrange."""
+from __future__ import annotations
+
+import sympy as sp
+
+from ...syntax.diagnostics import ShapeError
+from ...syntax.nodes import ShapeLit
+from .. import patterns
+from ..layout import TensorType, fresh, view_strides
+from .args import ONE, ZERO, Args, Result, _ax, _is_minus_one, prod
+
+
+def _reshape(c, x: TensorType, a: Args, *, view: bool) -> Result:
+    a.count(1, usage=f"{a.op.name} [B, S, D]")
+    target, infer = a.shape_at(0)
+    numel = prod(x.shape)
+    if infer is not None:
+        known = prod(d for j, d in enumerate(target) if j != infer)
+        inferred = c.prover.name_of(sp.cancel(numel / known))
+        c.need_whole(inferred, span=a.pos[0].dims[infer].span,
+                     what=lambda: f"the -1 in `{a.op.text}` stands for {inferred}")
+        c.need_positive(inferred, a.pos[0].dims[infer].span)
+        target[infer] = inferred
+    else:
+        c.need_equal(numel, prod(target), code="E103", span=a.pos[0].span,
+                     message=lambda: f"`{a.op.name}` cannot turn {c.show(x)} into {c.show_shape(target)}: "
+                     f"{_count(numel)} elements cannot become {_count(prod(target))}",
+                     help="the product of the new sizes must equal the product of the old ones")
+    strides = view_strides(x, target, c.same)
+    if view and strides is None:
+        raise ShapeError(
+            "E106", f"`view` cannot give {c.show(x)} the shape {c.show_shape(target)} without copying",
+            help=f"the dims it merges or splits are not adjacent in memory (after a transpose or "
+                 f"permute); use `reshape {_shape_src(target, infer)}`, or add `-> contiguous` first",
+            notes=("PyTorch raises: view size is not compatible with input tensor's size and stride",),
+            span=a.op.span)
+    out = TensorType(tuple(target), strides, x.dtype) if strides else fresh(target, x.dtype)
+    return Result((out,), detail={"shape": tuple(target), "infer": infer, "copies": strides is None})
+
+
+def _shape_src(target, infer) -> str:
+    return "[" + ", ".join("-1" if j == infer else str(d) for j, d in enumerate(target)) + "]"
+
+
+def _count(e) -> str:
+    return str(e)
+
+
+def view(c, x, a):
+    return _reshape(c, x, a, view=True)
+
+
+def reshape(c, x, a):
+    return _reshape(c, x, a, view=False)
+
+
+def transpose(c, x, a):
+    a.count(2, usage="transpose -2 -1")
+    i, j = a.axis_at(0, x.rank), a.axis_at(1, x.rank)
+    order = list(range(x.rank))
+    order[i], order[j] = order[j], order[i]
+    return _permuted(x, order, {"dims": (i, j)})
+
+
+def permute(c, x, a):
+    a.count(x.rank, usage="permute " + " ".join(str(k) for k in range(x.rank)))
+    order = [a.axis_at(k, x.rank) for k in range(x.rank)]
+    if sorted(order) != list(range(x.rank)):
+        raise a.fail(f"`permute` needs each axis of the {_ax(x.rank)} exactly once",
+                     f"e.g. `permute {' '.join(str(k) for k in reversed(range(x.rank)))}`")
+    return _permuted(x, order, {"dims": tuple(order)})
+
+
+def movedim(c, x, a):
+    a.count(2, usage="movedim 1 2")
+    src, dst = a.axis_at(0, x.rank), a.axis_at(1, x.rank)
+    order = [k for k in range(x.rank) if k != src]
+    order.insert(dst, src)
+    return _permuted(x, order, {"source": src, "destination": dst, "dims": tuple(order)})
+
+
+def _permuted(x, order, detail):
+    return Result((TensorType(tuple(x.shape[k] for k in order), tuple(x.strides[k] for k in order),
+                              x.dtype),), detail=detail)
+
+
+def unsqueeze(c, x, a):
+    a.count(1, usage="unsqueeze 1")
+    d = a.axis_at(0, x.rank, extra=1)
+    stride = x.shape[d] * x.strides[d] if d < x.rank else ONE
+    shape = x.shape[:d] + (ONE,) + x.shape[d:]
+    return Result((TensorType(shape, x.strides[:d] + (stride,) + x.strides[d:], x.dtype),),
+                  detail={"dim": d})
+
+
+def squeeze(c, x, a):
+    a.count(0, 1, usage="squeeze 1")
+    if not a.pos:
+        maybe_one = [k for k in range(x.rank) if not c.prover.is_one(x.shape[k])
+                     and not c.prover.leq(sp.Integer(2), x.shape[k]).ok]
+        if maybe_one:
+            raise ShapeError("E110", f"`squeeze` without an axis removes every dim that is 1, so its "
+                             f"result depends on the sizes: dim {maybe_one[0]} of {c.show(x)} is "
+                             f"{x.shape[maybe_one[0]]}, which may or may not be 1",
+                             help="name the axis: `squeeze 1`", span=a.op.span)
+        keep = [k for k in range(x.rank) if not c.prover.is_one(x.shape[k])]
+        dims = None
+    else:
+        d = a.axis_at(0, x.rank)
+        if not c.prover.is_one(x.shape[d]):
+            raise ShapeError("E110", f"dim {d} of {c.show(x)} is {x.shape[d]}, which is not always 1",
+                             help="`squeeze` removes a dim of size 1; use `select` to pick one "
+                                  "position, or `sum`/`mean` to reduce it", span=a.op.span)
+        keep, dims = [k for k in range(x.rank) if k != d], d
+    return Result((TensorType(tuple(x.shape[k] for k in keep), tuple(x.strides[k] for k in keep),
+                              x.dtype),), detail={"dim": dims})
+
+
+def flatten(c, x, a):
+    a.count(0, 2, usage="flatten 1 2")
+    start = a.axis_at(0, x.rank) if len(a.pos) > 0 else 0
+    end = a.axis_at(1, x.rank) if len(a.pos) > 1 else x.rank - 1
+    if end < start:
+        raise a.fail("`flatten` needs the start axis before the end axis")
+    shape = x.shape[:start] + (prod(x.shape[start:end + 1]),) + x.shape[end + 1:]
+    strides = view_strides(x, shape, c.same)
+    out = TensorType(shape, strides, x.dtype) if strides else fresh(shape, x.dtype)
+    return Result((out,), detail={"start": start, "end": end})
+
+
+def expand(c, x, a):
+    a.count(1, usage="expand [B, H, S, D]")
+    target, _ = _shape_allow_minus_ones(c, a)
+    if len(target) < x.rank:
+        raise a.fail(f"`expand` needs at least {x.rank} sizes for {c.show(x)}")
+    lead = len(target) - x.rank
+    shape, strides = [], []
+    for j, t in enumerate(target):
+        if j < lead:
+            if t == -1:
+                raise a.fail("-1 can only keep an existing dim", span=a.pos[0].dims[j].span)
+            shape.append(t)
+            strides.append(ZERO)
+            continue
+        size, stride = x.shape[j - lead], x.strides[j - lead]
+        if t == -1 or c.same(t, size):
+            shape.append(size)
+            strides.append(stride)
+        elif c.prover.is_one(size):
+            shape.append(t)
+            strides.append(ZERO)
+        else:
+            c.need_equal(size, t, code="E102", span=a.pos[0].dims[j].span,
+                         message=lambda j=j, size=size, t=t: f"`expand` cannot stretch dim {j - lead} of {c.show(x)} from "
+                                 f"{size} to {t}: only size-1 dims expand",
+                         help="use `repeat_interleave` to copy along a dim that is not 1", broadcast=True)
+            shape.append(size)
+            strides.append(stride)
+    return Result((TensorType(tuple(shape), tuple(strides), x.dtype),),
+                  detail={"shape": tuple(target)})
+
+
+def _shape_allow_minus_ones(c, a):
+    node = a.pos[0]
+    if not isinstance(node, ShapeLit):
+        raise a.fail("`expand` needs a shape in brackets")
+    return [sp.Integer(-1) if _is_minus_one(d) else c.dim(d) for d in node.dims], None
+
+
+def repeat_interleave(c, x, a):
+    a.count(2, usage="repeat_interleave H/G 1")
+    n = a.dim_at(0)
+    c.need_whole(n, span=a.pos[0].span, what=lambda: f"the repeat count {n}")
+    c.need_positive(n, a.pos[0].span)
+    d = a.axis_at(1, x.rank)
+    shape = x.shape[:d] + (x.shape[d] * n,) + x.shape[d + 1:]
+    return Result((fresh(shape, x.dtype),), detail={"repeats": n, "dim": d})
+
+
+def rearrange(c, x, a):
+    a.count(1, usage='rearrange "b s (h d) -> b h s d" h=H')
+    text = a.str_at(0)
+    try:
+        pat = patterns.parse_rearrange(text)
+    except ValueError as err:
+        raise ShapeError("E110", f"bad rearrange pattern: {err}", span=a.pos[0].span) from None
+    given = {k: c.dim(v.value) for k, v in a.kw.items()}
+    left = pat.left
+    n_ell = x.rank - (len(left) - (1 if "..." in left else 0))
+    if n_ell < 0 or ("..." not in left and n_ell != 0):
+        raise ShapeError("E110", f"the pattern's left side has {len(left)} dims but the input is "
+                         f"{c.show(x)}", span=a.pos[0].span)
+    sizes = dict(given)
+    k = 0
+    ell = []
+    for group in left:
+        if group == "...":
+            ell = list(x.shape[k:k + n_ell])
+            k += n_ell
+            continue
+        size = x.shape[k]
+        k += 1
+        unknown = [ax for ax in group if ax not in sizes]
+        if len(unknown) > 1:
+            raise ShapeError("E110", f"cannot tell the sizes of {', '.join(unknown)} in ({' '.join(group)}); "
+                             f"give all but one, e.g. {unknown[0]}=...", span=a.pos[0].span)
+        known = prod(sizes[ax] for ax in group if ax in sizes)
+        if unknown:
+            val = sp.cancel(size / known)
+            c.need_whole(val, span=a.pos[0].span,
+                         what=lambda known=known, size=size, unknown=unknown, val=val: f"`{unknown[0]}` would be {size}/{known} = {val}")
+            sizes[unknown[0]] = c.prover.name_of(val)
+        else:
+            c.need_equal(known, size, code="E103", span=a.pos[0].span,
+                         message=lambda group=group, k=k, known=known, size=size: f"({' '.join(group)}) is {known} but dim {k - 1} of {c.show(x)} is {size}")
+    for name in given:
+        if not any(name in g for g in left if g != "..."):
+            raise ShapeError("E110", f"`{name}=` names an axis that is not in the pattern",
+                             span=a.kw[name].span)
+    # einops: reshape to the elementary axes, permute, reshape to the output groups
+    elementary, flat = [], []
+    for group in left:
+        if group == "...":
+            elementary.append(("...",))
+            flat.extend(ell)
+        else:
+            for ax in group:
+                elementary.append(ax)
+                flat.append(sizes[ax])
+    t = x
+    copies = [None, None]  # per reshape stage: None (no stage), False (a view), True (a copy)
+    if list(flat) != list(x.shape):
+        st = view_strides(x, flat, c.same)
+        copies[0] = st is None
+        t = TensorType(tuple(flat), st, x.dtype) if st else fresh(flat, x.dtype)
+    order_names = [g for g in elementary]
+    out_names = []
+    for group in pat.right:
+        if group == "...":
+            out_names.append(("...",))
+        else:
+            out_names.extend(group)
+    ell_pos = order_names.index(("...",)) if ("...",) in order_names else None
+
+    def positions(name):
+        if name == ("...",):
+            return list(range(ell_pos, ell_pos + n_ell))
+        idx = order_names.index(name)
+        return [idx + (n_ell - 1 if ell_pos is not None and idx > ell_pos else 0)]
+
+    perm = [p for nm in out_names for p in positions(nm)]
+    t = TensorType(tuple(t.shape[p] for p in perm), tuple(t.strides[p] for p in perm), t.dtype)
+    final = []
+    for group in pat.right:
+        final.extend(ell if group == "..." else [prod(sizes[ax] for ax in group)])
+    if list(final) != list(t.shape):
+        st = view_strides(t, final, c.same)
+        copies[1] = st is None
+        t = TensorType(tuple(final), st, x.dtype) if st else fresh(final, x.dtype)
+    # flat/perm/final/copies: the three stages (reshape, permute, reshape) for codegen
+    return Result((t,), detail={"pattern": text, "sizes": {k: v for k, v in given.items()},
+                                "flat": tuple(flat), "perm": tuple(perm), "final": tuple(final),
+                                "copies": tuple(copies)})

@@ -1,0 +1,146 @@
+"""The table of operations: one entry per operation of the language.
+
+An entry holds everything the stages need to know about an operation: how it
+is written (its arguments), its shape rule (which also computes parameters and
+multiply-add FLOPs), a line for the docs, what its FLOPs count, the name of its
+emitter in the code generator (shapelang.codegen.emit.EMITTERS, linked by name
+so that the checker never imports codegen), and its axis-provenance rule when
+it has one. docs/language.md's operation table is generated from here
+(`python -m shapelang.checker.ops`), and a test keeps the two equal.
+
+Adding an operation: one entry here (with its rule in the module of its family)
+plus its emitter.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import combine, reshaping, values
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    usage: str                      # how it is written, e.g. "transpose A B"
+    doc: str                        # one line for docs/language.md
+    rule: Callable | None           # (checker context, tensor, Args) -> Result; None: the checker's own
+    flops: str = ""                 # what the FLOP count is; empty: none
+    emitter: str | None = None      # key in shapelang.codegen.emit.EMITTERS (default: the name)
+    family: str = "values"          # docs section: layout, values, combine, blocks
+    provenance: str | None = None   # key in shapelang.checker.provenance's rules (None: unknown)
+
+    @property
+    def emitter_key(self) -> str:
+        return self.emitter or self.name
+
+
+UNARY = ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt", "rsqrt", "log", "abs",
+         "softplus", "neg", "square")
+
+_ENTRIES = [
+    # layout: the same elements, moved or regrouped
+    OpDef("view", "view [S1, S2, ..]", "a new shape for the same elements; one size may be `-1`; must be "
+          "legal for the tensor's strides (else use `reshape` or `contiguous` first)", reshaping.view,
+          family="layout", provenance="regroup"),
+    OpDef("reshape", "reshape [S1, S2, ..]", "as `view`, copying when the strides do not allow a view",
+          reshaping.reshape, family="layout", provenance="regroup"),
+    OpDef("transpose", "transpose A B", "swaps two axes", reshaping.transpose, family="layout",
+          provenance="permute"),
+    OpDef("permute", "permute A B C ..", "reorders all axes", reshaping.permute, family="layout",
+          provenance="permute"),
+    OpDef("unsqueeze", "unsqueeze A", "inserts an axis of size 1 at A", reshaping.unsqueeze,
+          family="layout", provenance="unsqueeze"),
+    OpDef("squeeze", "squeeze A", "removes axis A, which must be 1 (without A: every axis that is 1)",
+          reshaping.squeeze, family="layout", provenance="squeeze"),
+    OpDef("movedim", "movedim A B", "moves axis A to position B, keeping the order of the others",
+          reshaping.movedim, family="layout", provenance="permute"),
+    OpDef("flatten", "flatten A B", "merges axes A..B into one (`flatten A`: to the end)",
+          reshaping.flatten, family="layout", provenance="regroup"),
+    OpDef("expand", "expand [S1, S2, ..]", "broadcasts size-1 axes to the sizes given; `-1` keeps an axis",
+          reshaping.expand, family="layout", provenance="expand"),
+    OpDef("repeat_interleave", "repeat_interleave N A", "repeats each element of axis A N times",
+          reshaping.repeat_interleave, family="layout", provenance="repeat"),
+    OpDef("rearrange", 'rearrange "b s (h d) -> b h s d" h=H',
+          "einops' rearrange; several sizes as `h=H, d=Dk`", reshaping.rearrange, family="layout",
+          provenance="rearrange"),
+    OpDef("contiguous", "contiguous", "copies into a contiguous layout", values.contiguous,
+          family="layout", provenance="same"),
+    # values: the same shape, new values
+    OpDef("softmax", "softmax A", "softmax along axis A", values.softmax, provenance="same"),
+    OpDef("log_softmax", "log_softmax A", "log of softmax along axis A", values.softmax,
+          provenance="same"),
+    OpDef("scale", "scale S", "multiplies by a scalar size expression, e.g. `scale 1/sqrt(Dk)`",
+          values.scale, provenance="same"),
+    OpDef("mask", "mask causal | mask M", "causal mask on the last two axes, or masked_fill where the "
+          "boolean M (broadcastable to the input) is True", values.mask, provenance="same"),
+    OpDef("dropout", "dropout P", "zeroes elements with probability P while training", values.dropout,
+          provenance="same"),
+    *[OpDef(name, name, "elementwise", values.elementwise, emitter="unary", provenance="same")
+      for name in UNARY],
+    OpDef("layernorm", "layernorm [bias=false]", "normalises the last axis; learned gamma and beta "
+          "(2*D parameters, D without bias)", values.norm, provenance="norm"),
+    OpDef("rmsnorm", "rmsnorm", "RMS-normalises the last axis; learned gamma (D parameters)",
+          values.norm, provenance="norm"),
+    OpDef("sum", "sum A [keepdim]", "sums over axis A (kept as size 1 with `keepdim`)",
+          values.reduce, provenance="reduce"),
+    OpDef("mean", "mean A [keepdim]", "mean over axis A", values.reduce,
+          provenance="reduce"),
+    OpDef("var", "var A [keepdim]", "variance over axis A", values.reduce,
+          provenance="reduce"),
+    OpDef("amax", "amax A [keepdim]", "maximum over axis A", values.reduce,
+          provenance="reduce"),
+    OpDef("select", "select A I", "picks position I of axis A (the axis goes)", values.select,
+          provenance="select"),
+    OpDef("slice", "slice A START END", "keeps positions START..END-1 of axis A", values.slice_,
+          provenance="slice"),
+    # combine: learned maps and several tensors
+    OpDef("linear", "linear OUT [bias=false]", "nn.Linear on the last axis; in-features inferred",
+          combine.linear, flops="out elements × in-features", family="combine", provenance="linear"),
+    OpDef("embed", "embed W | embed V D", "token ids [..] with a table W: [V, D] give [.., D]; "
+          "`embed V D` owns its table", combine.embed, family="combine", provenance="embed"),
+    OpDef("concat", "concat A T1 T2 ..", "joins the piped tensor with T1, T2, .. along axis A",
+          combine.concat, family="combine", provenance="concat"),
+    OpDef("split", "split S A | split [S1, S2, ..] A", "cuts axis A into pieces of size S (or the "
+          "sizes given), bound to several names", combine.split, family="combine", provenance="split"),
+    OpDef("chunk", "chunk N A", "cuts axis A into N equal pieces", combine.chunk, family="combine",
+          provenance="split"),
+    OpDef("einsum", 'einsum "bhqd,bhkd->bhqk" K', "the piped tensor is the first operand",
+          combine.einsum, flops="product of all index sizes", family="combine", provenance="einsum"),
+    # blocks
+    OpDef("block", "Block | Block(A, B)", "applies a block; the piped tensor is its first input",
+          None, family="blocks", provenance="block"),
+    OpDef("stack", "stack N Block | stack N Block(A)", "N copies of a block, each with its own weights",
+          None, family="blocks", provenance="block"),
+]
+
+TABLE: dict[str, OpDef] = {d.name: d for d in _ENTRIES}
+
+# the operations a pipeline step may name (blocks are looked up by the checker)
+RULES = {name: d.rule for name, d in TABLE.items() if d.rule is not None}
+
+FAMILIES = {"layout": "Layout: the same elements, moved or regrouped",
+            "values": "Values: the same shape, new values",
+            "combine": "Combining tensors and learned maps",
+            "blocks": "Blocks"}
+
+
+def markdown() -> str:
+    """The operation tables of docs/language.md."""
+    out = []
+    for family, title in FAMILIES.items():
+        out += [f"**{title}**", "", "| operation | what it does | FLOPs |", "| --- | --- | --- |"]
+        rows, seen_unary = [], False
+        for d in _ENTRIES:
+            if d.family != family:
+                continue
+            if d.name in UNARY:
+                if seen_unary:
+                    continue
+                seen_unary = True
+                usage = ", ".join(f"`{n}`" for n in UNARY)
+            else:
+                usage = " / ".join(f"`{u.strip()}`" for u in d.usage.split("|"))
+            rows.append(f"| {usage} | {d.doc} | {d.flops} |")
+        out += rows + [""]
+    return "\n".join(out)

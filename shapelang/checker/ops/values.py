@@ -1,0 +1,120 @@
+"""Shape rules that keep the layout of elements but change their values: softmax, scale,
+dropout, elementwise functions, masks, norms, reductions and indexing."""
+from __future__ import annotations
+
+from ...syntax.diagnostics import ShapeError
+from ...syntax.nodes import Name, Num
+from ..layout import TensorType, dense_like, fresh
+from .args import ONE, Result
+from .combine import broadcast
+
+
+def _same_shape(c, x, a, usage=None, **detail):
+    return Result((fresh(x.shape, x.dtype),), detail=detail)
+
+
+def softmax(c, x, a):
+    a.count(1, usage="softmax -1")
+    return _same_shape(c, x, a, dim=a.axis_at(0, x.rank))
+
+
+def _pointwise(c, x, **detail):
+    """Elementwise ops keep the input's memory order, as PyTorch's TensorIterator does."""
+    return Result((dense_like(x, c.prover.canon),), detail=detail)
+
+
+def scale(c, x, a):
+    a.count(1, usage="scale 1/sqrt(Dk)")
+    return _pointwise(c, x, factor=a.scalar_at(0))
+
+
+def dropout(c, x, a):
+    a.count(1, usage="dropout 0.1")
+    node = a.pos[0]
+    p = node.value if isinstance(node, Num) else None
+    if p is None or not 0 <= p < 1:
+        raise a.fail("`dropout` takes a probability from 0 up to (not including) 1",
+                     span=node.span)
+    return _pointwise(c, x, p=p)
+
+
+def elementwise(c, x, a):
+    a.count(0, usage=a.op.name)
+    return _pointwise(c, x)
+
+
+def contiguous(c, x, a):
+    a.count(0, usage="contiguous")
+    return _same_shape(c, x, a)
+
+
+def mask(c, x, a):
+    a.count(1, usage="mask causal")
+    node = a.pos[0]
+    if x.rank < 2:
+        raise a.fail(f"`mask` needs at least 2 dims, got {c.show(x)}")
+    if isinstance(node, Name) and node.name == "causal" and not c.is_tensor_name("causal"):
+        return _same_shape(c, x, a, kind="causal", rows=x.shape[-2], cols=x.shape[-1])
+    m = a.tensor_at(0)
+    if m.rank > x.rank:
+        raise ShapeError("E102", f"the mask {c.show(m)} has more dims than the scores {c.show(x)}",
+                         span=node.span)
+    out = broadcast(c, [x.shape, m.shape], ["the input", "the mask"], node.span)
+    c.need_shape_equal(out, x.shape, span=node.span, code="E102",
+                       message=lambda: f"the mask {c.show(m)} would grow the input {c.show(x)} to "
+                               f"{c.show_shape(out)}; a mask must broadcast to the input's shape")
+    return _same_shape(c, x, a, kind="tensor")
+
+
+def norm(c, x, a):
+    a.count(0, usage=a.op.name)
+    if x.rank < 1:
+        raise a.fail(f"`{a.op.name}` needs at least one dim")
+    d = x.shape[-1]
+    learned = 2 * d if a.op.name == "layernorm" and a.kw_bool("bias", True) else d
+    return Result((fresh(x.shape, x.dtype),), params=learned,
+                  detail={"features": d, "bias": a.op.name == "layernorm" and a.kw_bool("bias", True)})
+
+
+def reduce(c, x, a):
+    keep = any(isinstance(p, Name) and p.name == "keepdim" for p in a.pos)
+    a.without_flags("keepdim")
+    a.count(1, usage=f"{a.op.name} -1 keepdim")
+    keep = keep or a.kw_bool("keepdim", False)
+    d = a.axis_at(0, x.rank)
+    shape = x.shape[:d] + ((ONE,) if keep else ()) + x.shape[d + 1:]
+    return Result((fresh(shape, x.dtype),), detail={"dim": d, "keepdim": keep})
+
+
+def select(c, x, a):
+    a.count(2, usage="select 1 0")
+    d = a.axis_at(0, x.rank)
+    i = a.dim_at(1)
+    if i.is_Integer and i < 0:   # counts from the end, as in torch
+        c.need_leq(-i, x.shape[d], span=a.pos[1].span,
+                   message=lambda: f"index {i} is before the start of dim {d} ({x.shape[d]}) "
+                                   f"of {c.show(x)}")
+        i = x.shape[d] + i
+    c.need_leq(i + 1, x.shape[d], span=a.pos[1].span,
+               message=lambda: f"index {i} may be past the end of dim {d} ({x.shape[d]}) of {c.show(x)}")
+    keep = [k for k in range(x.rank) if k != d]
+    return Result((TensorType(tuple(x.shape[k] for k in keep), tuple(x.strides[k] for k in keep),
+                              x.dtype),), detail={"dim": d, "index": i})
+
+
+def slice_(c, x, a):
+    a.count(3, usage="slice 0 0 S")
+    d = a.axis_at(0, x.rank)
+    start, end = a.dim_at(1), a.dim_at(2)
+    if start.is_Integer and start < 0:   # counts from the end, as in torch
+        c.need_leq(-start, x.shape[d], span=a.pos[1].span,
+                   message=lambda: f"the slice start {start} is before the start of dim {d}")
+        start = x.shape[d] + start
+    c.need_leq(end, x.shape[d], span=a.pos[2].span,
+               message=lambda: f"the slice end {end} may be past the end of dim {d} ({x.shape[d]}) of "
+                       f"{c.show(x)}")
+    length = end - start
+    c.need_positive(length, a.op.span)
+    shape = x.shape[:d] + (length,) + x.shape[d + 1:]
+    return Result((TensorType(shape, x.strides, x.dtype),),
+                  detail={"dim": d, "start": start, "end": end})
