@@ -15,7 +15,7 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "language.md"
 
 def test_docs_operation_tables_are_generated_from_the_table():
     text = DOCS.read_text()
-    m = re.search(r"<!-- ops:begin -->\n(.*?)\n<!-- ops:end -->", text, re.S)
+    m = re.search(r"<!-- ops:begin -->\n(.*?)\n<!-- ops:end -->", text, re.DOTALL)
     assert m, "docs/language.md lost its ops:begin/ops:end markers"
     assert m.group(1).strip() == markdown().strip(), \
         "docs/language.md is out of date: run `python -m shapelang.checker.ops` and paste its output"

@@ -1,7 +1,7 @@
 """The prover on its own: proved, refuted (with a real counterexample) and unknown."""
 import sympy as sp
 
-from shapelang.checker.dims import Prover
+from shapelang.checker.prover import Prover
 
 
 def prover(*names, example=None):

@@ -13,7 +13,6 @@ import sympy as sp
 
 from ..syntax.diagnostics import Diagnostic, ShapeError
 from ..syntax.nodes import (
-    Assume,
     Binding,
     BinOp,
     Block,
@@ -24,7 +23,6 @@ from ..syntax.nodes import (
     Neg,
     Num,
     Pipeline,
-    Return,
     ShapeLit,
     Spec,
     Str,
@@ -33,23 +31,16 @@ from ..syntax.nodes import (
 from ..syntax.parser import parse_recovering
 from . import dims as dimlib
 from . import ops
+from .blocks import BlockCalls
 from .facts import Facts
-from .ir import BindingIR, BlockIR, CheckedSpec, Decl, Step
+from .ir import BindingIR, CheckedSpec, Decl, Step
 from .layout import TensorType, dense_like, fresh
+from .prover import Prover
+from .scope import Poisoned, Scope
 
 DTYPES = {"float", "int", "bool", "long", "half", "bfloat16", "float32", "float16", "int64"}
 _DTYPE_KIND = {"long": "int", "int64": "int", "float32": "float", "float16": "float",
                "half": "float", "bfloat16": "float"}
-
-
-class Poisoned(ShapeError):
-    """A value depends on a statement that already failed: stay silent."""
-
-    def __init__(self):
-        super().__init__("E002", "depends on an earlier error")
-
-    def at(self, span):
-        return None
 
 
 def check_text(text: str, path: str = "<input>") -> CheckedSpec:
@@ -68,23 +59,13 @@ def check_file(path: str) -> CheckedSpec:
         return check_text(fh.read(), path)
 
 
-class Scope:
-    """Tensors visible in the file or in one block instantiation."""
-
-    def __init__(self, subst=None):
-        self.values: dict[str, tuple[TensorType, str] | None] = {}
-        self.subst = subst or {}   # block dim symbol -> size at this call
-        self.steps: list[Step] = []
-        self.decls: list[Decl] = []
-
-
 class Checker(Facts):
     def __init__(self, spec: Spec, skipped: set[str] = frozenset(), block_cache: dict | None = None):
         """`block_cache`: block instantiations, (block name, argument types) -> BlockIR,
         to share between checkers of the same spec (a new one by default)."""
         self.spec = spec
         self.skipped = set(skipped)  # names defined by statements with syntax errors
-        self.prover = dimlib.Prover()
+        self.prover = Prover()
         self.out = CheckedSpec(spec.path, spec.source, [], {}, [], {}, prover=self.prover)
         self.blocks: dict[str, Block] = {}
         self.block_cache: dict = {} if block_cache is None else block_cache
@@ -94,6 +75,7 @@ class Checker(Facts):
         self.example_env: dict | None = None
         self._tensor_refs: dict[int, str] = {}
         self.top = self.scope
+        self.block_calls = BlockCalls(self)
         self.out.decls = self.top.decls
 
     # ------------------------------------------------------------ reporting
@@ -123,7 +105,7 @@ class Checker(Facts):
             if name not in self.out.blocks:   # never called: check it at its declared shapes
                 try:
                     args = [self._decl_type(d, {}) for d in block.inputs]
-                    self.call_block(block, args, [d.name for d in block.inputs], block.span)
+                    self.block_calls.call_block(block, args, [d.name for d in block.inputs], block.span)
                 except (ShapeError, Poisoned):
                     pass
         self.out.diagnostics.sort(key=lambda d: (d.span.line, d.span.column))
@@ -299,12 +281,12 @@ class Checker(Facts):
             extra = [self._arg_ref(a) for a in op.args if self._is_tensor_arg(a)]
             return self.emit(op.name, op.text, op.span, [ref] + extra, result)
         if op.name == "stack":
-            return self.stack(op, x, ref)
+            return self.block_calls.stack(op, x, ref)
         if op.name in self.skipped:
             raise Poisoned()
         if op.name in self.blocks:
             args = [(x, ref)] + [self.tensor_value(a) for a in op.args]
-            return self.block_step(self.blocks[op.name], args, op.text, op.span)
+            return self.block_calls.block_step(self.blocks[op.name], args, op.text, op.span)
         known = list(ops.RULES) + list(self.blocks) + ["stack"]
         raise ShapeError("E111", f"unknown operation `{op.name}`", span=op.name_span,
                          help=self._did_you_mean(op.name, known) or
@@ -442,125 +424,10 @@ class Checker(Facts):
             raise Poisoned()
         if node.func in self.blocks:
             vals = [self.tensor_value(a) for a in node.args]
-            return self.block_step(self.blocks[node.func], vals, text, node.span)[0]
+            return self.block_calls.block_step(self.blocks[node.func], vals, text, node.span)[0]
         known = list(self.blocks) + ["concat", "einsum", "sqrt", "min", "max"]
         raise ShapeError("E002", f"unknown function or block `{node.func}`", span=node.func_span,
                          help=self._did_you_mean(node.func, known))
-
-    # ------------------------------------------------------------ blocks
-    def _declared_shape(self, decl) -> list:
-        """A block input's shape in the block's own dims, whatever the caller renamed."""
-        caller, self.scope.subst = self.scope.subst, {}
-        try:
-            return [dimlib.build(d, self._dim_lookup) for d in decl.shape.dims]
-        finally:
-            self.scope.subst = caller
-
-    def block_step(self, block: Block, args, text, span) -> list:
-        ir = self.call_block(block, [t for t, _ in args], [r for _, r in args], span)
-        res = ops.Result((ir.output,), params=ir.total_params, flops=ir.total_flops,
-                         detail={"block": block.name})
-        return self.emit("block", text, span, [r for _, r in args], res, block=ir)
-
-    def stack(self, op, x, ref) -> list:
-        if len(op.args) < 2:
-            raise ShapeError("E110", "`stack` takes a count and a block: `stack L Layer`",
-                             span=op.span)
-        count = self.ctx.dim(op.args[0])
-        self.ctx.need_positive(count, op.args[0].span)
-        self.ctx.need_whole(count, span=op.args[0].span, what=lambda: f"the layer count {count}")
-        target = op.args[1]
-        name = target.func if isinstance(target, Call) else getattr(target, "name", None)
-        if name not in self.blocks:
-            raise ShapeError("E111", f"`stack` needs a block, and `{name or '?'}` is not one",
-                             span=target.span, help=self._did_you_mean(name or "", self.blocks))
-        extra_nodes = list(target.args) if isinstance(target, Call) else []
-        extra_nodes += list(op.args[2:])
-        extra = [self.tensor_value(a) for a in extra_nodes]
-        ir = self.call_block(self.blocks[name], [x] + [t for t, _ in extra],
-                             [ref] + [r for _, r in extra], op.span)
-        self.need_shape_equal(ir.output.shape, x.shape, span=op.span, code="E114",
-                              message=lambda: f"`{name}` turns {self.show(x)} into {self.show(ir.output)}, "
-                                      "so its copies cannot be stacked")
-        res = ops.Result((ir.output,), params=sp.expand(count * ir.total_params),
-                         flops=sp.expand(count * ir.total_flops),
-                         detail={"block": name, "count": count})
-        return self.emit("stack", op.text, op.span, [ref] + [r for _, r in extra], res, block=ir)
-
-    def call_block(self, block: Block, args: list[TensorType], refs, span) -> BlockIR:
-        if len(args) != len(block.inputs):
-            raise ShapeError("E113", f"block `{block.name}` takes {len(block.inputs)} input"
-                             f"{'s' if len(block.inputs) != 1 else ''}, got {len(args)}", span=span)
-        key = (block.name, tuple(args))
-        if key in self.block_cache:
-            cached = self.block_cache[key]
-            if cached is None:
-                raise Poisoned()
-            return cached
-        subst = {}
-        for decl, t, ref in zip(block.inputs, args, refs):
-            declared = self._declared_shape(decl)
-            if len(declared) != t.rank:
-                raise ShapeError("E113", f"block `{block.name}` expects `{decl.name}` with "
-                                 f"{len(declared)} dims, got {self.show(t)}", span=span)
-            for d, actual in zip(declared, t.shape):
-                d = d.xreplace(subst)
-                if d.is_Symbol and d in self.prover.user.values() and d not in subst \
-                        and d not in self.prover.definition:
-                    subst[d] = actual
-                else:
-                    self.need_equal(d, actual, code="E113", span=span,
-                                    message=lambda decl=decl, declared=declared, t=t:
-                                    f"block `{block.name}` expects `{decl.name}` to be "
-                                    f"{self.show_shape(declared)}, got {self.show(t)}")
-        subst = {k: v for k, v in subst.items() if k != v}
-        outer, outer_steps = self.scope, self.scope.steps
-        self.scope = Scope(subst)
-        self.block_cache[key] = None
-        n_errors = len(self.out.errors())
-        try:
-            inputs = []
-            for decl, t in zip(block.inputs, args):
-                self.scope.values[decl.name] = (t, decl.name)
-                inputs.append(Decl("input", decl.name, t, decl.span))
-            bindings, result = [], None
-            for s in block.body:
-                if isinstance(s, Return):
-                    self.scope.steps = []
-                    try:
-                        vals = self.pipeline(s.value)
-                        result = vals[0]
-                        bindings.append(BindingIR(("return",), s.span, self.scope.steps,
-                                                  (vals[0][1],), (vals[0][0],)))
-                    except ShapeError as err:
-                        self.report(err.at(s.span))
-                    except Poisoned:
-                        pass
-                elif isinstance(s, Binding):
-                    b = self._binding(s)
-                    if b is not None:
-                        bindings.append(b)
-                elif isinstance(s, Assume):
-                    self.error("E115", "assumptions belong at the top of the file", s.span,
-                               "move this `assume` line above the block")
-                else:
-                    self._statement(s)
-            if result is None and len(self.out.errors()) == n_errors:
-                self.error("E110", f"block `{block.name}` has no `return`", block.end_span,
-                           "end the block with `return <tensor>`")
-            ir = BlockIR(block.name, block.span, inputs,
-                         [d for d in self.scope.decls if d.kind == "param"],
-                         [d for d in self.scope.decls if d.kind == "buffer"],
-                         bindings, result[1] if result else None,
-                         result[0] if result else None, subst)
-        finally:
-            self.scope = outer
-            self.scope.steps = outer_steps
-        if ir.output is None:
-            raise Poisoned()
-        self.block_cache[key] = ir
-        self.out.blocks.setdefault(block.name, []).append(ir)
-        return ir
 
     # ------------------------------------------------------------ conditions
     @property

@@ -17,10 +17,11 @@ from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import Assume, DimDecl, Example
 from . import dims as dimlib
 from .layout import TensorType
+from .prover import Prover, divisor_alternatives
 
 
 class Facts:
-    prover: dimlib.Prover
+    prover: Prover
     example_env: dict | None
 
     # ------------------------------------------------------------ sizes
@@ -143,7 +144,7 @@ class Facts:
         n = self.prover.value(num, env)
         if n is None or dimlib.as_int(n) is None:
             return None
-        alts = dimlib.divisor_alternatives(dimlib.as_int(n), values[str(den)])
+        alts = divisor_alternatives(dimlib.as_int(n), values[str(den)])
         if not alts:
             return None
         return f"{den} in {{{', '.join(map(str, alts))}}} divides {dimlib.as_int(n)}"

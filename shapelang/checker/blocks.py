@@ -1,0 +1,138 @@
+"""Blocks: calling a block binds its dims to the caller's sizes, checks its body in a
+scope of its own, and caches the result per argument shapes; `stack N Block`."""
+from __future__ import annotations
+
+import sympy as sp
+
+from ..syntax.diagnostics import ShapeError
+from ..syntax.nodes import Assume, Binding, Block, Call, Return
+from . import dims as dimlib
+from . import ops
+from .ir import BindingIR, BlockIR, Decl
+from .layout import TensorType
+from .scope import Poisoned, Scope
+
+
+class BlockCalls:
+    """The checker's block machinery; owns nothing but works in the checker's scope."""
+
+    def __init__(self, checker):
+        self.c = checker
+
+    def _declared_shape(self, decl) -> list:
+        c = self.c
+        """A block input's shape in the block's own dims, whatever the caller renamed."""
+        caller, c.scope.subst = c.scope.subst, {}
+        try:
+            return [dimlib.build(d, c._dim_lookup) for d in decl.shape.dims]
+        finally:
+            c.scope.subst = caller
+
+    def block_step(self, block: Block, args, text, span) -> list:
+        c = self.c
+        ir = self.call_block(block, [t for t, _ in args], [r for _, r in args], span)
+        res = ops.Result((ir.output,), params=ir.total_params, flops=ir.total_flops,
+                         detail={"block": block.name})
+        return c.emit("block", text, span, [r for _, r in args], res, block=ir)
+
+    def stack(self, op, x, ref) -> list:
+        c = self.c
+        if len(op.args) < 2:
+            raise ShapeError("E110", "`stack` takes a count and a block: `stack L Layer`",
+                             span=op.span)
+        count = c.ctx.dim(op.args[0])
+        c.ctx.need_positive(count, op.args[0].span)
+        c.ctx.need_whole(count, span=op.args[0].span, what=lambda: f"the layer count {count}")
+        target = op.args[1]
+        name = target.func if isinstance(target, Call) else getattr(target, "name", None)
+        if name not in c.blocks:
+            raise ShapeError("E111", f"`stack` needs a block, and `{name or '?'}` is not one",
+                             span=target.span, help=c._did_you_mean(name or "", c.blocks))
+        extra_nodes = list(target.args) if isinstance(target, Call) else []
+        extra_nodes += list(op.args[2:])
+        extra = [c.tensor_value(a) for a in extra_nodes]
+        ir = self.call_block(c.blocks[name], [x] + [t for t, _ in extra],
+                             [ref] + [r for _, r in extra], op.span)
+        c.need_shape_equal(ir.output.shape, x.shape, span=op.span, code="E114",
+                              message=lambda: f"`{name}` turns {c.show(x)} into {c.show(ir.output)}, "
+                                      "so its copies cannot be stacked")
+        res = ops.Result((ir.output,), params=sp.expand(count * ir.total_params),
+                         flops=sp.expand(count * ir.total_flops),
+                         detail={"block": name, "count": count})
+        return c.emit("stack", op.text, op.span, [ref] + [r for _, r in extra], res, block=ir)
+
+    def call_block(self, block: Block, args: list[TensorType], refs, span) -> BlockIR:
+        c = self.c
+        if len(args) != len(block.inputs):
+            raise ShapeError("E113", f"block `{block.name}` takes {len(block.inputs)} input"
+                             f"{'s' if len(block.inputs) != 1 else ''}, got {len(args)}", span=span)
+        key = (block.name, tuple(args))
+        if key in c.block_cache:
+            cached = c.block_cache[key]
+            if cached is None:
+                raise Poisoned()
+            return cached
+        subst = {}
+        for decl, t, ref in zip(block.inputs, args, refs):
+            declared = self._declared_shape(decl)
+            if len(declared) != t.rank:
+                raise ShapeError("E113", f"block `{block.name}` expects `{decl.name}` with "
+                                 f"{len(declared)} dims, got {c.show(t)}", span=span)
+            for d, actual in zip(declared, t.shape):
+                d = d.xreplace(subst)
+                if d.is_Symbol and d in c.prover.user.values() and d not in subst \
+                        and d not in c.prover.definition:
+                    subst[d] = actual
+                else:
+                    c.need_equal(d, actual, code="E113", span=span,
+                                    message=lambda decl=decl, declared=declared, t=t:
+                                    f"block `{block.name}` expects `{decl.name}` to be "
+                                    f"{c.show_shape(declared)}, got {c.show(t)}")
+        subst = {k: v for k, v in subst.items() if k != v}
+        outer, outer_steps = c.scope, c.scope.steps
+        c.scope = Scope(subst)
+        c.block_cache[key] = None
+        n_errors = len(c.out.errors())
+        try:
+            inputs = []
+            for decl, t in zip(block.inputs, args):
+                c.scope.values[decl.name] = (t, decl.name)
+                inputs.append(Decl("input", decl.name, t, decl.span))
+            bindings, result = [], None
+            for s in block.body:
+                if isinstance(s, Return):
+                    c.scope.steps = []
+                    try:
+                        vals = c.pipeline(s.value)
+                        result = vals[0]
+                        bindings.append(BindingIR(("return",), s.span, c.scope.steps,
+                                                  (vals[0][1],), (vals[0][0],)))
+                    except ShapeError as err:
+                        c.report(err.at(s.span))
+                    except Poisoned:
+                        pass
+                elif isinstance(s, Binding):
+                    b = c._binding(s)
+                    if b is not None:
+                        bindings.append(b)
+                elif isinstance(s, Assume):
+                    c.error("E115", "assumptions belong at the top of the file", s.span,
+                               "move this `assume` line above the block")
+                else:
+                    c._statement(s)
+            if result is None and len(c.out.errors()) == n_errors:
+                c.error("E110", f"block `{block.name}` has no `return`", block.end_span,
+                           "end the block with `return <tensor>`")
+            ir = BlockIR(block.name, block.span, inputs,
+                         [d for d in c.scope.decls if d.kind == "param"],
+                         [d for d in c.scope.decls if d.kind == "buffer"],
+                         bindings, result[1] if result else None,
+                         result[0] if result else None, subst)
+        finally:
+            c.scope = outer
+            c.scope.steps = outer_steps
+        if ir.output is None:
+            raise Poisoned()
+        c.block_cache[key] = ir
+        c.out.blocks.setdefault(block.name, []).append(ir)
+        return ir

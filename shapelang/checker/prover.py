@@ -1,0 +1,365 @@
+"""The prover: decides equalities, whole-ness, positivity and bounds of sizes for all
+assignments that satisfy the assumptions, and searches counterexamples when it cannot."""
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sympy as sp
+
+from .dims import _CMP, SEARCH_BUDGET, as_int, dim_symbol, evaluate
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str  # proved | refuted | unknown
+    counterexample: dict[str, int] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "proved"
+
+
+PROVED = Verdict("proved")
+
+
+@dataclass(frozen=True)
+class Relation:
+    left: sp.Expr
+    cmp: str
+    right: sp.Expr
+    text: str
+
+    def holds(self, env) -> bool:
+        return _CMP[self.cmp](evaluate(self.left, env), evaluate(self.right, env))
+
+
+def _monomial(e: sp.Expr) -> bool:
+    """A product of a rational and powers of symbols (most sizes and strides)."""
+    if e.is_Symbol or e.is_Rational:
+        return True
+    if e.is_Pow:
+        return e.base.is_Symbol and e.exp.is_Integer
+    if e.is_Mul:
+        return all(_monomial(a) and not a.is_Mul for a in e.args)
+    return False
+
+
+def _shift_nonneg(e: sp.Expr, strict: bool = False) -> bool:
+    """Sufficient test that polynomial e >= 0 (> 0 if strict) for all vars >= 1."""
+    syms = sorted(e.free_symbols, key=str)
+    if any(not s.is_positive for s in syms) or len(syms) > 8:
+        return False   # (the shifted expansion grows exponentially with the symbols)
+    shifted = sp.expand(e.xreplace({s: s + 1 for s in syms})) if syms else sp.expand(e)
+    try:
+        poly = sp.Poly(shifted, *syms) if syms else None
+    except sp.PolynomialError:
+        return False
+    if poly is None:
+        return bool(shifted > 0) if strict else bool(shifted >= 0)
+    coeffs = poly.as_dict()
+    if any(not c.is_Rational or c < 0 for c in coeffs.values()):
+        return False
+    if strict:
+        return coeffs.get((0,) * len(syms), 0) > 0
+    return True
+
+
+class Prover:
+    """Decides conditions over all sizes that satisfy the spec's assumptions."""
+
+    def __init__(self):
+        self.user: dict[str, sp.Symbol] = {}       # every declared dim
+        self.definition: dict[sp.Symbol, sp.Expr] = {}  # derived dims, in user terms
+        self.subst: dict[sp.Symbol, sp.Expr] = {}  # canonical substitution
+        self.fresh: dict[sp.Symbol, sp.Expr] = {}  # fresh var -> its meaning in user terms
+        self.relations: list[Relation] = []        # constraints left for the search
+        self.example: dict[str, int] = {}
+        self._cache: dict = {}
+
+    # -- set up
+    def declare(self, name: str) -> sp.Symbol:
+        sym = dim_symbol(name)
+        self.user[name] = sym
+        return sym
+
+    def define(self, sym: sp.Symbol, value: sp.Expr) -> None:
+        self.definition[sym] = value
+        self._substitute(sym, self.canon(value))
+
+    def _substitute(self, sym: sp.Symbol, value: sp.Expr) -> None:
+        self.subst = {k: v.xreplace({sym: value}) for k, v in self.subst.items()}
+        self.subst[sym] = value
+        self.relations = [Relation(self.canon(r.left), r.cmp, self.canon(r.right), r.text)
+                          for r in self.relations]
+        self._cache.clear()
+
+    def assume(self, left: sp.Expr, cmp: str, right: sp.Expr, text: str) -> None:
+        """Record an assumption; ValueError if it cannot hold for positive sizes."""
+        a, b = self.canon(left), self.canon(right)
+        if cmp == "==" and ((a.is_Number and a < 1 and b.is_Symbol) or
+                            (b.is_Number and b < 1 and a.is_Symbol)):
+            raise ValueError("sizes are whole numbers of at least 1, so this can never hold")
+        if cmp in ("==", "!=") and a == 0:   # `0 == X % Y` reads like `X % Y == 0`
+            a, b, left, right = b, a, right, left
+        # `X % Y == 0` with X a free size: X = Y * k
+        if cmp == "==" and isinstance(a, sp.Mod) and b == 0:
+            x, y = a.args
+            if x.is_Symbol and x in self._free() and x not in y.free_symbols:
+                k = sp.Symbol(f"{x}_over_{y}".replace(" ", ""), positive=True, integer=True)
+                k = sp.Dummy(str(k), positive=True, integer=True)
+                self.fresh[k] = left.args[0] / left.args[1] if isinstance(left, sp.Mod) else x / y
+                self._substitute(x, y * k)
+                return
+        if cmp == "==":
+            for x, other in ((b, a), (a, b)):
+                if x.is_Symbol and x in self._free() and x not in other.free_symbols:
+                    self._substitute(x, other)
+                    return
+        self.relations.append(Relation(a, cmp, b, text))
+        self._cache.clear()
+
+    def _free_user(self) -> set:
+        return {s for s in self.user.values() if s not in self.subst}
+
+    def _free(self) -> set:
+        """The canonical free variables: unsubstituted dims and fresh quotients."""
+        return self._free_user() | {k for k in self.fresh if k not in self.subst}
+
+    def canon(self, e: sp.Expr) -> sp.Expr:
+        return e.xreplace(self.subst) if self.subst else e
+
+    # -- example values
+    def user_env(self, values: dict[str, int]) -> dict[sp.Symbol, int] | None:
+        """Complete an assignment of base dims with the derived ones (None if not whole)."""
+        env = {self.user[n]: v for n, v in values.items() if n in self.user}
+        for sym, value in self.definition.items():
+            try:
+                v = as_int(evaluate(value, env))
+            except (KeyError, ZeroDivisionError, ValueError):
+                return None
+            if v is None:
+                return None
+            env.setdefault(sym, v)
+        return env
+
+    def value(self, e: sp.Expr, env: dict | None):
+        if env is None:
+            return None
+        try:
+            return evaluate(e, env)
+        except (KeyError, ZeroDivisionError, ValueError, OverflowError):
+            return None
+
+    # -- decisions
+    def equal(self, a: sp.Expr, b: sp.Expr, *, broadcast: bool = False) -> Verdict:
+        """a == b for every allowed assignment. With broadcast, a counterexample must also
+        keep both sides above 1 (where PyTorch would broadcast a size 1)."""
+        if a == b:
+            return PROVED
+
+        def broken(env):
+            va, vb = evaluate(a, env), evaluate(b, env)
+            return va != vb and not (broadcast and (va == 1 or vb == 1))
+        return self._decide(("eq", a, b, broadcast), lambda: self._prove_zero(self.canon(a - b)),
+                            broken, a - b)
+
+    def whole(self, e: sp.Expr) -> Verdict:
+        if e.is_Integer or (e.is_Symbol and e.is_integer):
+            return PROVED
+        return self._decide(("int", e), lambda: self._prove_whole(self.canon(e)),
+                            lambda env: evaluate(e, env).denominator != 1, e)
+
+    def positive(self, e: sp.Expr) -> Verdict:
+        if e.is_Symbol or (e.is_Integer and e > 0):
+            return PROVED
+        c = self.canon(e)
+        if _monomial(c) and c.as_coeff_Mul()[0] > 0:   # a product of sizes
+            return PROVED
+        return self._decide(("pos", e), lambda: self._prove_positive(self.canon(e)),
+                            lambda env: evaluate(e, env) <= 0, e)
+
+    def leq(self, a: sp.Expr, b: sp.Expr) -> Verdict:
+        return self._decide(("leq", a, b), lambda: self._prove_leq(self.canon(a), self.canon(b)),
+                            lambda env: evaluate(a, env) > evaluate(b, env), b - a)
+
+    def same(self, a: sp.Expr, b: sp.Expr) -> bool:
+        """Equal as polynomials after substitution; no counterexample search."""
+        key = ("same", a, b)
+        hit = self._cache.get(key)
+        if hit is None:
+            ca, cb = self.canon(a), self.canon(b)
+            if _monomial(ca) and _monomial(cb):
+                hit = ca == cb  # sympy keeps monomials in one canonical form
+            else:
+                hit = sp.expand(ca - cb) == 0
+            self._cache[key] = hit
+        return hit
+
+    def name_of(self, e: sp.Expr) -> sp.Expr:
+        """A computed size shown as the declared dim it equals (G*Nrep -> H, Himg/P -> Nh)."""
+        if not (e.is_Mul or e.is_Add or e.is_Pow):
+            return e
+        key = ("name", e)
+        hit = self._cache.get(key)
+        if hit is None:
+            if "names" not in self._cache:
+                self._cache["names"] = {sp.expand(self.canon(sym)): sym for sym in
+                                        reversed(list(self.user.values()))}
+            hit = self._cache[key] = self._cache["names"].get(sp.expand(self.canon(e)), e)
+        return hit
+
+    def is_one(self, e: sp.Expr) -> bool:
+        return e == 1 or self.canon(e) == 1
+
+    def _decide(self, key, prove, broken, expr) -> Verdict:
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        try:
+            ok = prove()
+        except (sp.PolynomialError, TypeError, ValueError, RecursionError):
+            ok = False
+        if ok:
+            verdict = PROVED
+        else:
+            cex = self.counterexample(broken, expr)
+            verdict = Verdict("refuted", cex) if cex else Verdict("unknown")
+        self._cache[key] = verdict
+        return verdict
+
+    def _prove_zero(self, d: sp.Expr) -> bool:
+        if d == 0 or (d.is_Add and len(d.args) == 2 and all(_monomial(a) for a in d.args)):
+            return d == 0  # two different monomials never cancel
+        if sp.expand(d) == 0:
+            return True
+        return sp.cancel(sp.together(d)) == 0
+
+    def _prove_whole(self, e: sp.Expr) -> bool:
+        num, den = sp.fraction(sp.cancel(sp.together(e)))
+        if den.is_Integer:
+            try:
+                coeffs = sp.Poly(num, *sorted(num.free_symbols, key=str)).coeffs() \
+                    if num.free_symbols else [num]
+            except sp.PolynomialError:
+                return False
+            if all(c.is_Integer and int(c) % int(den) == 0 for c in coeffs):
+                return True
+        return self._whole_by_relation(num, den)
+
+    def _whole_by_relation(self, num, den) -> bool:
+        for r in self.relations:
+            if r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod):
+                x, y = r.left.args
+                if sp.expand(y - den) == 0:
+                    q = sp.cancel(num / x)
+                    if sp.fraction(q)[1] == 1 and self._prove_whole(q):
+                        return True
+        return False
+
+    def _prove_positive(self, e: sp.Expr) -> bool:
+        num, den = sp.fraction(sp.cancel(sp.together(e)))
+        for n, d in ((num, den), (-num, -den)):
+            if _shift_nonneg(n, strict=True) and _shift_nonneg(d, strict=True):
+                return True
+        return den.is_Number and den > 0 and self._prove_leq(sp.Integer(1), num)
+
+    def _prove_leq(self, a: sp.Expr, b: sp.Expr) -> bool:
+        d = sp.expand(b - a)
+        if _shift_nonneg(d):
+            return True
+        for r in self.relations:
+            slack = {"<=": r.right - r.left, ">=": r.left - r.right,
+                     "<": r.right - r.left - 1, ">": r.left - r.right - 1}.get(r.cmp)
+            if slack is not None and _shift_nonneg(sp.expand(d - slack)):
+                return True
+        return False
+
+    # -- counterexamples
+    def free_vars(self) -> list[sp.Symbol]:
+        return sorted(self._free(), key=str)
+
+    def _canon_example(self) -> dict[sp.Symbol, int]:
+        env = self.user_env(self.example) or {}
+        out = {}
+        for v in self.free_vars():
+            if v in self.fresh:
+                val = self.value(self.fresh[v], env)
+                out[v] = as_int(val) if val is not None and as_int(val) else 2
+            else:
+                out[v] = env.get(v, 2)
+        return out
+
+    def _to_user(self, canon_env: dict) -> dict[sp.Symbol, int] | None:
+        """User-level assignment from canonical values, or None if it is not valid."""
+        env = {}
+        for sym in self.user.values():
+            val = self.value(self.canon(sym), canon_env)
+            iv = as_int(val) if val is not None else None
+            if iv is None or iv < 1:
+                return None
+            env[sym] = iv
+        for r in self.relations:
+            try:
+                if not r.holds(canon_env):
+                    return None
+            except (ZeroDivisionError, ValueError, KeyError):
+                return None
+        return env
+
+    def candidates(self, focus: list[sp.Symbol]):
+        base = self._canon_example()
+        yield dict(base)
+        small = [1, 2, 3, 4, 5, 6, 7, 8, 12, 16]
+        # change one size at a time, the smallest first: `D=512, H=3` teaches more than `D=1`
+        for v in sorted(focus, key=lambda s: (base.get(s, 2), str(s))):
+            for val in small:
+                yield {**base, v: val}
+        for i, v in enumerate(focus):
+            for w in focus[i + 1:]:
+                for x in small[:6]:
+                    for y in small[:6]:
+                        yield {**base, v: x, w: y}
+        rng = random.Random(0)
+        free = self.free_vars()
+        while True:
+            env = dict(base)
+            for v in focus or free:
+                env[v] = rng.randint(1, 24)
+            yield env
+
+    def counterexample(self, broken: Callable, expr: sp.Expr) -> dict[str, int] | None:
+        focus = sorted(self.canon(expr).free_symbols & set(self.free_vars()), key=str)
+        for i, canon_env in enumerate(self.candidates(focus)):
+            if i >= SEARCH_BUDGET:
+                return None
+            env = self._to_user(canon_env)
+            if env is None:
+                continue
+            try:
+                if broken(env):
+                    names = sorted(expr.free_symbols, key=str)
+                    shown = {str(s): env[s] for s in names if s in env}
+                    return shown or {str(k): v for k, v in env.items()}
+            except (ZeroDivisionError, ValueError, KeyError, OverflowError):
+                continue
+        return None
+
+
+def divisor_alternatives(n: int, near: int, count: int = 3) -> list[int]:
+    """Values near `near` that divide n: offered when an example breaks divisibility."""
+    if n <= 0 or near <= 0 or n > 10 ** 12 or near > 10 ** 6:
+        return []
+    lo, hi = max(1, near // 2), near * 3
+    divs = [d for d in range(lo, hi + 1) if n % d == 0]
+    return sorted(sorted(divs, key=lambda d: abs(d - near))[:count])
+
+
+@functools.cache
+def numeric_product(values: tuple) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
