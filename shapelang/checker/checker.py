@@ -8,6 +8,7 @@ only the binding it is in, so that every independent error is reported.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 import sympy as sp
 
@@ -30,11 +31,12 @@ from ..syntax.nodes import (
 )
 from ..syntax.parser import parse_recovering
 from . import dims as dimlib
-from . import ops
+from . import fixes, ops
 from .blocks import BlockCalls
 from .facts import Facts
 from .ir import BindingIR, CheckedSpec, Decl, Step
 from .layout import TensorType, dense_like, fresh
+from .provenance import Provenance
 from .prover import Prover
 from .scope import Poisoned, Scope
 
@@ -43,7 +45,9 @@ _DTYPE_KIND = {"long": "int", "int64": "int", "float32": "float", "float16": "fl
                "half": "float", "bfloat16": "float"}
 
 
-def check_text(text: str, path: str = "<input>") -> CheckedSpec:
+def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True) -> CheckedSpec:
+    """Check spec text. Fixes that diagnostics propose are re-checked and shown only when
+    proved (`prove_fixes`; off for the re-checks themselves)."""
     spec, syntax_errors, skipped = parse_recovering(text, path)
     if spec is None:
         out = CheckedSpec(path, text, [], {}, [], {})
@@ -51,7 +55,13 @@ def check_text(text: str, path: str = "<input>") -> CheckedSpec:
         return out
     checker = Checker(spec, skipped)
     checker.out.diagnostics.extend(syntax_errors)
-    return checker.run()
+    out = checker.run()
+    if any(d.fixes for d in out.diagnostics):
+        if prove_fixes:
+            fixes.prove(out, lambda source: check_text(source, path, prove_fixes=False))
+        else:
+            out.diagnostics[:] = [replace(d, fixes=()) for d in out.diagnostics]
+    return out
 
 
 def check_file(path: str) -> CheckedSpec:
@@ -108,8 +118,17 @@ class Checker(Facts):
                     self.block_calls.call_block(block, args, [d.name for d in block.inputs], block.span)
                 except (ShapeError, Poisoned):
                     pass
+        if not self.out.errors():
+            self.provenance()
         self.out.diagnostics.sort(key=lambda d: (d.span.line, d.span.column))
         return self.out
+
+    def provenance(self) -> None:
+        """Where every axis's elements come from, and what shapes alone miss (W301-W307)."""
+        analysis = Provenance(self)
+        analysis.run(self.out)
+        for d in analysis.findings:
+            self.report(d)
 
     # ------------------------------------------------------------ one statement at a time
     # For re-checking single statements of a spec that has been checked already (the

@@ -38,6 +38,7 @@ class Step:
     flops: sp.Expr = ZERO
     detail: dict = field(default_factory=dict)
     block: BlockIR | None = None
+    provenance: tuple | None = None   # per output: where each axis's elements come from (provenance.TP)
 
     @property
     def ref(self) -> str:

@@ -33,6 +33,13 @@ CODES: dict[str, str] = {
     "E115": "assumption cannot be used",
     "E116": "an exercise blank is not filled in",
     "W201": "example is missing sizes",
+    "W301": "an axis is made of parts of different axes (heads mixed with tokens)",
+    "W302": "pieces of an axis merged back out of order",
+    "W303": "softmax over an axis other than the keys of attention scores",
+    "W304": "normalisation statistics over an axis other than the features",
+    "W305": "causal mask on scores whose query and key lengths are unrelated",
+    "W306": "scores scaled by a size other than the one they contracted",
+    "W307": "elementwise op between tensors whose same-sized axes are swapped",
 }
 
 
@@ -45,6 +52,8 @@ class Diagnostic:
     notes: tuple[str, ...] = ()
     counterexample: dict[str, int] | None = None
     severity: str = "error"
+    fixes: tuple = ()     # candidate rewrites ((Span, text), ...): shown only once re-checked clean
+    fix: tuple | None = None   # the proved rewrite: (Span, text, the whole rewritten line)
 
     def __post_init__(self):
         assert self.code in CODES, self.code
@@ -65,7 +74,8 @@ class ShapeError(Exception):
     counterexample: dict[str, int] | None = None
     span: Span | None = None
     extra: list = field(default_factory=list)
+    fixes: tuple = ()   # candidate rewrites ((Span, text), ...), proved by re-checking before shown
 
     def at(self, span: Span) -> Diagnostic:
         return Diagnostic(self.code, self.message, self.span or span, self.help,
-                          tuple(self.notes), self.counterexample)
+                          tuple(self.notes), self.counterexample, fixes=tuple(self.fixes))

@@ -1,0 +1,76 @@
+"""Fixes proved before they are shown.
+
+A diagnostic may carry candidate rewrites of the source (a span and the text to
+put there). Each candidate is applied to the spec and the whole spec is checked
+again; a candidate is shown only if its diagnostic is gone and that line and
+everything after it check with no new error or warning. The help then shows the
+rewritten line, as rustc does. Candidates that fail are dropped silently, so a
+help never leads a learner into a new error or a scrambled result.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+MAX_VERIFIED = 12   # re-checks per spec: bounds the work a file with many findings causes
+
+
+def apply(source: str, span, text: str) -> tuple[str, str] | None:
+    """The source with `span` replaced by `text`, and the rewritten line; None if out of range."""
+    lines = source.split("\n")
+    if not (0 < span.line == span.end_line <= len(lines)):
+        return None
+    line = lines[span.line - 1]
+    if not (0 < span.column <= span.end_column <= len(line) + 1):
+        return None
+    new_line = line[:span.column - 1] + text + line[span.end_column - 1:]
+    lines[span.line - 1] = new_line
+    return "\n".join(lines), new_line
+
+
+# warnings a fix may reveal further down: the analysis knew nothing past the broken line
+REVEALED = {"W303", "W304", "W305", "W306", "W307"}
+
+
+def _after(diags, line: int) -> dict:
+    """What counts against a fix: everything on its line, errors and mixing warnings after it."""
+    out: dict = {}
+    for d in diags:
+        if d.span.line == line or (d.span.line > line and d.code not in REVEALED):
+            key = (d.code, d.span.line)
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
+def prove(spec, check) -> None:
+    """Replace each diagnostic's candidates by its first proved fix (spec.diagnostics in place).
+
+    `check(text)` re-checks a rewritten source without proving fixes again."""
+    budget = MAX_VERIFIED
+    out = []
+    for d in spec.diagnostics:
+        if not d.fixes:
+            out.append(d)
+            continue
+        proved = None
+        for span, text in d.fixes:
+            if budget <= 0:
+                break
+            applied = apply(spec.source, span, text)
+            if applied is None:
+                continue
+            budget -= 1
+            new_source, new_line = applied
+            again = check(new_source)
+            before = _after(spec.diagnostics, d.span.line)
+            key = (d.code, d.span.line)
+            before[key] = before.get(key, 0) - 1
+            now = _after(again.diagnostics, d.span.line)
+            if all(n <= before.get(k, 0) for k, n in now.items()):
+                proved = (span, text, new_line.strip())
+                break
+        if proved is None:
+            out.append(replace(d, fixes=()))
+        else:
+            out.append(replace(d, fixes=(), fix=proved,
+                               help=f"write it as `{proved[2]}`" + (f" ({d.help})" if d.help else "")))
+    spec.diagnostics[:] = out
