@@ -39,6 +39,7 @@ from .layout import TensorType, dense_like, fresh
 from .provenance import Provenance
 from .prover import Prover
 from .scope import Poisoned, Scope
+from .suggest import Suggestions
 
 DTYPES = {"float", "int", "bool", "long", "half", "bfloat16", "float32", "float16", "int64"}
 _DTYPE_KIND = {"long": "int", "int64": "int", "float32": "float", "float16": "float",
@@ -86,6 +87,7 @@ class Checker(Facts):
         self._tensor_refs: dict[int, str] = {}
         self.top = self.scope
         self.block_calls = BlockCalls(self)
+        self.suggest = Suggestions(spec.source)
         self.out.decls = self.top.decls
 
     # ------------------------------------------------------------ reporting
@@ -118,8 +120,7 @@ class Checker(Facts):
                     self.block_calls.call_block(block, args, [d.name for d in block.inputs], block.span)
                 except (ShapeError, Poisoned):
                     pass
-        if not self.out.errors():
-            self.provenance()
+        self.provenance()
         self.out.diagnostics.sort(key=lambda d: (d.span.line, d.span.column))
         return self.out
 
@@ -259,12 +260,18 @@ class Checker(Facts):
     def pipeline(self, node) -> list[tuple[TensorType, str]]:
         if not isinstance(node, Pipeline):
             return [self.tensor_value(node)]
-        vals = [self.tensor_value(node.head)]
-        for op in node.ops:
+        try:
+            vals = [self.tensor_value(node.head)]
+        except ShapeError as err:
+            raise self.suggest.head(err, node) from None
+        for k, op in enumerate(node.ops):
             if len(vals) != 1:
                 raise ShapeError("E110", f"`{op.name}` gets {len(vals)} tensors from split/chunk",
                                  span=op.span, help="name the pieces first: `a, b: x -> chunk 2 -1`")
-            vals = self.apply(op, *vals[0])
+            try:
+                vals = self.apply(op, *vals[0])
+            except ShapeError as err:
+                raise self.suggest.op(err, node, k) from None
         return vals
 
     def emit(self, op, text, span, inputs, result: ops.Result, block=None) -> list:
@@ -393,7 +400,10 @@ class Checker(Facts):
             if not (ta and tb):
                 raise ShapeError("E112", "`@` multiplies two tensors; use `*` or `scale` for a "
                                  "number", span=node.span)
-            res = ops.matmul(self.ctx, a[0], b[0], texts, node.span)
+            try:
+                res = ops.matmul(self.ctx, a[0], b[0], texts, node.span)
+            except ShapeError as err:
+                raise self.suggest.matmul(err, node) from None
             ref = self._tensor_refs
             ref[id(node.left)], ref[id(node.right)] = a[1], b[1]
             return self.emit("matmul", text, node.span, [a[1], b[1]], res)[0]

@@ -72,5 +72,5 @@ def prove(spec, check) -> None:
             out.append(replace(d, fixes=()))
         else:
             out.append(replace(d, fixes=(), fix=proved,
-                               help=f"write it as `{proved[2]}`" + (f" ({d.help})" if d.help else "")))
+                               help=(f"{d.help}: " if d.help else "") + f"write it as `{proved[2]}`"))
     spec.diagnostics[:] = out

@@ -1,0 +1,104 @@
+"""Candidate fixes for errors whose likely cause is a rewrite of the line: a `view`
+after a transpose, a matrix product whose right operand is not transposed (or is
+transposed the wrong way, or after the product because `->` binds looser than
+`@`). Candidates are only proposals: shapelang.checker.fixes re-checks each one
+and shows the first that leaves the line and everything after it clean.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from ..syntax.diagnostics import ShapeError
+from ..syntax.nodes import BinOp, Num, Pipeline, ShapeLit, Span
+
+_LAST_MOVE = re.compile(r"^(.*\S)\s*->\s*(?:transpose\s+-?\d+\s+-?\d+|permute(?:\s+-?\d+)+)$")
+
+
+class Suggestions:
+    def __init__(self, source: str):
+        self.lines = source.split("\n")
+
+    def text(self, span: Span) -> str | None:
+        if span.line != span.end_line or not 0 < span.line <= len(self.lines):
+            return None
+        return self.lines[span.line - 1][span.column - 1:span.end_column - 1]
+
+    def _paren_span(self, span: Span) -> tuple[Span, bool]:
+        """The span with the parentheses around it, if there are any."""
+        line = self.lines[span.line - 1] if 0 < span.line <= len(self.lines) else ""
+        if span.column > 1 and line[span.column - 2:span.column - 1] == "(" \
+                and line[span.end_column - 1:span.end_column] == ")":
+            return Span(span.line, span.column - 1, span.end_line, span.end_column + 1), True
+        return span, False
+
+    @staticmethod
+    def _with(err: ShapeError, fixes, help=None) -> ShapeError:
+        return replace(err, fixes=tuple(err.fixes) + tuple(f for f in fixes if f[1]),
+                       help=help if help is not None else err.help)
+
+    # ------------------------------------------------------------ `A @ B`
+    def matmul(self, err: ShapeError, node: BinOp) -> ShapeError:
+        if err.code != "E101" or node.op != "@":
+            return err
+        span, _ = self._paren_span(node.right.span)
+        inner = self.text(node.right.span)
+        if inner is None:
+            return err
+        fixes = []
+        m = _LAST_MOVE.match(inner.strip())
+        if m:
+            fixes.append((span, f"({m.group(1)} -> transpose -2 -1)"))
+        fixes.append((span, f"({inner} -> transpose -2 -1)"))
+        return self._with(err, fixes, "the inner dims of a matrix product must be equal")
+
+    def head(self, err: ShapeError, node: Pipeline) -> ShapeError:
+        """`Q @ K -> transpose -2 -1`: the transpose was meant for K."""
+        head = node.head
+        if err.code != "E101" or not isinstance(head, BinOp) or head.op != "@" or not node.ops \
+                or node.ops[0].name not in ("transpose", "permute"):
+            return err
+        first = node.ops[0]
+        right = self.text(head.right.span)
+        if right is None or first.span.line != head.right.span.line:
+            return err
+        span = Span(head.right.span.line, head.right.span.column, first.span.end_line, first.span.end_column)
+        err = replace(err, fixes=(), notes=tuple(err.notes) + (
+            ("`->` binds looser than `@`: `Q @ K -> transpose -2 -1` transposes the product, "
+             "not K; put the operand's pipeline in parentheses"),))
+        return self._with(err, [(span, f"({right} -> {first.text})")],
+                          "the inner dims of a matrix product must be equal")
+
+    # ------------------------------------------------------------ `-> view [..]`
+    def op(self, err: ShapeError, node: Pipeline, k: int) -> ShapeError:
+        op = node.ops[k]
+        if err.code != "E106" or op.name != "view" or not op.args:
+            return err
+        arg = op.text[len("view"):].strip()
+        fixes = [(op.span, f"reshape {arg}")]
+        prev = node.ops[k - 1] if k > 0 else None
+        target = op.args[0]
+        if prev is not None and prev.name == "transpose" and isinstance(target, ShapeLit) \
+                and len(prev.args) == 2 and prev.span.line == op.span.line:
+            dims = [self.text(d.span) for d in target.dims]
+            axes = [_int(a) for a in prev.args]
+            if None not in dims and None not in axes:
+                n = len(dims)
+                i, j = (a + n if a < 0 else a for a in axes)
+                if 0 <= i < n and 0 <= j < n:
+                    dims[i], dims[j] = dims[j], dims[i]
+                    span = Span(prev.span.line, prev.span.column, op.span.end_line, op.span.end_column)
+                    fixes.insert(0, (span, f"view [{', '.join(dims)}] -> {prev.text}"))
+        fixes.append((op.span, f"contiguous -> {op.text}"))
+        return self._with(err, fixes, "the axes it merges or splits are not next to each other in memory "
+                                      "(after a transpose or permute)")
+
+
+def _int(node) -> int | None:
+    from ..syntax.nodes import Neg
+
+    if isinstance(node, Num) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, Neg) and isinstance(node.operand, Num):
+        return -node.operand.value
+    return None
