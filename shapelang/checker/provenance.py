@@ -503,9 +503,9 @@ class Provenance:
         k = x.axes.index(x.keys)
         rank = len(x.axes)
         right = -1 if k == rank - 1 else k
-        self.warn(s, "W303", f"`{s.text}` normalises the attention scores over {label_of(x.axes[d])}, "
-                  f"but each query's weights over the keys must add up to 1: the keys are "
-                  f"axis {k} ({label_of(x.keys)})",
+        self.warn(s, "W303", f"`{s.text}` normalises the attention scores over axis {d} "
+                  f"({label_of(x.axes[d])}), but each query's weights over the keys must add up to 1, "
+                  f"and the keys are axis {k} ({label_of(x.keys)})",
                   fix=(s, f"{s.op} {right}"),
                   notes=(("the key axis is the one that came from the columns of the right operand "
                          "of the product that made the scores"),))

@@ -16,9 +16,14 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_text in (("check", "prove every step of a spec"),
                             ("trace", "print the step-by-step shape table")):
-        c = sub.add_parser(name, help=help_text)
+        c = sub.add_parser(name, help=help_text, description=help_text + "; exit 0 clean (warnings "
+                           "allowed), 1 errors (or warnings with --strict), 2 usage or I/O error")
         c.add_argument("files", nargs="+", metavar="FILE")
         c.add_argument("--format", choices=["text", "json"], default="text")
+        c.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
+        if name == "trace":
+            c.add_argument("--provenance", action="store_true",
+                           help="add a column: where the elements of each axis come from")
 
     c = sub.add_parser("codegen", help="emit a PyTorch module for a checked spec")
     c.add_argument("file", metavar="FILE")
@@ -62,14 +67,14 @@ def _check(args) -> int:
         except OSError as err:
             print(f"shapelang: cannot read {path}: {err.strerror}", file=sys.stderr)
             return 2
-        if not spec.ok:
+        if not spec.ok or (args.strict and spec.diagnostics):
             status = 1
         if args.format == "json":
             sys.stdout.write(render.to_json(render.spec_json(spec, args.command == "trace")))
         elif args.command == "check":
             sys.stdout.write(render.check_text(spec))
         else:
-            sys.stdout.write(render.trace_text(spec))
+            sys.stdout.write(render.trace_text(spec, provenance=args.provenance))
     return status
 
 

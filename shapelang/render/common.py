@@ -31,3 +31,19 @@ def _types(spec: CheckedSpec, decls, bindings) -> dict:
             for k, t in enumerate(s.outputs):
                 types[f"{s.ref}.{k}"] = t
     return types
+
+
+def _axes(step) -> list | None:
+    """Where each axis of a step's (first) output comes from: atom labels, `·` for a merge,
+    `keys` on the key axis of attention scores; None where the analysis does not know."""
+    tps = getattr(step, "provenance", None)
+    if not tps:
+        return None
+    tp = tps[0]
+    out = []
+    for ax in tp.axes:
+        text = "·".join(a.label for a in ax) if ax else "1"
+        if tp.keys is not None and ax == tp.keys:
+            text += " (keys)"
+        out.append(text)
+    return out

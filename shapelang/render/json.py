@@ -6,14 +6,17 @@ import json
 from ..checker import dims as dimlib
 from ..checker.ir import CheckedSpec
 from ..syntax.diagnostics import Diagnostic
-from .common import _ex, _num, _types
+from .common import _axes, _ex, _num, _types
 
 
 def diagnostic_json(d: Diagnostic) -> dict:
     return {"severity": d.severity, "code": d.code, "message": d.message,
             "line": d.span.line, "column": d.span.column,
             "end_line": d.span.end_line, "end_column": d.span.end_column,
-            "help": d.help, "notes": list(d.notes), "counterexample": d.counterexample}
+            "help": d.help, "notes": list(d.notes), "counterexample": d.counterexample,
+            "fix": None if d.fix is None else {
+                "line": d.fix[0].line, "column": d.fix[0].column, "end_line": d.fix[0].end_line,
+                "end_column": d.fix[0].end_column, "replacement": d.fix[1], "rewritten_line": d.fix[2]}}
 
 
 def _binding_json(spec, b, types) -> dict:
@@ -30,6 +33,7 @@ def _binding_json(spec, b, types) -> dict:
             "contiguous": s.out.is_contiguous,
             "params": dimlib.show(s.params), "params_example": _num(spec, s.params),
             "flops": dimlib.show(s.flops), "flops_example": _num(spec, s.flops),
+            "axes": _axes(s),
             **({"block": s.block.name} if s.block is not None else {}),
         })
     main = b.types[0]

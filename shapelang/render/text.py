@@ -9,7 +9,7 @@ import sympy as sp
 from ..checker import dims as dimlib
 from ..checker.ir import CheckedSpec
 from ..syntax.diagnostics import Diagnostic
-from .common import _ex, _num, _shape, _types
+from .common import _axes, _ex, _num, _shape, _types
 
 # ------------------------------------------------------------------ diagnostics
 
@@ -63,7 +63,7 @@ def _table(rows, header) -> list[str]:
     return [fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
 
 
-def _binding_rows(spec, b, types, indent="") -> list:
+def _binding_rows(spec, b, types, indent="", axes=False) -> list:
     rows = []
     name = ", ".join(b.names)
     for k, s in enumerate(b.steps):
@@ -80,13 +80,16 @@ def _binding_rows(spec, b, types, indent="") -> list:
         rows.append([indent + (name if k == len(b.steps) - 1 else ""), s.span.line, s.text,
                      shape_in, shape, ex_text, "" if s.params == 0 else _fmt_int(params) or dimlib.show(s.params),
                      "" if s.flops == 0 else _fmt_int(flops) or dimlib.show(s.flops)])
+        if axes:
+            got = _axes(s)
+            rows[-1].append("?" if got is None else "[" + ", ".join(got) + "]")
     return rows
 
 
 HEADER = ["binding", "line", "operation", "shape in", "shape out", "example out", "params", "flops"]
 
 
-def _decl_rows(spec, decls) -> list:
+def _decl_rows(spec, decls, axes=False) -> list:
     rows = []
     for d in decls:
         ex = _ex(spec, d.type.shape)
@@ -96,15 +99,16 @@ def _decl_rows(spec, decls) -> list:
         kind = d.kind + ("" if d.type.dtype == "float" else f" {d.type.dtype}")
         rows.append([d.name, d.span.line, kind, "", _shape(d.type.shape),
                      "[" + ", ".join(map(str, ex)) + "]" if ex else "",
-                     _fmt_int(_num(spec, n)) if d.kind == "param" else "", ""])
+                     _fmt_int(_num(spec, n)) if d.kind == "param" else "", ""]
+                    + (["[" + ", ".join(dimlib.show(x) for x in d.type.shape) + "]"] if axes else []))
     return rows
 
 
-def _rows_in_file_order(spec, decls, bindings) -> list:
+def _rows_in_file_order(spec, decls, bindings, axes=False) -> list:
     """Declarations and bindings interleaved as they appear in the file."""
     types = _types(spec, decls, bindings)
-    groups = [(d.span.line, [row]) for d, row in zip(decls, _decl_rows(spec, decls))]
-    groups += [(b.span.line, _binding_rows(spec, b, types)) for b in bindings]
+    groups = [(d.span.line, [row]) for d, row in zip(decls, _decl_rows(spec, decls, axes))]
+    groups += [(b.span.line, _binding_rows(spec, b, types, axes=axes)) for b in bindings]
     groups.sort(key=lambda g: g[0])
     return [row for _, rows in groups for row in rows]
 
@@ -114,13 +118,15 @@ def _total_line(spec, label, e) -> str:
     return f"{label}: {dimlib.show(e)}" + (f" = {_fmt_int(n)}" if n is not None else "")
 
 
-def trace_text(spec: CheckedSpec) -> str:
+def trace_text(spec: CheckedSpec, provenance: bool = False) -> str:
+    """The trace table; with `provenance`, a last column says where each axis comes from."""
+    header = HEADER + (["axes from"] if provenance else [])
     out = [f"trace of {spec.path}"]
     if spec.example:
         given = {k: v for k, v in spec.example.items() if k in spec.dims}
         out.append("example: " + ", ".join(f"{k}={v}" for k, v in given.items()))
     out.append("")
-    out.extend(_table(_rows_in_file_order(spec, spec.decls, spec.bindings), HEADER))
+    out.extend(_table(_rows_in_file_order(spec, spec.decls, spec.bindings, provenance), header))
     shown = set()
     for name, insts in spec.blocks.items():
         for ir in insts:
@@ -131,8 +137,8 @@ def trace_text(spec: CheckedSpec) -> str:
                              + ("" if d.type.dtype == "float" else f" {d.type.dtype}")
                              for d in ir.inputs)
             out += ["", f"block {name}({args})", _total_line(spec, "  parameters", ir.total_params)]
-            rows = _rows_in_file_order(spec, ir.params + ir.buffers, ir.bindings)
-            out.extend(_table(rows, HEADER))
+            rows = _rows_in_file_order(spec, ir.params + ir.buffers, ir.bindings, provenance)
+            out.extend(_table(rows, header))
     out += ["", _total_line(spec, "total parameters", spec.total_params),
             _total_line(spec, "total multiply-add FLOPs (forward)", spec.total_flops)]
     if spec.diagnostics:

@@ -1,0 +1,180 @@
+"""Axis provenance: the attention bugs that shapes alone miss, at the line of their cause,
+with fixes that are proved before they are shown; and silence on the correct forms."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shapelang import check, render_check
+from shapelang.checker import fixes
+
+ROOT = Path(__file__).resolve().parent.parent
+
+HEAD = """dim B, S, D, H
+assume D % H == 0
+example B=1, S=4, D=512, H=8
+dim Dh = D / H
+input X: [B, S, D]
+Q: X -> linear D -> view [B, S, H, Dh] -> transpose 1 2
+K: X -> linear D -> view [B, S, H, Dh] -> transpose 1 2
+V: X -> linear D -> view [B, S, H, Dh] -> transpose 1 2
+"""
+LINE = HEAD.count("\n") + 1   # the first line after HEAD
+
+
+def findings(text: str):
+    return [(d.code, d.span.line) for d in check(text).diagnostics if d.code.startswith("W3")]
+
+
+BUGS = {
+    # the six reproductions of the issue, and variants of each
+    "heads split from tokens": ("Qb: X -> linear D -> view [B, H, S, Dh]\n", "W301", 0),
+    "heads split via reshape": ("Qb: X -> reshape [B, H, S, Dh]\n", "W301", 0),
+    "merge without moving H back": ("a: Q @ (K -> transpose -2 -1) -> softmax -1\no: a @ V -> reshape [B, S, D]\n",
+                                    "W302", 1),
+    "merge after the wrong transpose": ("a: Q @ (K -> transpose -2 -1) -> softmax -1\n"
+                                        "o: a @ V -> transpose 2 3 -> reshape [B, S, D]\n", "W302", 1),
+    "merge via flatten": ("a: Q @ (K -> transpose -2 -1) -> softmax -1\no: a @ V -> flatten 1\n"
+                          "o2: o -> view [B, S, D]\n", "W302", 2),
+    "softmax over the queries": ("a: Q @ (K -> transpose -2 -1) -> softmax -2\n", "W303", 0),
+    "softmax over the heads": ("a: Q @ (K -> transpose -2 -1) -> softmax 1\n", "W303", 0),
+    "softmax over queries via einsum": ('a: einsum("bhqd,bhkd->bhqk", Q, K) -> softmax 2\n', "W303", 0),
+    "mean over the tokens": ("mu: X -> mean 1 keepdim\nc: X - mu\n", "W304", 0),
+    "var over the tokens": ("v: X -> var 1 keepdim\n", "W304", 0),
+    "layernorm after a transpose": ("n: X -> transpose 1 2 -> layernorm\n", "W304", 0),
+    "causal mask on cross-attention": ("dim T\ninput Y: [B, T, D]\n"
+                                       "Qy: Y -> linear D -> view [B, T, H, Dh] -> transpose 1 2\n"
+                                       "a: Qy @ (K -> transpose -2 -1) -> mask causal -> softmax -1\n",
+                                       "W305", 3),
+    "scale by the model width": ("a: Q @ (K -> transpose -2 -1) -> scale 1/sqrt(D) -> softmax -1\n",
+                                 "W306", 0),
+    "divide by the model width": ("a: Q @ (K -> transpose -2 -1) / sqrt(D)\n", "W306", 0),
+    "scores added transposed": ("a: Q @ (K -> transpose -2 -1)\nb: a + (a -> transpose -2 -1)\n", "W307", 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUGS))
+def test_bug_is_found_at_its_line(name):
+    body, code, offset = BUGS[name]
+    spec = check(HEAD + body)
+    assert spec.ok, render_check(spec)          # the shapes are valid: only provenance sees it
+    assert findings(HEAD + body) == [(code, LINE + offset)], render_check(spec)
+
+
+CLEAN = {
+    "view then transpose": "o: Q @ (K -> transpose -2 -1) -> scale 1/sqrt(Dh) -> softmax -1\n"
+                           "y: o @ V -> transpose 1 2 -> reshape [B, S, D] -> linear D\nr: X + y\n",
+    "transpose 2 1 and contiguous view": "a: Q @ (K -> transpose 3 2) -> softmax 3\n"
+                                         "y: a @ V -> transpose 2 1 -> contiguous -> view [B, S, D]\n",
+    "permute and flatten": "a: Q @ (K -> transpose -2 -1) -> softmax -1\n"
+                           "y: a @ V -> permute 0 2 1 3 -> flatten 2\n",
+    "reshape with -1": "a: Q @ (K -> transpose -2 -1) -> softmax -1\ny: a @ V -> transpose 1 2 -> reshape [B, S, -1]\n",
+    "rearrange both ways": 'q: X -> rearrange "b s (h d) -> b h s d" h=H\n'
+                           'k: X -> rearrange "b s (h d) -> b h s d" h=H\n'
+                           'a: einsum("bhqd,bhkd->bhqk", q, k) -> softmax -1\n'
+                           'y: einsum("bhqk,bhkd->bhqd", a, q) -> rearrange "b h s d -> b s (h d)"\n',
+    "layernorm by hand": "mu: X -> mean -1 keepdim\nv: X -> var -1 keepdim\nn: (X - mu) / v\n",
+    "causal self-attention": "a: Q @ (K -> transpose -2 -1) -> mask causal -> softmax -1\n",
+    "pooling over tokens": "p: X -> mean 1\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLEAN))
+def test_correct_forms_are_silent(name):
+    spec = check(HEAD + CLEAN[name])
+    assert spec.ok and not spec.diagnostics, render_check(spec)
+
+
+def test_gqa_and_per_head_weights_are_silent():
+    text = """dim B, S, H, G, Dh
+assume H % G == 0
+dim D = H * Dh
+dim Nrep = H / G
+input X: [B, S, D]
+param Wk: [D, G*Dh]
+param Wh: [H, D, Dh]
+q: X -> linear D -> view [B, S, H, Dh] -> transpose 1 2
+k: X @ Wk -> view [B, S, G, Dh] -> transpose 1 2 -> repeat_interleave Nrep 1
+k2: X @ Wk -> view [B, S, G, 1, Dh] -> expand [B, S, G, Nrep, Dh] -> reshape [B, S, H, Dh] -> transpose 1 2
+a: q @ (k -> transpose -2 -1) -> softmax -1
+a2: q @ (k2 -> transpose -2 -1) -> softmax -1
+ph: einsum("bsd,hde->bhse", X, Wh)
+a3: ph @ (ph -> transpose -2 -1) -> scale 1/sqrt(Dh) -> softmax -1
+"""
+    spec = check(text)
+    assert spec.ok and not spec.diagnostics, render_check(spec)
+
+
+def test_shipped_specs_have_no_findings():
+    paths = sorted((ROOT / "specs").glob("**/*.shape")) + sorted((ROOT / "exercises" / "solutions").glob("*.shape"))
+    assert len(paths) > 15
+    for path in paths:
+        spec = check(path.read_text(), str(path))
+        assert not [d for d in spec.diagnostics if d.code.startswith("W3")], render_check(spec)
+
+
+def test_trace_shows_where_each_axis_comes_from():
+    from shapelang import render
+
+    spec = check(HEAD + "a: Q @ (K -> transpose -2 -1) -> softmax -1\n")
+    text = render.trace_text(spec, provenance=True)
+    assert "axes from" in text and "[B, H, S, S (keys)]" in text
+    steps = render.spec_json(spec, True)["bindings"][-1]["steps"]
+    assert steps[-1]["axes"] == ["B", "H", "S", "S (keys)"]
+
+
+# ------------------------------------------------------------ fixes are proved
+
+REPAIRS = {
+    "heads split from tokens": "Qb: X -> linear D -> view [B, S, H, Dh] -> transpose 1 2",
+    "merge without moving H back": "o: a @ V -> transpose 1 2 -> reshape [B, S, D]",
+    "merge after the wrong transpose": "o: a @ V -> transpose 1 2 -> reshape [B, S, D]",
+    "softmax over the queries": "a: Q @ (K -> transpose -2 -1) -> softmax -1",
+    "mean over the tokens": "mu: X -> mean -1 keepdim",
+    "scale by the model width": "a: Q @ (K -> transpose -2 -1) -> scale 1/sqrt(Dh) -> softmax -1",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REPAIRS))
+def test_the_fix_shown_is_the_right_line(name):
+    body, code, _ = BUGS[name]
+    d = next(d for d in check(HEAD + body).diagnostics if d.code == code)
+    assert d.fix is not None and d.fix[2] == REPAIRS[name]
+    assert f"write it as `{REPAIRS[name]}`" in d.help
+
+
+@pytest.mark.parametrize("body,want", [
+    # the two helps of the issue that led learners astray
+    ("a: Q @ (K -> transpose 1 2)\n", "a: Q @ (K -> transpose -2 -1)"),
+    ("Qb: X -> linear D -> transpose 1 2 -> view [B, H, S, Dh]\n",
+     "Qb: X -> linear D -> view [B, S, H, Dh] -> transpose 1 2"),
+    # `->` binds looser than `@`
+    ("a: Q @ K -> transpose -2 -1\n", "a: Q @ (K -> transpose -2 -1)"),
+])
+def test_error_helps_are_proved_rewrites(body, want):
+    spec = check(HEAD + body)
+    d = spec.errors()[0]
+    assert d.fix is not None and d.fix[2] == want, render_check(spec)
+    assert "reshape [B, H, S, Dh]" not in (d.help or "")
+
+
+def _corpus():
+    files = sorted((ROOT / "tests").glob("**/*.shape"))
+    return [f for f in files if "golden" in f.parts or "provenance" in f.parts or "cases" in f.parts]
+
+
+def test_every_fix_the_corpus_suggests_checks_clean():
+    texts = [HEAD + body for body, _, _ in BUGS.values()] + [p.read_text() for p in _corpus()]
+    applied = 0
+    for text in texts:
+        spec = check(text)
+        for d in spec.diagnostics:
+            if d.fix is None:
+                continue
+            new_source, _ = fixes.apply(text, d.fix[0], d.fix[1])
+            again = check(new_source)
+            assert not any(x.span.line == d.span.line for x in again.diagnostics), render_check(again)
+            assert len(again.errors()) <= len([e for e in spec.errors() if e.span.line != d.span.line])
+            applied += 1
+    assert applied >= 10
