@@ -32,18 +32,31 @@ from . import dims as dimlib
 from .ops.table import TABLE
 
 
-@dataclass(frozen=True, eq=False)
 class Atom:
-    """A logical axis (or a piece of one); compared by identity."""
-    size: sp.Expr
-    label: str
-    feature: bool = False
-    parent: Atom | None = None
-    index: int = 0          # position among the parent's pieces, outermost first
-    pieces: int = 1
+    """A logical axis (or a piece of one); compared by identity.
+
+    size: in the prover's canonical form; name: the size as the learner names it (for
+    messages and traces); feature: an axis of features (model width, heads, their width);
+    parent, index, pieces: for a piece, the atom it was cut from, its position among the
+    pieces (outermost first) and how many there are."""
+    __slots__ = ("feature", "index", "name", "parent", "pieces", "size")
+
+    def __init__(self, size, name, feature=False, parent=None, index=0, pieces=1):
+        self.size, self.name, self.feature = size, name, feature
+        self.parent, self.index, self.pieces = parent, index, pieces
+
+    @property
+    def label(self) -> str:
+        text = _LABELS.get(self.name)
+        if text is None:
+            text = _LABELS[self.name] = dimlib.show(self.name)
+        return text
 
     def __repr__(self) -> str:
         return self.label
+
+
+_LABELS: dict = {}   # size expression -> its text: printing sympy is slow, labels repeat
 
 
 Axis = tuple  # of Atom, outermost first; () for an axis of size 1
@@ -54,7 +67,7 @@ class TP:
     """A tensor's provenance: one Axis per dim, plus what attention scores carry."""
     axes: tuple
     keys: Axis | None = None          # the key axis of attention scores
-    contracted: sp.Expr | None = None  # the size the score product contracted
+    contracted: Axis | None = None    # the axis the score product summed over
 
     def carry(self, axes) -> TP:
         """Same scores markers if the key axis survives."""
@@ -75,6 +88,9 @@ class Provenance:
         self.prover = checker.prover
         self._pieces: dict = {}
         self._div: dict = {}
+        self._plans: dict = {}
+        self._rules = {name: getattr(self, "p_" + d.provenance) for name, d in TABLE.items()
+                       if d.provenance and hasattr(self, "p_" + d.provenance)}
         self.producer: dict = {}   # ref -> (step, provenance of its first input)
         self._names = {sp.expand(self.prover.canon(sym)): sym
                        for sym in reversed(list(self.prover.user.values()))}
@@ -89,18 +105,21 @@ class Provenance:
 
     def binding(self, b, env) -> None:
         for s in b.steps:
+            ins = [env.get(r) for r in s.inputs]
             try:
-                outs = self.step(s, env)
+                outs = self.step(s, ins)
             except (KeyError, IndexError, ValueError, TypeError):
                 outs = None   # an operation form this pass does not know: unknown, not a guess
-            self.producer[s.ref] = (s, env.get(s.inputs[0]) if s.inputs else None)
+            ref = s.ref
+            self.producer[ref] = (s, ins[0] if ins else None)
             s.provenance = outs
             if outs is None:
                 continue
             if len(outs) == 1:
-                env[s.ref] = outs[0]
-            for k, tp in enumerate(outs):
-                env[f"{s.ref}.{k}"] = tp
+                env[ref] = outs[0]
+            else:
+                for k, tp in enumerate(outs):
+                    env[f"{ref}.{k}"] = tp
 
     def decl(self, d) -> TP:
         t = d.type
@@ -114,28 +133,28 @@ class Provenance:
     def fresh(self, size, feature=False) -> Axis:
         if self.prover.is_one(size):
             return ()
-        return (Atom(self.prover.canon(size), dimlib.show(size), feature),)
+        return (Atom(self.prover.canon(size), size, feature),)
 
-    def step(self, s, env):
-        ins = [env.get(r) for r in s.inputs]
-        x = ins[0] if ins else None
+    def step(self, s, ins):
         op = s.op
+        rule = self._rules.get(op)
+        if rule is not None:
+            x = ins[0] if ins else None
+            if x is None:
+                return None
+            out = rule(s, x, ins)
+            return None if out is None else tuple(out)
         if op == "input":
             return (TP(tuple(self.fresh(d) for d in s.out.shape)),)
         if op in ("block", "stack"):
             return self.block(s, ins)
-        if x is None:
+        if not ins or ins[0] is None:
             return None
         if op == "matmul":
-            return self.matmul(s, x, ins[1])
+            return self.matmul(s, ins[0], ins[1])
         if op in ("add", "sub", "mul", "div", "pow", "floordiv", "mod", "neg"):
             return self.elementwise(s, ins)
-        d = TABLE.get(op)
-        rule = getattr(self, "p_" + d.provenance, None) if d and d.provenance else None
-        if rule is None:
-            return None
-        out = rule(s, x, ins)
-        return None if out is None else tuple(out)
+        return None
 
     def block(self, s, ins):
         ir = s.block
@@ -166,23 +185,51 @@ class Provenance:
             self._div[key] = q if ok else None
         return self._div[key]
 
-    def piece(self, atom: Atom, sizes: tuple, labels: tuple) -> tuple:
+    def piece(self, atom: Atom, sizes: tuple, names: tuple) -> tuple:
         """The pieces of `atom` cut into `sizes` (outermost first); the same cut gives the same atoms."""
         key = (atom, sizes)
         if key not in self._pieces:
-            self._pieces[key] = tuple(Atom(sz, lab, atom.feature, atom, k, len(sizes))
-                                      for k, (sz, lab) in enumerate(zip(sizes, labels)))
+            self._pieces[key] = tuple(Atom(sz, nm, atom.feature, atom, k, len(sizes))
+                                      for k, (sz, nm) in enumerate(zip(sizes, names)))
         return self._pieces[key]
 
     # ------------------------------------------------------------ regrouping
     def regroup(self, x: TP, shape) -> list | None:
         """The axes after reading x's elements in order into `shape`; None if an axis of the
         result cannot be formed from whole atoms (or outer pieces of one) in memory order."""
-        one = sp.Integer(1)
         atoms = [a for ax in x.axes for a in ax]
+        key = (tuple(a.size for a in atoms), tuple(shape))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._plan([a.size for a in atoms], shape)
+        groups, cuts, failed = plan
+        if groups is None:
+            self.failed = (failed[0], atoms[failed[1]])
+            return None
         self.failed = None
-        cuts: dict = {}        # atom -> sizes cut from it in this op, outermost first
-        groups: list = []      # per result axis: [(atom, k-th cut)] or None for size 1
+        out = []
+        for g, size in zip(groups, shape):
+            if g is None:
+                out.append(())
+                continue
+            axis = []
+            for i, k in g:
+                atom = atoms[i]
+                if len(cuts[i]) == 1:
+                    axis.append(atom)
+                    continue
+                names = tuple(self._piece_name(i, j, cuts, groups, shape) for j in range(len(cuts[i])))
+                axis.append(self.piece(atom, tuple(cuts[i]), names)[k])
+            out.append(tuple(self._merge_runs(axis)))
+        return out
+
+    def _plan(self, sizes: list, shape):
+        """How `sizes` (atoms in memory order) are cut and grouped into `shape`: (groups, cuts,
+        None), or (None, None, (size, atom index)) where the reading mixes atoms. Depends on
+        sizes only, so repeated layers reuse it."""
+        one = sp.Integer(1)
+        cuts: dict = {}        # atom index -> sizes cut from it, outermost first
+        groups: list = []      # per result axis: [(atom index, k-th cut)] or None for size 1
         i, cur, left = 0, None, None
         for size in shape:
             if self.prover.is_one(size):
@@ -191,9 +238,9 @@ class Provenance:
             need, group = self.prover.canon(size), []
             while not self.prover.is_one(need):
                 if cur is None:
-                    if i >= len(atoms):
-                        return None
-                    cur, left = atoms[i], atoms[i].size
+                    if i >= len(sizes):
+                        return None, None, (size, max(0, len(sizes) - 1))
+                    cur, left = i, sizes[i]
                     cuts[cur] = []
                     i += 1
                 if self.prover.same(left, need):
@@ -203,8 +250,7 @@ class Provenance:
                 elif (q := self.divides(left, need)) is not None:
                     take, need, rest = left, q, one
                 else:
-                    self.failed = (size, cur)
-                    return None
+                    return None, None, (size, cur)
                 cuts[cur].append(take)
                 group.append((cur, len(cuts[cur]) - 1))
                 if self.prover.is_one(rest):
@@ -212,37 +258,25 @@ class Provenance:
                 else:
                     left = rest
             groups.append(group)
-        if cur is not None or any(not self.prover.is_one(a.size) for a in atoms[i:]):
-            return None
+        if cur is not None or any(not self.prover.is_one(s) for s in sizes[i:]):
+            return None, None, (shape[-1] if shape else one, cur if cur is not None else max(0, i - 1))
         # a piece cut here that shares its axis with anything else mixes values
         for g, size in zip(groups, shape):
             if g and len(g) > 1 and any(len(cuts[a]) > 1 for a, _ in g):
-                self.failed = (size, next(a for a, _ in g if len(cuts[a]) > 1))
-                return None
-        out = []
-        for g, size in zip(groups, shape):
-            if g is None:
-                out.append(())
-                continue
-            axis = []
-            for atom, k in g:
-                if len(cuts[atom]) == 1:
-                    axis.append(atom)
-                    continue
-                labels = tuple(self._piece_label(atom, j, cuts, groups, shape) for j in range(len(cuts[atom])))
-                axis.append(self.piece(atom, tuple(cuts[atom]), labels)[k])
-            out.append(tuple(self._merge_runs(axis)))
-        return out
+                return None, None, (size, next(a for a, _ in g if len(cuts[a]) > 1))
+        return groups, cuts, None
 
-    def _piece_label(self, atom, j, cuts, groups, shape) -> str:
+    def _piece_name(self, i, j, cuts, groups, shape):
         for g, size in zip(groups, shape):
-            if g == [(atom, j)]:
-                return dimlib.show(self.prover.name_of(size))
-        return dimlib.show(self.prover.name_of(cuts[atom][j]))
+            if g == [(i, j)]:
+                return self.prover.name_of(size)
+        return self.prover.name_of(cuts[i][j])
 
     @staticmethod
     def _merge_runs(axis: list) -> list:
         """Complete, in-order runs of one parent's pieces are the parent again."""
+        if len(axis) < 2:
+            return axis
         changed = True
         while changed:
             changed = False
@@ -259,6 +293,8 @@ class Provenance:
     def _out_of_order(self, axes) -> Atom | None:
         """A parent whose pieces sit in one axis in the wrong order."""
         for axis in axes:
+            if len(axis) < 2:
+                continue
             seen = {}
             for a in axis:
                 if a.parent is not None:
@@ -270,8 +306,8 @@ class Provenance:
 
     def p_regroup(self, s, x: TP, ins):
         shape = s.out.shape
-        if len(shape) == len(x.axes) and all(self.prover.same(a, b) for a, b in zip(
-                shape, (sp.Mul(*[t.size for t in ax]) if ax else sp.Integer(1) for ax in x.axes))):
+        if len(shape) == len(x.axes) and all(len(ax) == 1 and self.prover.same(ax[0].size, d)
+                                             for ax, d in zip(x.axes, shape)):
             return [x]
         axes = self.regroup(x, shape)
         if axes is None:
@@ -340,7 +376,7 @@ class Provenance:
         for k, ax in enumerate(x.axes):
             size = s.out.shape[lead + k]
             axes.append(ax if ax or self.prover.is_one(size) else
-                        (Atom(self.prover.canon(size), dimlib.show(size)),))
+                        (Atom(self.prover.canon(size), size),))
         return [x.carry(axes)]
 
     def p_repeat(self, s, x: TP, ins):
@@ -452,12 +488,10 @@ class Provenance:
             mine = [ch for ch in spec.output if owners.get(ch) == {1}]
             contracted = [ch for ch in letters if ch not in spec.output and owners.get(ch) == {0, 1}]
             if len(mine) == 1 and contracted:
-                size = sp.Integer(1)
-                for ch in contracted:
-                    size = size * (sp.Mul(*[a.size for a in letters[ch]]) if letters[ch] else 1)
+                summed = tuple(a for ch in contracted for a in letters[ch])
                 keys = self.keyed(letters[mine[0]])
                 k = spec.output.index(mine[0])
-                out = TP(axes[:k] + (keys,) + axes[k + 1:], keys or None, size)
+                out = TP(axes[:k] + (keys,) + axes[k + 1:], keys or None, summed or None)
         return [out]
 
     # ------------------------------------------------------------ binary ops
@@ -470,13 +504,13 @@ class Provenance:
         # paired batch axes count the same thing; take the right operand's, as the values do
         batch = tuple(b if b else a for a, b in zip(bx, by))
         keys = self.keyed(y.axes[-1])
-        return (TP(batch + (x.axes[-2], keys), keys or None, _size(x.axes[-1]) if x.axes[-1] else None),)
+        return (TP(batch + (x.axes[-2], keys), keys or None, x.axes[-1] or None),)
 
     @staticmethod
     def keyed(axis: Axis) -> Axis:
         """The key axis of new scores: the same positions, but an identity of their own, so
         that a softmax or an add can tell keys from queries of the same tokens."""
-        return tuple(Atom(a.size, a.label, a.feature, a.parent, a.index, a.pieces) for a in axis)
+        return tuple(Atom(a.size, a.name, a.feature, a.parent, a.index, a.pieces) for a in axis)
 
     def elementwise(self, s, ins):
         ts = [t for t in ins if t is not None]
@@ -544,9 +578,10 @@ class Provenance:
         if not (f.is_Pow and f.exp == sp.Rational(-1, 2)):
             return
         base = f.base
-        if self.prover.same(base, x.contracted):
+        contracted = _size(x.contracted)
+        if self.prover.same(base, contracted):
             return
-        want = self.user(x.contracted)
+        want = self.user(contracted)
         fix = (s, f"scale 1/sqrt({want})") if s.op == "scale" else None
         self.warn(s, "W306", f"`{s.text}` divides the scores by sqrt({self.user(base)}), but the "
                   f"product that made them summed over {want} terms", fix=fix,
