@@ -281,12 +281,11 @@ def scan(paths: list[str], exclude: set[str], match=lambda rel: rel.endswith(".s
             keep = []
             for d in sorted(dirs):
                 full = os.path.join(folder, d)
-                if d.startswith(".") or d in SKIPPED_FOLDERS or \
-                        os.path.realpath(full) in exclude:
+                if d.startswith(".") or d in SKIPPED_FOLDERS:
                     continue
                 if os.path.islink(full):
                     up.refused.append((full, LINK))
-                elif not _is_project(full):
+                elif os.path.realpath(full) not in exclude and not _is_project(full):
                     keep.append(d)
             dirs[:] = keep
             seen += len(names) + len(dirs)
