@@ -144,8 +144,9 @@ def test_autograder_refuses_two_files_and_a_link(tmp_path):
 
 def test_autograder_settings_from_grading_conf_and_environment(tmp_path):
     files = {"answers.shape": fill({"qh": "[B, S, D]"}), "scratch/try.shape": fill({})}
-    conf = ("# settings\nSHAPELANG_FILE=answers.shape\nSHAPELANG_VISIBILITY=after_published\n"
-            "SHAPELANG_HIDDEN=\"qh one\"\r\nSHAPELANG_TIME_LIMIT=5\n")
+    conf = ("# settings\nSHAPELANG_FILE=answers.shape   # the file to grade\n"
+            "SHAPELANG_VISIBILITY=after_published\n"
+            "SHAPELANG_HIDDEN=\"qh one\"  \r\nSHAPELANG_TIME_LIMIT=5")
     done, out = autograder(tmp_path, files, conf=conf)
     assert out["score"] == FULL - 2 and out["visibility"] == "after_published"
     tests = _tests(out)

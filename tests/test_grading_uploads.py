@@ -226,3 +226,17 @@ def test_an_empty_upload_is_the_learners_result_not_a_usage_error(tmp_path, fmt)
     up.mkdir()
     status, out = grade(ex, up, fmt=fmt)
     assert status == 1 and out["score"] == 0 and "no .shape file" in json.dumps(out)
+
+
+def test_an_upload_of_too_many_files_is_refused(tmp_path, monkeypatch):
+    from shapelang.teaching import results
+    monkeypatch.setattr(results, "MAX_ENTRIES", 30)
+    ex = course(tmp_path)
+    up = tmp_path / "upload"
+    up.mkdir()
+    (up / "answers.shape").write_text(fill({}))
+    for k in range(40):
+        (up / f"junk{k}.txt").write_text("x")
+    status, out = grade(ex, up)
+    assert status == 1 and out["score"] == 0 and "more than" in out["output"]
+    assert cli.main(["grade", str(ex), str(up), "--format", "score"]) == 2

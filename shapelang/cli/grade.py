@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ..teaching.results import (
+    MAX_ENTRIES,
     VISIBILITIES,
     SubmissionResult,
     Visibility,
@@ -143,12 +144,16 @@ def _grade_cli(args) -> int:
     except FileNotFoundError as err:
         return _usage(f"no such file or folder: {err.args[0]}")
     except OverflowError as err:
-        return _usage(f"{err.args[0]} holds too many files to look through")
+        if args.format not in ("gradescope", "prairielearn"):
+            return _usage(f"{err.args[0]} holds too many files to look through")
+        found = None        # one learner's upload: that learner's result
     except OSError as err:
         return _usage(f"cannot read {err.filename}: {err.strerror}")
     fmt = args.format
     if fmt in ("gradescope", "prairielearn"):
-        results = [_one_submission(grader, found, args.file)]
+        results = [_one_submission(grader, found, args.file) if found is not None else
+                   grader.refuse("(upload)", f"the upload holds more than {MAX_ENTRIES} files; "
+                                             "upload only the exercise file")]
         obj = gradescope_json(results[0], grader.options.title, visibility) \
             if fmt == "gradescope" else prairielearn_json(results[0])
         out = json.dumps(obj, indent=2) + "\n"
