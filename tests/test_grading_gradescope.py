@@ -54,10 +54,10 @@ def test_visibility_defaults_visible_and_hidden_tests_after_the_due_date(tmp_pat
     ex = course(tmp_path)
     sub = tmp_path / "a.shape"
     sub.write_text(fill({}))
-    status, out = grade(ex, sub, tmp=tmp_path)
+    _, out = grade(ex, sub, tmp=tmp_path)
     assert out["visibility"] == "visible"
     assert {t["visibility"] for t in out["tests"]} == {"visible"}
-    status, out = grade(ex, sub, tmp=tmp_path, extra=["--hidden", "?qh,one"])
+    _, out = grade(ex, sub, tmp=tmp_path, extra=["--hidden", "?qh,one"])
     tests = _tests(out)
     assert tests["?qh"]["visibility"] == tests["?one"]["visibility"] == "after_due_date"
     assert tests["?split"]["visibility"] == tests["whole"]["visibility"] == "visible"
@@ -69,7 +69,7 @@ def test_every_documented_visibility_can_be_chosen(tmp_path, vis):
     ex = course(tmp_path)
     sub = tmp_path / "a.shape"
     sub.write_text(fill({}))
-    status, out = grade(ex, sub, tmp=tmp_path, extra=["--visibility", vis, "--hidden", "swap",
+    _, out = grade(ex, sub, tmp=tmp_path, extra=["--visibility", vis, "--hidden", "swap",
                                                       "--hidden-visibility", "after_published"])
     assert out["visibility"] == vis
     tests = _tests(out)
@@ -133,12 +133,12 @@ def test_autograder_grades_the_upload(tmp_path):
 
 
 def test_autograder_refuses_two_files_and_a_link(tmp_path):
-    done, out = autograder(tmp_path, {"a.shape": fill({"qh": "[B]"}), "b.shape": fill({})})
+    _, out = autograder(tmp_path, {"a.shape": fill({"qh": "[B]"}), "b.shape": fill({})})
     assert out["score"] == 0 and "2 .shape files" in out["output"]
     (tmp_path / "submission" / "a.shape").unlink()
     (tmp_path / "submission" / "b.shape").unlink()
     (tmp_path / "submission" / "answers.shape").symlink_to(tmp_path / "source" / "solution.shape")
-    done, out = autograder(tmp_path, {})
+    _, out = autograder(tmp_path, {})
     assert out["score"] == 0 and "link" in out["output"]
 
 
@@ -147,13 +147,13 @@ def test_autograder_settings_from_grading_conf_and_environment(tmp_path):
     conf = ("# settings\nSHAPELANG_FILE=answers.shape   # the file to grade\n"
             "SHAPELANG_VISIBILITY=after_published\n"
             "SHAPELANG_HIDDEN=\"qh one\"  \r\nSHAPELANG_TIME_LIMIT=5")
-    done, out = autograder(tmp_path, files, conf=conf)
+    _, out = autograder(tmp_path, files, conf=conf)
     assert out["score"] == FULL - 2 and out["visibility"] == "after_published"
     tests = _tests(out)
     assert tests["?qh"]["visibility"] == "after_due_date"
     assert tests["?split"]["visibility"] == "after_published"
     # the environment wins over the file
-    done, out = autograder(tmp_path, {}, conf=conf,
+    _, out = autograder(tmp_path, {}, conf=conf,
                            env={"SHAPELANG_FILE": "scratch/try.shape",
                                 "SHAPELANG_HIDDEN_VISIBILITY": "hidden"})
     assert out["score"] == FULL and _tests(out)["?qh"]["visibility"] == "hidden"
@@ -163,8 +163,8 @@ def test_autograder_reports_a_failure_of_the_grader_as_such(tmp_path):
     """A real run where the grader fails (a bad time limit is the simplest way to make
     `shapelang grade` exit 2): the learner is told it is not their fault, with the
     true status."""
-    done, out = autograder(tmp_path, {"exercise.shape": fill({})},
-                           env={"SHAPELANG_TIME_LIMIT": "-1"})
+    _, out = autograder(tmp_path, {"exercise.shape": fill({})},
+                        env={"SHAPELANG_TIME_LIMIT": "-1"})
     assert out["score"] == 0
     assert "exited with status 2" in out["output"] and "not 0 or 1" not in out["output"]
     assert "not a mistake in your file" in out["output"]

@@ -240,3 +240,18 @@ def test_an_upload_of_too_many_files_is_refused(tmp_path, monkeypatch):
     status, out = grade(ex, up)
     assert status == 1 and out["score"] == 0 and "more than" in out["output"]
     assert cli.main(["grade", str(ex), str(up), "--format", "score"]) == 2
+
+
+def test_grade_file_refuses_links_folders_and_fifos_itself(tmp_path):
+    """The library call is as careful as the command: nothing but a regular file is read."""
+    from shapelang.teaching.grader import Grader
+    g = Grader(EXERCISE.read_text(), SOLUTION.read_text())
+    (tmp_path / "link.shape").symlink_to(SOLUTION)
+    os.mkfifo(tmp_path / "fifo.shape")
+    (tmp_path / "folder.shape").mkdir()
+    for name, words in (("link.shape", "is a link"), ("fifo.shape", "not a regular file"),
+                        ("folder.shape", "not a regular file"), ("none.shape", "cannot read")):
+        res = g.grade_file(str(tmp_path / name))
+        assert res.score == 0 and not res.gradable and words in res.error, name
+    (tmp_path / "ok.shape").write_text(fill({}))
+    assert g.grade_file(str(tmp_path / "ok.shape")).score == FULL

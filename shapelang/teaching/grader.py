@@ -21,7 +21,10 @@ builds the reference once per exercise, runs the stages for each submission
 under the wall-clock limit, and holds the `grade` and `exercise make` commands.
 
 Submissions are untrusted: nothing is evaluated, answers only reach the
-shapelang parser, and each grading runs under a wall-clock limit.
+shapelang parser, and each grading runs under a wall-clock limit. Each
+submission is graded in isolation: an error of the grader (or the time limit)
+becomes that submission's result, marked `internal_error`, and never stops a
+batch; links and special files are not read; notes are capped.
 """
 from __future__ import annotations
 
@@ -73,10 +76,6 @@ SYNTAX_NOTES_BYTES = 20_000   # longer submissions (and 4x the exercise) are not
 
 class GradingTimeout(BaseException):
     """Raised by the wall-clock guard (a BaseException, so no `except Exception` eats it)."""
-
-
-class IsALink(Exception):
-    """A submission path that is a symbolic link."""
 
 
 def _error_name(err: BaseException) -> str:
@@ -183,23 +182,24 @@ class Grader:
     def grade_file(self, path: str) -> SubmissionResult:
         """Grade one file. A link or anything but a regular file is refused (opened with
         O_NOFOLLOW and O_NONBLOCK, so neither a link nor a FIFO is followed or waited on)."""
+        link = "the submission is a link; links are not followed, submit the file itself"
+        if os.path.islink(path):
+            return self.refuse(path, link)
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         try:
-            if os.path.islink(path):
-                raise IsALink
             fd = os.open(path, flags)
-            with os.fdopen(fd, "rb") as fh:
-                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                    return self.refuse(path, "the submission is not a regular file")
-                data = fh.read(MAX_BYTES + 1)
-        except IsALink:
-            return self.refuse(path, "the submission is a link; links are not followed, "
-                                     "submit the file itself")
         except OSError as err:
-            if err.errno == errno.ELOOP:
-                return self.refuse(path, "the submission is a link; links are not followed, "
-                                         "submit the file itself")
+            return self.refuse(path, link if err.errno == errno.ELOOP else
+                               f"cannot read the submission: {err.strerror}")
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return self.refuse(path, "the submission is not a regular file")
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                data = fh.read(MAX_BYTES + 1)
+        except OSError as err:
             return self.refuse(path, f"cannot read the submission: {err.strerror}")
+        finally:
+            os.close(fd)
         return self.grade_bytes(data, path)
 
     def grade_bytes(self, data: bytes, path: str = "<submission>") -> SubmissionResult:
@@ -328,14 +328,14 @@ class Grader:
         except Exception as err:  # noqa: BLE001 - the blanks keep their verdicts
             self.engine.reset()
             res.internal_error = True
-            res.findings.append((None, f"the whole file could not be checked: {GRADER_FAILED} "
-                                       f"({_error_name(err)})"))
+            res.findings.append((None, (f"the whole file could not be checked: "
+                                        f"{GRADER_FAILED} ({_error_name(err)})")))
         if ext.notes or unparsed:    # say which lines do not parse
             try:
                 res.notes[:0] = self._syntax_notes(text)
             except GradingTimeout:   # every blank is graded: only this list is cut short
-                res.notes.insert(0, (None, "the lines that do not parse are not listed: "
-                                           "looking for them took too long"))
+                res.notes.insert(0, (None, ("the lines that do not parse are not listed: "
+                                            "looking for them took too long")))
         if hidden_notes:
             res.notes.append((None, f"and {hidden_notes} more notes"))
 

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
-    "BlankResult",
     "GRADER_FAILED",
     "MAX_NOTES",
+    "VISIBILITIES",
+    "BlankResult",
     "SubmissionResult",
     "Upload",
-    "VISIBILITIES",
     "Visibility",
     "capped",
     "clean",
