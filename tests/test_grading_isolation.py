@@ -224,3 +224,27 @@ def test_long_and_many_statement_submissions_finish_with_their_answers_graded():
         res = _timed(lambda t=text: g.grade_text(t), 3.0)
         assert res.score == FULL
         assert len(res.notes) <= MAX_NOTES + 1
+
+
+def test_naming_the_lines_that_do_not_parse_has_its_own_small_budget(monkeypatch):
+    """A slow search for syntax errors costs only its list, not the learner's points."""
+    g = _grader()
+    g.time_limit = 5.0
+    monkeypatch.setattr(g, "_syntax_notes", lambda text: time.sleep(3) or [])
+    res = _timed(lambda: g.grade_text(fill({}) + "%% junk\n"), 2.0)
+    assert res.score == FULL and not res.internal_error
+    assert any("not listed" in m for _, m in res.notes)
+
+
+def test_a_nested_deadline_leaves_the_outer_one_running():
+    from shapelang.teaching.grader import GradingTimeout, deadline
+    start = time.monotonic()
+    with pytest.raises(GradingTimeout), deadline(0.5):
+        with deadline(5):
+            pass
+        time.sleep(3)
+    assert time.monotonic() - start < 2
+    # the inner one is cut to what the outer one has left
+    with pytest.raises(GradingTimeout), deadline(0.3), deadline(5):
+        time.sleep(3)
+    assert time.monotonic() - start < 3

@@ -72,6 +72,7 @@ __all__ = [
 
 MAX_SYNTAX_NOTES = 5          # lines named as not parsing
 SYNTAX_NOTES_BYTES = 20_000   # longer submissions (and 4x the exercise) are not parsed whole
+SYNTAX_NOTES_SECONDS = 0.3    # of the time limit, at most this for naming those lines
 
 
 class GradingTimeout(BaseException):
@@ -88,7 +89,9 @@ def _error_name(err: BaseException) -> str:
 
 @contextmanager
 def deadline(seconds: float | None):
-    """Raise GradingTimeout in this thread after `seconds` (main thread, Unix only)."""
+    """Raise GradingTimeout in this thread after `seconds` (main thread, Unix only).
+    Nests: inside another deadline, the inner one is at most the time the outer one has
+    left, and the outer one runs on when the inner one ends."""
     usable = seconds and hasattr(signal, "setitimer") and \
         threading.current_thread() is threading.main_thread()
     if not usable:
@@ -101,13 +104,18 @@ def deadline(seconds: float | None):
             raise GradingTimeout()
 
     old = signal.signal(signal.SIGALRM, handler)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    outer_left = signal.getitimer(signal.ITIMER_REAL)[0]
+    start = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, min(seconds, outer_left) if outer_left else seconds)
     try:
         yield
     finally:
         armed[0] = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        if outer_left:
+            signal.setitimer(signal.ITIMER_REAL,
+                             max(outer_left - (time.monotonic() - start), 0.001))
 
 
 # ------------------------------------------------------------------ the grader
@@ -330,9 +338,10 @@ class Grader:
             res.internal_error = True
             res.findings.append((None, (f"the whole file could not be checked: "
                                         f"{GRADER_FAILED} ({_error_name(err)})")))
-        if ext.notes or unparsed:    # say which lines do not parse
+        if ext.notes or unparsed:    # say which lines do not parse, within a budget
             try:
-                res.notes[:0] = self._syntax_notes(text)
+                with deadline(SYNTAX_NOTES_SECONDS):
+                    res.notes[:0] = self._syntax_notes(text)
             except GradingTimeout:   # every blank is graded: only this list is cut short
                 res.notes.insert(0, (None, ("the lines that do not parse are not listed: "
                                             "looking for them took too long")))
