@@ -190,3 +190,29 @@ def test_autograder_names_each_exit_status_truthfully(tmp_path, status, words):
     else:
         assert out["score"] == 0 and f"exited with status {status}" in out["output"]
         assert words in out["output"]
+
+
+def test_visibility_written_in_the_exercise_and_overridden_on_the_command_line(tmp_path, capsys):
+    ex = course(tmp_path)
+    text = ex.read_text()
+    ex.write_text(text.replace("\ndim B", "\n# @visibility: after_published\n# @hidden: ?qh\n"
+                                         "# @hidden visibility: hidden\ndim B", 1))
+    sub = tmp_path / "a.shape"
+    sub.write_text(fill({"qh": "[B, S, D]"}))
+    status, out = grade(ex, sub, tmp=tmp_path)
+    assert status == 1 and out["score"] == FULL - 2      # the lines moved nothing
+    tests = _tests(out)
+    assert out["visibility"] == tests["?split"]["visibility"] == "after_published"
+    assert tests["?qh"]["visibility"] == "hidden"
+    g = Grader(ex.read_text(), SOLUTION.read_text())          # the exercise's lines stay
+    assert g.tmpl.blanks["qh"].line == 32 and g.visibility.hidden == {"qh"}
+    _, out = grade(ex, sub, tmp=tmp_path, extra=["--visibility", "visible", "--hidden", "one"])
+    tests = _tests(out)
+    assert tests["?split"]["visibility"] == "visible" and tests["?one"]["visibility"] == "hidden"
+    assert tests["?qh"]["visibility"] == "visible"
+    ex.write_text(text.replace("\ndim B", "\n# @visibility: later\ndim B", 1))
+    assert cli.main(["grade", str(ex), str(sub)]) == 2
+    assert "bad value `later`" in capsys.readouterr().err
+    ex.write_text(text.replace("\ndim B", "\n# @hidden: ?nope\ndim B", 1))
+    assert cli.main(["grade", str(ex), str(sub)]) == 2
+    assert "?nope" in capsys.readouterr().err

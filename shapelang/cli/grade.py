@@ -60,13 +60,15 @@ def add_parser(sub) -> None:
     c.add_argument("--time-limit", metavar="SECONDS", type=float,
                    help="seconds of grading per submission (default: the exercise's "
                         "`@time limit`, else 10)")
-    c.add_argument("--visibility", choices=VISIBILITIES, default="visible",
-                   help="gradescope: when learners see the results (default: visible)")
+    c.add_argument("--visibility", choices=VISIBILITIES,
+                   help="gradescope: when learners see the results (default: the exercise's "
+                        "`# @visibility`, else visible)")
     c.add_argument("--hidden", metavar="BLANK", action="append", default=[],
                    help="gradescope: a blank whose test is hidden (repeat, or separate "
-                        "names by commas or spaces)")
-    c.add_argument("--hidden-visibility", choices=VISIBILITIES, default="after_due_date",
-                   help="gradescope: when learners see hidden tests (default: after_due_date)")
+                        "names by commas or spaces; default: the exercise's `# @hidden`)")
+    c.add_argument("--hidden-visibility", choices=VISIBILITIES,
+                   help="gradescope: when learners see hidden tests (default: the exercise's "
+                        "`# @hidden visibility`, else after_due_date)")
 
 
 def command(args) -> int:
@@ -132,7 +134,10 @@ def _grade_cli(args) -> int:
     if unknown:
         return _usage(f"--hidden: the exercise has no blank ?{unknown[0]}; its blanks are "
                       + ", ".join(f"?{n}" for n in grader.tmpl.blanks))
-    visibility = Visibility(args.visibility, frozenset(hidden), args.hidden_visibility)
+    ex_vis = grader.visibility          # the exercise's `# @visibility` lines, if any
+    visibility = Visibility(args.visibility or ex_vis.results,
+                            frozenset(hidden) if args.hidden else ex_vis.hidden,
+                            args.hidden_visibility or ex_vis.hidden_tests)
     for w in grader.warnings:
         print(f"shapelang: note: {w}", file=sys.stderr)
     ex = Path(args.exercise).resolve()

@@ -54,6 +54,7 @@ from .results import (
     quote,
     result_json,
     text_report,
+    visibility_options,
 )
 
 __all__ = [
@@ -126,7 +127,15 @@ class Grader:
     def __init__(self, exercise_text: str, solution_text: str, exercise_path: str = "exercise.shape",
                  solution_path: str = "solution.shape", engine: str | None = None,
                  time_limit: float | None = None):
+        try:
+            exercise_text, self.visibility = visibility_options(exercise_text)
+        except ValueError as err:
+            raise ExerciseError(f"{exercise_path}: {err}") from None
         self.tmpl = load_template(exercise_text, exercise_path)
+        unknown = sorted(self.visibility.hidden - set(self.tmpl.blanks))
+        if unknown:
+            raise ExerciseError(f"{exercise_path}: `@hidden` names ?{unknown[0]}, which is not "
+                                "a blank of the exercise")
         self.path = exercise_path
         self.options = self.tmpl.options
         self.time_limit = time_limit if time_limit is not None else self.options.time_limit

@@ -34,6 +34,7 @@ __all__ = [
     "result_json",
     "scan",
     "text_report",
+    "visibility_options",
 ]
 
 MAX_NOTES = 20           # notes (and whole-file findings) shown per submission
@@ -170,6 +171,32 @@ class Visibility:
 
     def of(self, blank: str | None) -> str:
         return self.hidden_tests if blank in self.hidden else self.results
+
+
+_VISIBILITY_OPTION = re.compile(r"^[ \t]*#[ \t]*@[ \t]*(visibility|hidden|hidden[ _-]visibility)"
+                                r"[ \t]*:(.*)$", re.IGNORECASE | re.MULTILINE)
+
+
+def visibility_options(text: str) -> tuple[str, Visibility]:
+    """Gradescope's visibility from an exercise's comments (`# @visibility: V`,
+    `# @hidden: ?a ?b`, `# @hidden visibility: V`), and the text with those lines
+    emptied to `#` (so line numbers stay). Raises ValueError for a bad value."""
+    found: dict[str, str] = {}
+
+    def take(m: re.Match) -> str:
+        key = re.sub(r"[ _-]", " ", m.group(1).lower())
+        value = m.group(2).strip()
+        if key != "hidden" and value not in VISIBILITIES:
+            raise ValueError(f"line {text.count(chr(10), 0, m.start()) + 1}: bad value "
+                             f"`{value}` for `@{key}`; the visibilities are "
+                             + ", ".join(VISIBILITIES))
+        found[key] = value
+        return "#"
+
+    rest = _VISIBILITY_OPTION.sub(take, text)
+    hidden = frozenset(n.lstrip("?") for n in found.get("hidden", "").replace(",", " ").split())
+    return rest, Visibility(found.get("visibility", "visible"), hidden,
+                            found.get("hidden visibility", "after_due_date"))
 
 
 def _md_lines(lines: list) -> str:
