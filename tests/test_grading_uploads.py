@@ -255,3 +255,16 @@ def test_grade_file_refuses_links_folders_and_fifos_itself(tmp_path):
         assert res.score == 0 and not res.gradable and words in res.error, name
     (tmp_path / "ok.shape").write_text(fill({}))
     assert g.grade_file(str(tmp_path / "ok.shape")).score == FULL
+
+
+def test_a_folder_given_through_a_link_is_searched_but_links_inside_are_not(tmp_path):
+    ex = course(tmp_path)
+    real = tmp_path / "real-upload"
+    real.mkdir()
+    (real / "answers.shape").write_text(fill({"one": "[B]"}))
+    (tmp_path / "upload").symlink_to(real, target_is_directory=True)
+    status, out = grade(ex, tmp_path / "upload")
+    assert status == 1 and out["score"] == FULL - 1
+    (real / "more.shape").symlink_to(SOLUTION)
+    status, out = grade(ex, tmp_path / "upload")
+    assert status == 1 and out["score"] == 0 and "link" in out["output"]
