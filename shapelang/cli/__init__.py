@@ -1,6 +1,7 @@
 """Command line: argument parsing and exit codes, nothing else.
 
-Exit codes: 0 clean, 1 findings, 2 usage or I/O error. Each command's work
+Exit codes: 0 clean, 1 findings, 2 usage or I/O error (and for `grade`, 3: the
+grader failed on some submission). Each command's work
 lives in its stage module; heavy imports (sympy, torch) happen only inside the
 command that needs them, so `shapelang --help` starts fast.
 """
@@ -44,15 +45,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="ask for the shape after every step")
     m.add_argument("--force", action="store_true")
 
-    c = sub.add_parser("grade", help="grade submissions of an exercise")
-    c.add_argument("exercise", metavar="EXERCISE.shape")
-    c.add_argument("submissions", nargs="+", metavar="SUBMISSION",
-                   help="submission files or folders of them")
-    c.add_argument("--solution", metavar="SOLUTION.shape",
-                   help="the reference solution (default: beside the exercise)")
-    c.add_argument("--format", choices=["text", "json", "gradescope", "prairielearn", "score"],
-                   default="text")
-    c.add_argument("-o", "--output", metavar="FILE", help="write the result here")
+    from .grade import add_parser as add_grade_parser
+    add_grade_parser(sub)
     return p
 
 

@@ -1,24 +1,74 @@
-"""`shapelang exercise make` and `shapelang grade`."""
+"""`shapelang exercise make` and `shapelang grade`.
+
+Exit codes of `grade`: 0 every submission got full marks; 1 a submission lost
+points or was refused; 2 a usage or I/O problem, or an exercise that cannot be
+graded; 3 the grader failed on some submission (that submission's result says
+so, and every other submission was graded).
+"""
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
-from ..teaching.exercise import ExerciseError, make
-from ..teaching.grader import Grader
 from ..teaching.results import (
+    MAX_ENTRIES,
+    VISIBILITIES,
     SubmissionResult,
+    Visibility,
     find_solution,
     gradescope_json,
     prairielearn_json,
     read_text,
     result_json,
+    scan,
     score_value,
-    submission_files,
     text_report,
     write_output,
 )
+
+EXIT_CODES = """\
+exit status:
+  0  every submission got full marks
+  1  a submission lost points or was refused (several .shape files, a link, ...)
+  2  usage or I/O problem, or an exercise that cannot be graded
+  3  the grader failed on some submission (its result says so; the others were graded)
+"""
+
+
+def add_parser(sub) -> None:
+    """The `grade` command's arguments (on the subparsers of `shapelang`)."""
+    c = sub.add_parser("grade", help="grade submissions of an exercise", epilog=EXIT_CODES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Grade submissions of an exercise. With --format gradescope "
+                       "or prairielearn, the paths given are one learner's upload: it must hold "
+                       "exactly one .shape file (or the file named by --file); links are never "
+                       "followed.")
+    c.add_argument("exercise", metavar="EXERCISE.shape")
+    c.add_argument("submissions", nargs="+", metavar="SUBMISSION",
+                   help="submission files or folders of them")
+    c.add_argument("--solution", metavar="SOLUTION.shape",
+                   help="the reference solution (default: beside the exercise)")
+    c.add_argument("--format", choices=["text", "json", "gradescope", "prairielearn", "score"],
+                   default="text")
+    c.add_argument("-o", "--output", metavar="FILE", help="write the result here")
+    c.add_argument("--file", metavar="NAME",
+                   help="grade only the file with this name (or path inside the upload); "
+                        "without it, an upload with several .shape files is refused")
+    c.add_argument("--time-limit", metavar="SECONDS", type=float,
+                   help="seconds of grading per submission (default: the exercise's "
+                        "`@time limit`, else 10)")
+    c.add_argument("--visibility", choices=VISIBILITIES,
+                   help="gradescope: when learners see the results (default: the exercise's "
+                        "`# @visibility`, else visible)")
+    c.add_argument("--hidden", metavar="BLANK", action="append", default=[],
+                   help="gradescope: a blank whose test is hidden (repeat, or separate "
+                        "names by commas or spaces; default: the exercise's `# @hidden`)")
+    c.add_argument("--hidden-visibility", choices=VISIBILITIES,
+                   help="gradescope: when learners see hidden tests (default: the exercise's "
+                        "`# @hidden visibility`, else after_due_date)")
 
 
 def command(args) -> int:
@@ -28,6 +78,8 @@ def command(args) -> int:
 
 
 def _make_cli(args) -> int:
+    from ..teaching.exercise import ExerciseError, make
+
     try:
         text = read_text(args.file)
     except OSError as err:
@@ -55,43 +107,68 @@ def _make_cli(args) -> int:
     return 0
 
 
+def _usage(message: str) -> int:
+    print(f"shapelang: {message}", file=sys.stderr)
+    return 2
+
+
 def _grade_cli(args) -> int:
+    from ..teaching.exercise import ExerciseError
+    from ..teaching.grader import Grader
+
     solution = args.solution or find_solution(args.exercise)
     if solution is None:
-        print(f"shapelang: no solution found for {args.exercise} (looked for "
-              "solutions/NAME.shape and NAME.solution.shape beside it); pass --solution",
-              file=sys.stderr)
-        return 2
+        return _usage(f"no solution found for {args.exercise} (looked for solutions/NAME.shape "
+                      "and NAME.solution.shape beside it); pass --solution")
+    if args.time_limit is not None and not 0 < args.time_limit <= 3600:
+        return _usage("--time-limit must be a number of seconds between 0 and 3600")
     try:
-        grader = Grader(read_text(args.exercise), read_text(solution), args.exercise, solution)
+        grader = Grader(read_text(args.exercise), read_text(solution), args.exercise, solution,
+                        time_limit=args.time_limit)
     except OSError as err:
-        print(f"shapelang: cannot read {err.filename}: {err.strerror}", file=sys.stderr)
-        return 2
+        return _usage(f"cannot read {err.filename}: {err.strerror}")
     except ExerciseError as err:
-        print(f"shapelang: the exercise cannot be graded: {err}", file=sys.stderr)
-        return 2
+        return _usage(f"the exercise cannot be graded: {err}")
+    hidden = {n.lstrip("?") for arg in args.hidden for n in arg.replace(",", " ").split()}
+    unknown = sorted(hidden - set(grader.tmpl.blanks))
+    if unknown:
+        return _usage(f"--hidden: the exercise has no blank ?{unknown[0]}; its blanks are "
+                      + ", ".join(f"?{n}" for n in grader.tmpl.blanks))
+    ex_vis = grader.visibility          # the exercise's `# @visibility` lines, if any
+    visibility = Visibility(args.visibility or ex_vis.results,
+                            frozenset(hidden) if args.hidden else ex_vis.hidden,
+                            args.hidden_visibility or ex_vis.hidden_tests)
     for w in grader.warnings:
         print(f"shapelang: note: {w}", file=sys.stderr)
-    exclude = {str(Path(args.exercise).resolve()), str(Path(solution).resolve())}
+    ex = Path(args.exercise).resolve()
+    exclude = {str(ex), str(Path(solution).resolve()), str(ex.parent / "solutions")}
+    match = (lambda rel: rel.endswith(".shape")) if args.file is None else \
+        (lambda rel: rel == args.file or os.path.basename(rel) == args.file)
     try:
-        files = submission_files(args.submissions, exclude)
+        found = scan(args.submissions, exclude, match)
     except FileNotFoundError as err:
-        print(f"shapelang: no such file or folder: {err.args[0]}", file=sys.stderr)
-        return 2
+        return _usage(f"no such file or folder: {err.args[0]}")
+    except OverflowError as err:
+        if args.format not in ("gradescope", "prairielearn"):
+            return _usage(f"{err.args[0]} holds too many files to look through")
+        found = None        # one learner's upload: that learner's result
+    except OSError as err:
+        return _usage(f"cannot read {err.filename}: {err.strerror}")
     fmt = args.format
     if fmt in ("gradescope", "prairielearn"):
-        if not files:       # an upload without a .shape file: try what is there
-            files = submission_files(args.submissions, exclude, "*")[:20]
-        res = _one_submission(grader, files, args.exercise)
-        results = [res]
-        obj = gradescope_json(res, grader.options.title) if fmt == "gradescope" \
-            else prairielearn_json(res)
+        results = [_one_submission(grader, found, args.file) if found is not None else
+                   grader.refuse("(upload)", f"the upload holds more than {MAX_ENTRIES} files; "
+                                             "upload only the exercise file")]
+        obj = gradescope_json(results[0], grader.options.title, visibility) \
+            if fmt == "gradescope" else prairielearn_json(results[0])
         out = json.dumps(obj, indent=2) + "\n"
     else:
-        if not files:
-            print("shapelang: no .shape submissions found", file=sys.stderr)
-            return 2
-        results = [grader.grade_file(f) for f in files]
+        if not found.files and not found.refused:
+            what = f"files named {args.file}" if args.file else ".shape submissions"
+            return _usage(f"no {what} found")
+        graded = {f: grader.grade_file(f) for f in found.files}
+        graded.update((p, grader.refuse(p, why)) for p, why in found.refused)
+        results = [graded[p] for p in sorted(graded)]
         if fmt == "json":
             out = json.dumps({"exercise": args.exercise, "title": grader.options.title,
                               "max_score": score_value(grader.max_score),
@@ -106,22 +183,42 @@ def _grade_cli(args) -> int:
     try:
         write_output(args.output, out)
     except OSError as err:
-        print(f"shapelang: cannot write {args.output}: {err.strerror}", file=sys.stderr)
-        return 2
+        return _usage(f"cannot write {args.output}: {err.strerror}")
+    failed = [r for r in results if r.internal_error]
+    for r in failed:
+        print(f"shapelang: the grader failed on {r.path}; its result says so", file=sys.stderr)
+    if failed:
+        return 3
     return 0 if all(r.full_marks for r in results) else 1
 
 
-def _one_submission(grader: Grader, files: list[str], exercise_path: str) -> SubmissionResult:
-    """Gradescope and PrairieLearn grade one submission: pick the file to grade."""
-    if not files:
-        return grader._reject("(no file)", "the submission contains no .shape file; upload "
-                                           "the exercise file with your answers filled in")
-    same = [f for f in files if Path(f).name == Path(exercise_path).name]
-    if len(same) == 1:
-        return grader.grade_file(same[0])
-    if len(files) == 1:
-        return grader.grade_file(files[0])
-    best = max((grader.grade_file(f) for f in files), key=lambda r: (r.gradable, r.score))
-    best.notes.append((None, ("the submission has several .shape files; graded the one that "
-                              "scored best")))
-    return best
+def _names(paths: list) -> str:
+    shown = ", ".join(f"`{Path(p).name}`" for p in paths[:5])
+    return shown + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
+def _one_submission(grader, found, name: str | None) -> SubmissionResult:
+    """Gradescope and PrairieLearn grade one upload: exactly one file of it, never the
+    best of several, and nothing in an upload that holds a link."""
+    links = found.refused + found.stray
+    if links:
+        path, why = links[0]
+        return grader.refuse(path, f"the upload contains {_names([p for p, _ in links])}: {why}")
+    if name is not None:
+        if len(found.files) == 1:
+            return grader.grade_file(found.files[0])
+        if not found.files:
+            return grader.refuse("(no file)", f"the upload has no file named `{name}`; your "
+                                              "instructor asks for that name")
+        return grader.refuse("(several files)", f"the upload has several files named "
+                                                f"`{name}`: {_names(found.files)}")
+    if len(found.files) == 1:
+        return grader.grade_file(found.files[0])
+    if len(found.files) > 1:
+        return grader.refuse("(several files)", (
+            f"the upload has {len(found.files)} .shape files ({_names(found.files)}); only one "
+            "is graded, so upload only the exercise file with your answers filled in"))
+    if len(found.others) == 1:      # one file under another name: that is the answer
+        return grader.grade_file(found.others[0])
+    return grader.refuse("(no file)", "the submission contains no .shape file; upload the "
+                                      "exercise file with your answers filled in")

@@ -21,23 +21,32 @@ builds the reference once per exercise, runs the stages for each submission
 under the wall-clock limit, and holds the `grade` and `exercise make` commands.
 
 Submissions are untrusted: nothing is evaluated, answers only reach the
-shapelang parser, and each grading runs under a wall-clock limit.
+shapelang parser, and each grading runs under a wall-clock limit. Each
+submission is graded in isolation: an error of the grader (or the time limit)
+becomes that submission's result, marked `internal_error`, and never stops a
+batch; links and special files are not read; notes are capped.
 """
 from __future__ import annotations
 
+import errno
+import os
 import signal
+import stat
 import threading
 import time
 from contextlib import contextmanager
 
-from ..syntax.parser import MAX_BYTES, ParseFailure, parse
+from ..syntax.parser import MAX_BYTES, MAX_LINES, ParseFailure
 from .engines import FastEngine, FullEngine, Reference, filled_text
 from .exercise import Answer, ExerciseError, extract, load_template
 from .feedback import Feedback, with_help
 from .judge import Judge, fill_answers
 from .results import (
+    GRADER_FAILED,
+    MAX_NOTES,
     BlankResult,
     SubmissionResult,
+    capped,
     clean,
     find_solution,
     gradescope_json,
@@ -45,6 +54,7 @@ from .results import (
     quote,
     result_json,
     text_report,
+    visibility_options,
 )
 
 __all__ = [
@@ -61,15 +71,28 @@ __all__ = [
 ]
 
 
+MAX_SYNTAX_NOTES = 5          # lines named as not parsing
+SYNTAX_NOTES_BYTES = 20_000   # longer submissions (and 4x the exercise) are not parsed whole
+SYNTAX_NOTES_SECONDS = 0.3    # of the time limit, at most this for naming those lines
+
+
 class GradingTimeout(BaseException):
     """Raised by the wall-clock guard (a BaseException, so no `except Exception` eats it)."""
+
+
+def _error_name(err: BaseException) -> str:
+    """What went wrong inside the grader, for the instructor: the kind, not the text
+    (which can be long or repeat the submission)."""
+    return f"internal {type(err).__name__}"
 
 
 # ------------------------------------------------------------------ wall-clock guard
 
 @contextmanager
 def deadline(seconds: float | None):
-    """Raise GradingTimeout in this thread after `seconds` (main thread, Unix only)."""
+    """Raise GradingTimeout in this thread after `seconds` (main thread, Unix only).
+    Nests: inside another deadline, the inner one is at most the time the outer one has
+    left, and the outer one runs on when the inner one ends."""
     usable = seconds and hasattr(signal, "setitimer") and \
         threading.current_thread() is threading.main_thread()
     if not usable:
@@ -82,13 +105,18 @@ def deadline(seconds: float | None):
             raise GradingTimeout()
 
     old = signal.signal(signal.SIGALRM, handler)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    outer_left = signal.getitimer(signal.ITIMER_REAL)[0]
+    start = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, min(seconds, outer_left) if outer_left else seconds)
     try:
         yield
     finally:
         armed[0] = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        if outer_left:
+            signal.setitimer(signal.ITIMER_REAL,
+                             max(outer_left - (time.monotonic() - start), 0.001))
 
 
 # ------------------------------------------------------------------ the grader
@@ -99,7 +127,15 @@ class Grader:
     def __init__(self, exercise_text: str, solution_text: str, exercise_path: str = "exercise.shape",
                  solution_path: str = "solution.shape", engine: str | None = None,
                  time_limit: float | None = None):
+        try:
+            exercise_text, self.visibility = visibility_options(exercise_text)
+        except ValueError as err:
+            raise ExerciseError(f"{exercise_path}: {err}") from None
         self.tmpl = load_template(exercise_text, exercise_path)
+        unknown = sorted(self.visibility.hidden - set(self.tmpl.blanks))
+        if unknown:
+            raise ExerciseError(f"{exercise_path}: `@hidden` names ?{unknown[0]}, which is not "
+                                "a blank of the exercise")
         self.path = exercise_path
         self.options = self.tmpl.options
         self.time_limit = time_limit if time_limit is not None else self.options.time_limit
@@ -161,35 +197,67 @@ class Grader:
 
     # -- grading
     def grade_file(self, path: str) -> SubmissionResult:
+        """Grade one file. A link or anything but a regular file is refused (opened with
+        O_NOFOLLOW and O_NONBLOCK, so neither a link nor a FIFO is followed or waited on)."""
+        link = "the submission is a link; links are not followed, submit the file itself"
+        if os.path.islink(path):
+            return self.refuse(path, link)
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         try:
-            with open(path, "rb") as fh:
+            fd = os.open(path, flags)
+        except OSError as err:
+            return self.refuse(path, link if err.errno == errno.ELOOP else
+                               f"cannot read the submission: {err.strerror}")
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return self.refuse(path, "the submission is not a regular file")
+            with os.fdopen(fd, "rb", closefd=False) as fh:
                 data = fh.read(MAX_BYTES + 1)
         except OSError as err:
-            return self._reject(path, f"cannot read the submission: {err.strerror}")
+            return self.refuse(path, f"cannot read the submission: {err.strerror}")
+        finally:
+            os.close(fd)
         return self.grade_bytes(data, path)
 
     def grade_bytes(self, data: bytes, path: str = "<submission>") -> SubmissionResult:
         if len(data) > MAX_BYTES:
-            return self._reject(path, f"the submission is larger than {MAX_BYTES // 1024} KB; "
-                                      "submit the exercise file with your answers filled in")
+            return self.refuse(path, f"the submission is larger than {MAX_BYTES // 1024} KB; "
+                                     "submit the exercise file with your answers filled in")
         if b"\x00" in data:
-            return self._reject(path, "the submission is not a text file")
-        return self.grade_text(data.decode("utf-8", errors="replace"), path)
+            return self.refuse(path, "the submission is not a text file")
+        return self.grade_text(data.decode("utf-8-sig", errors="replace"), path)
 
-    def _reject(self, path: str, message: str) -> SubmissionResult:
-        res = SubmissionResult(path, 0.0, self.max_score, gradable=False, error=message)
+    def refuse(self, path: str, message: str) -> SubmissionResult:
+        """A result of 0 points that says why the submission was not graded."""
+        res = SubmissionResult(path, 0.0, self.max_score, gradable=False, error=clean(message))
         for b in self.tmpl.blanks.values():
-            res.blanks.append(BlankResult(b.name, 0.0, b.points, "not graded", message, None,
+            res.blanks.append(BlankResult(b.name, 0.0, b.points, "not graded", res.error, None,
                                           b.line))
         return res
 
+    def failed(self, path: str, err: BaseException) -> SubmissionResult:
+        """The result of a submission on which the grader itself failed."""
+        res = self.refuse(path, f"{GRADER_FAILED} ({_error_name(err)})")
+        res.internal_error = True
+        return res
+
     def grade_text(self, text: str, path: str = "<submission>") -> SubmissionResult:
+        """Grade a submission's text. Never raises: an error of the grader becomes this
+        submission's result, marked `internal_error`, and the grader stays usable."""
+        try:
+            return self._grade_text(text, path)
+        except Exception as err:  # noqa: BLE001 - one submission must not stop a batch
+            self.engine.reset()
+            return self.failed(path, err)
+
+    def _grade_text(self, text: str, path: str) -> SubmissionResult:
         start = time.perf_counter()
+        text = text.removeprefix("\ufeff")
         if len(text.encode("utf-8", "replace")) > MAX_BYTES:
-            return self._reject(path, f"the submission is larger than {MAX_BYTES // 1024} KB; "
-                                      "submit the exercise file with your answers filled in")
-        if text.count("\n") > 5000:
-            return self._reject(path, "the submission has more than 5000 lines")
+            return self.refuse(path, f"the submission is larger than {MAX_BYTES // 1024} KB; "
+                                     "submit the exercise file with your answers filled in")
+        if sum(1 for ln in text.splitlines() if ln.strip()) > MAX_LINES:
+            return self.refuse(path, f"the submission has more than {MAX_LINES} lines")
         res = SubmissionResult(path, 0.0, self.max_score)
         done: dict[str, BlankResult] = {}
         try:
@@ -197,28 +265,36 @@ class Grader:
                 self._grade(text, res, done)
         except GradingTimeout:
             self.engine.reset()
+            res.internal_error = True
             res.error = (f"grading stopped after {self.time_limit:g} s, the time limit for one "
-                         "submission; the blanks graded until then keep their scores")
-        except RecursionError:
+                         "submission; the blanks graded until then keep their scores. "
+                         f"{GRADER_FAILED}")
+        except RecursionError as err:
             self.engine.reset()
-            res.error = "the submission is too deeply nested to grade"
+            res.internal_error = True
+            res.error = f"{GRADER_FAILED} ({_error_name(err)})"
         for b in self.tmpl.blanks.values():
             if b.name not in done:
                 done[b.name] = BlankResult(b.name, 0.0, b.points, "not graded",
                                            res.error or "not graded", b.hint, b.line)
         res.blanks = [done[n] for n in self.tmpl.blanks]
         res.score = sum(r.points for r in res.blanks)
+        if res.internal_error and res.error is None:
+            res.error = GRADER_FAILED
         if not any(r.status not in ("missing", "not graded") for r in res.blanks) and \
                 res.error is None:
             res.gradable = False
             res.error = "no line of the submission matches a line of the exercise that has a " \
                         "blank; submit the exercise file with the blanks filled in"
+        res.notes = capped(res.notes)
+        res.findings = capped(res.findings, "findings")
         res.seconds = time.perf_counter() - start
         return res
 
     def _grade(self, text: str, res: SubmissionResult, done: dict) -> None:
         ext = extract(self.tmpl, text)
-        res.notes.extend((ln, clean(m)) for ln, m in ext.notes)
+        res.notes.extend((ln, clean(m)) for ln, m in ext.notes[:MAX_NOTES + 1])
+        hidden_notes = max(0, len(ext.notes) - MAX_NOTES - 1)
         answers: dict[str, Answer] = ext.answers
         given = {n: a.text for n, a in answers.items() if a.status == "given"}
         wrong_units: set[int] = set()
@@ -239,7 +315,17 @@ class Grader:
             if not here:
                 wrong_units.add(self.engine.unit_of_stmt[st.index])
                 continue
-            verdicts = self.judge.statement(st, {b.name: given[b.name] for b in here})
+            try:
+                verdicts = self.judge.statement(st, {b.name: given[b.name] for b in here})
+            except Exception as err:  # noqa: BLE001 - the other blanks are still graded
+                self.engine.reset()
+                res.internal_error = True
+                for b in here:
+                    done[b.name] = BlankResult(b.name, 0.0, b.points, "not graded",
+                                               f"{GRADER_FAILED} ({_error_name(err)})", None,
+                                               answers[b.name].line, clean(given[b.name], 200))
+                wrong_units.add(self.engine.unit_of_stmt[st.index])
+                continue
             for b in here:
                 v = verdicts[b.name]
                 unparsed = unparsed or v.unparsed
@@ -254,23 +340,37 @@ class Grader:
                                            answers[b.name].line, clean(given[b.name], 200))
                 if status != "correct":
                     wrong_units.add(self.engine.unit_of_stmt[st.index])
-        res.findings.extend(self.judge.whole_file(given, wrong_units, done))
-        if ext.notes or unparsed:    # say which lines do not parse
-            res.notes[:0] = self._syntax_notes(text)
+        try:
+            res.findings.extend(self.judge.whole_file(given, wrong_units, done))
+        except Exception as err:  # noqa: BLE001 - the blanks keep their verdicts
+            self.engine.reset()
+            res.internal_error = True
+            res.findings.append((None, (f"the whole file could not be checked: "
+                                        f"{GRADER_FAILED} ({_error_name(err)})")))
+        if ext.notes or unparsed:    # say which lines do not parse, within a budget
+            try:
+                with deadline(SYNTAX_NOTES_SECONDS):
+                    res.notes[:0] = self._syntax_notes(text)
+            except GradingTimeout:   # every blank is graded: only this list is cut short
+                res.notes.insert(0, (None, ("the lines that do not parse are not listed: "
+                                            "looking for them took too long")))
+        if hidden_notes:
+            res.notes.append((None, f"and {hidden_notes} more notes"))
 
     def _syntax_notes(self, text: str) -> list:
-        """Where the submission as a whole does not parse (its other lines were graded)."""
+        """Where the submission as a whole does not parse (its other lines were graded).
+        Bounded: a submission much longer than the exercise is not parsed as a whole."""
         from ..syntax.parser import parse_recovering
-        if len(text) > 20_000:
-            try:
-                parse(text, "submission")
-                return []
-            except ParseFailure as failure:
-                errors = [failure.diagnostic]
-        else:
+        text = text.rstrip()
+        if len(text) > max(SYNTAX_NOTES_BYTES, 4 * len(self.tmpl.text)) or \
+                text.count("\n") >= MAX_LINES:
+            return []
+        try:
             errors = parse_recovering(text, "submission")[1]
+        except ParseFailure as failure:
+            errors = [failure.diagnostic]
         return [(d.span.line, clean(f"this line does not parse: {with_help(d)}"))
-                for d in errors[:5]]
+                for d in errors[:MAX_SYNTAX_NOTES]]
 
     def _reference_text(self, b) -> str:
         if self.ref_answers.get(b.name):
