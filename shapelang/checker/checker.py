@@ -39,7 +39,7 @@ from .layout import TensorType, dense_like, fresh
 from .provenance import Provenance
 from .prover import Prover
 from .scope import Poisoned, Scope
-from .suggest import Suggestions
+from .suggest import Suggestions, int_literal
 
 DTYPES = {"float", "int", "bool", "long", "half", "bfloat16", "float32", "float16", "int64"}
 _DTYPE_KIND = {"long": "int", "int64": "int", "float32": "float", "float16": "float",
@@ -128,7 +128,7 @@ class Checker(Facts):
         """Where every axis's elements come from, and what shapes alone miss (W301-W307)."""
         analysis = Provenance(self)
         analysis.run(self.out)
-        for d in analysis.findings:
+        for d in analysis.findings.found:
             self.report(d)
 
     # ------------------------------------------------------------ one statement at a time
@@ -431,7 +431,7 @@ class Checker(Facts):
                 raise ShapeError("E110", "`concat` takes an axis and tensors: concat(-1, A, B)",
                                  span=node.span)
             axis_node = node.args[0]
-            axis = _int_literal(axis_node)
+            axis = int_literal(axis_node)
             if axis is None:
                 raise ShapeError("E110", "the first argument of concat is an axis", span=axis_node.span)
             vals = [self.tensor_value(a) for a in node.args[1:]]
@@ -479,14 +479,6 @@ class Checker(Facts):
 
 def _anon_decl(node: ShapeLit) -> TensorDecl:
     return TensorDecl(node.span, "input", "", node, None)
-
-
-def _int_literal(node):
-    if isinstance(node, Num) and isinstance(node.value, int):
-        return node.value
-    if isinstance(node, Neg) and isinstance(node.operand, Num):
-        return -node.operand.value
-    return None
 
 
 @functools.lru_cache(maxsize=8)

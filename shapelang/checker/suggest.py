@@ -10,7 +10,7 @@ import re
 from dataclasses import replace
 
 from ..syntax.diagnostics import ShapeError
-from ..syntax.nodes import BinOp, Num, Pipeline, ShapeLit, Span
+from ..syntax.nodes import BinOp, Neg, Num, Pipeline, ShapeLit, Span
 
 _LAST_MOVE = re.compile(r"^(.*\S)\s*->\s*(?:transpose\s+-?\d+\s+-?\d+|permute(?:\s+-?\d+)+)$")
 
@@ -81,7 +81,7 @@ class Suggestions:
         if prev is not None and prev.name == "transpose" and isinstance(target, ShapeLit) \
                 and len(prev.args) == 2 and prev.span.line == op.span.line:
             dims = [self.text(d.span) for d in target.dims]
-            axes = [_int(a) for a in prev.args]
+            axes = [int_literal(a) for a in prev.args]
             if None not in dims and None not in axes:
                 n = len(dims)
                 i, j = (a + n if a < 0 else a for a in axes)
@@ -94,9 +94,8 @@ class Suggestions:
                                       "(after a transpose or permute)")
 
 
-def _int(node) -> int | None:
-    from ..syntax.nodes import Neg
-
+def int_literal(node) -> int | None:
+    """The whole number a node spells (`2`, `-1`), or None."""
     if isinstance(node, Num) and isinstance(node.value, int):
         return node.value
     if isinstance(node, Neg) and isinstance(node.operand, Num):

@@ -1,0 +1,317 @@
+"""Axis provenance: where the elements of every axis come from.
+
+Shapes alone cannot tell `view [B, S, H, Dh] -> transpose 1 2` from
+`view [B, H, S, Dh]`: both give [B, H, S, Dh], but the second makes the axis of
+size H out of token positions. This pass walks the checked IR and records, for
+every axis of every tensor, an ordered product of logical *atoms*: the axes of
+inputs and parameters, the new axes of learned maps, and the pieces a split
+creates (D = H·Dh after `view [B, S, H, Dh]`). From that it reports what
+shapes miss (codes W301-W307, see docs/diagnostics.md):
+
+- W301 an axis made of parts of different axes (heads mixed with tokens);
+- W302 pieces of one axis merged back out of order (heads merged without
+  moving H back next to Dh);
+- W303 softmax of attention scores over an axis other than the keys;
+- W304 normalisation statistics over an axis other than the features;
+- W305 a causal mask on scores whose query and key lengths are unrelated;
+- W306 `scale 1/sqrt(X)` where X is not the size the scores contracted;
+- W307 an elementwise op between tensors whose same-sized axes are swapped.
+
+Every decision about sizes goes through the prover, so it holds for all sizes
+that satisfy the assumptions. Where the pass does not know an operation, the
+provenance is unknown and it stays silent rather than guess.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import sympy as sp
+
+from .. import dims as dimlib
+from .. import patterns
+from ..ops.table import TABLE
+from .atoms import TP, Atom, Axis, _sizes
+from .findings import Findings
+from .regroup import Regrouper
+
+
+class Provenance:
+    """The pass; `c` is the checker that has just produced the IR (prover, example, report)."""
+
+    def __init__(self, checker):
+        self.c = checker
+        self.prover = checker.prover
+        self.rg = Regrouper(self.prover)
+        self._rules = {name: getattr(self, "p_" + d.provenance) for name, d in TABLE.items()
+                       if d.provenance and hasattr(self, "p_" + d.provenance)}
+        self.producer: dict = {}   # ref -> (step, provenance of its first input)
+        self._names = {sp.expand(self.prover.canon(sym)): sym
+                       for sym in reversed(list(self.prover.user.values()))}
+        self.findings = Findings(self)
+
+    # ------------------------------------------------------------ walking the IR
+    def run(self, spec) -> None:
+        env = {d.name: self.decl(d) for d in spec.decls}
+        for b in spec.bindings:
+            self.binding(b, env)
+
+    def binding(self, b, env) -> None:
+        for s in b.steps:
+            ins = [env.get(r) for r in s.inputs]
+            try:
+                outs = self.step(s, ins)
+            except (KeyError, IndexError, ValueError, TypeError):
+                outs = None   # an operation form this pass does not know: unknown, not a guess
+            ref = s.ref
+            self.producer[ref] = (s, ins[0] if ins else None)
+            s.provenance = outs
+            if outs is None:
+                continue
+            if len(outs) == 1:
+                env[ref] = outs[0]
+            else:
+                for k, tp in enumerate(outs):
+                    env[f"{ref}.{k}"] = tp
+
+    def decl(self, d) -> TP:
+        t = d.type
+        rank = len(t.shape)
+        axes = []
+        for k, size in enumerate(t.shape):
+            feature = d.kind == "param" or (t.dtype == "float" and rank >= 2 and k == rank - 1)
+            axes.append(self.fresh(size, feature))
+        return TP(tuple(axes))
+
+    def fresh(self, size, feature=False) -> Axis:
+        if self.prover.is_one(size):
+            return ()
+        return (Atom(self.prover.canon(size), size, feature),)
+
+    def step(self, s, ins):
+        op = s.op
+        rule = self._rules.get(op)
+        if rule is not None:
+            x = ins[0] if ins else None
+            if x is None:
+                return None
+            out = rule(s, x, ins)
+            return None if out is None else tuple(out)
+        if op == "input":
+            return (TP(tuple(self.fresh(d) for d in s.out.shape)),)
+        if op in ("block", "stack"):
+            return self.block(s, ins)
+        if not ins or ins[0] is None:
+            return None
+        if op == "matmul":
+            return self.matmul(s, ins[0], ins[1])
+        if op in ("add", "sub", "mul", "div", "pow", "floordiv", "mod", "neg"):
+            return self.elementwise(s, ins)
+        return None
+
+    def block(self, s, ins):
+        ir = s.block
+        if ir is None or any(t is None for t in ins) or len(ins) < len(ir.inputs):
+            return None
+        env = {d.name: tp for d, tp in zip(ir.inputs, ins)}
+        env.update({d.name: self.decl(d) for d in ir.params + ir.buffers})
+        for b in ir.bindings:
+            self.binding(b, env)
+        out = env.get(ir.result)
+        return None if out is None else (out,)
+
+    # ------------------------------------------------------------ sizes
+    def user(self, e) -> str:
+        """A size in the learner's dims (the prover keeps them substituted)."""
+        e = self.prover.name_of(e)
+        return dimlib.show(self._names.get(sp.expand(e), e))
+
+    def p_regroup(self, s, x: TP, ins):
+        shape = s.out.shape
+        if len(shape) == len(x.axes) and all(len(ax) == 1 and self.prover.same(ax[0].size, d)
+                                             for ax, d in zip(x.axes, shape)):
+            return [x]
+        axes = self.rg.regroup(x, shape)
+        if axes is None:
+            self.findings.warn_mixed(s, x, shape)
+            return None
+        parent = self.rg.out_of_order(axes)
+        if parent is not None:
+            self.findings.warn(s, "W302", f"`{s.text}` puts the pieces of the axis {parent.label} back together "
+                      "in the wrong order, so the values land in the wrong places",
+                      fix=self.findings.regroup_fixes(s, x, shape))
+            return None
+        return [x.carry(axes)]
+
+    # ------------------------------------------------------------ other layout ops
+    def p_permute(self, s, x: TP, ins):
+        order = s.detail.get("dims")
+        if s.op == "transpose":
+            i, j = order
+            order = list(range(len(x.axes)))
+            order[i], order[j] = order[j], order[i]
+        return [x.carry(x.axes[k] for k in order)]
+
+    def p_unsqueeze(self, s, x: TP, ins):
+        d = s.detail["dim"]
+        return [x.carry(x.axes[:d] + ((),) + x.axes[d:])]
+
+    def p_squeeze(self, s, x: TP, ins):
+        d = s.detail.get("dim")
+        if d is None:
+            return [x.carry(ax for ax in x.axes if ax)]
+        return [x.carry(x.axes[:d] + x.axes[d + 1:])]
+
+    def p_expand(self, s, x: TP, ins):
+        lead = len(s.out.shape) - len(x.axes)
+        axes = [self.fresh(d) for d in s.out.shape[:lead]]
+        for k, ax in enumerate(x.axes):
+            size = s.out.shape[lead + k]
+            axes.append(ax if ax or self.prover.is_one(size) else
+                        (Atom(self.prover.canon(size), size),))
+        return [x.carry(axes)]
+
+    def p_repeat(self, s, x: TP, ins):
+        d = s.detail["dim"]
+        rep = self.fresh(s.detail["repeats"])
+        return [x.carry(x.axes[:d] + (x.axes[d] + rep,) + x.axes[d + 1:])]
+
+    def p_rearrange(self, s, x: TP, ins):
+        det = s.detail
+        flat = list(det["flat"])
+        t = x
+        if len(flat) != len(x.axes) or not all(self.prover.same(a, b) for a, b in zip(flat, _sizes(x))):
+            axes = self.rg.regroup(x, flat)
+            if axes is None:
+                self.findings.warn_mixed(s, x, flat)
+                return None
+            t = x.carry(axes)
+        t = t.carry(t.axes[p] for p in det["perm"])
+        final = list(det["final"])
+        if len(final) != len(t.axes) or not all(self.prover.same(a, b) for a, b in zip(final, _sizes(t))):
+            axes = self.rg.regroup(t, final)
+            if axes is None:
+                self.findings.warn_mixed(s, t, final)
+                return None
+            parent = self.rg.out_of_order(axes)
+            if parent is not None:
+                self.findings.warn(s, "W302", f"`{s.text}` puts the pieces of the axis {parent.label} back together "
+                          "in the wrong order, so the values land in the wrong places")
+                return None
+            t = t.carry(axes)
+        return [t]
+
+    # ------------------------------------------------------------ value ops
+    def p_same(self, s, x: TP, ins):
+        if s.op in ("softmax", "log_softmax"):
+            self.findings.check_softmax(s, x)
+        if s.op == "scale":
+            self.findings.check_scale(s, x, s.detail.get("factor"))
+        if s.op == "mask" and s.detail.get("kind") == "causal":
+            self.findings.check_causal(s)
+        return [x]
+
+    def p_norm(self, s, x: TP, ins):
+        self.findings.check_features(s, x, len(x.axes) - 1, "normalises")
+        return [TP(x.axes)]
+
+    def p_reduce(self, s, x: TP, ins):
+        d = s.detail["dim"]
+        if s.detail.get("keepdim") and s.op in ("mean", "var"):
+            self.findings.check_features(s, x, d, "takes its statistics")
+        axes = x.axes[:d] + (((),) if s.detail.get("keepdim") else ()) + x.axes[d + 1:]
+        return [x.carry(axes)]
+
+    def p_select(self, s, x: TP, ins):
+        d = s.detail["dim"]
+        return [x.carry(x.axes[:d] + x.axes[d + 1:])]
+
+    def p_slice(self, s, x: TP, ins):
+        d = s.detail["dim"]
+        return [x.carry(x.axes[:d] + (self._derived(x.axes[d], s.out.shape[d]),) + x.axes[d + 1:])]
+
+    def p_linear(self, s, x: TP, ins):
+        return [TP(x.axes[:-1] + (self.fresh(s.out.shape[-1], True),))]
+
+    def p_embed(self, s, x: TP, ins):
+        return [TP(x.axes + (self.fresh(s.out.shape[-1], True),))]
+
+    def p_concat(self, s, x: TP, ins):
+        d = s.detail["dim"]
+        first = ins[0] if s.inputs and len(ins) == len(s.inputs) else x
+        if first is None or d >= len(first.axes):
+            return None
+        axes = list(first.axes)
+        axes[d] = self._derived(first.axes[d], s.out.shape[d])
+        return [TP(tuple(axes))]
+
+    def p_split(self, s, x: TP, ins):
+        d = s.detail["dim"]
+        return [x.carry(x.axes[:d] + (self._derived(x.axes[d], t.shape[d]),) + x.axes[d + 1:])
+                for t in s.outputs]
+
+    def _derived(self, axis: Axis, size) -> Axis:
+        feature = any(a.feature for a in axis)
+        return self.fresh(size, feature)
+
+    def p_einsum(self, s, x: TP, ins):
+        try:
+            spec = patterns.parse_einsum(s.detail["equation"])
+        except ValueError:
+            return None
+        if any(t is None for t in ins) or "." in "".join(spec.inputs) + spec.output:
+            return None
+        letters: dict = {}
+        owners: dict = {}
+        for k, (lets, tp) in enumerate(zip(spec.inputs, ins)):
+            if len(lets) != len(tp.axes):
+                return None
+            for ch, ax in zip(lets, tp.axes):
+                if ax or ch not in letters:   # paired axes: the later operand's, as in matmul
+                    letters[ch] = ax
+                owners.setdefault(ch, set()).add(k)
+        if len(ins) != len(spec.inputs) or any(ch not in letters for ch in spec.output):
+            return None
+        axes = tuple(letters[ch] for ch in spec.output)
+        out = TP(axes)
+        if len(ins) == 2:
+            mine = [ch for ch in spec.output if owners.get(ch) == {1}]
+            contracted = [ch for ch in letters if ch not in spec.output and owners.get(ch) == {0, 1}]
+            if len(mine) == 1 and contracted:
+                summed = tuple(a for ch in contracted for a in letters[ch])
+                keys = self.keyed(letters[mine[0]])
+                k = spec.output.index(mine[0])
+                out = TP(axes[:k] + (keys,) + axes[k + 1:], keys or None, summed or None)
+        return [out]
+
+    # ------------------------------------------------------------ binary ops
+    def matmul(self, s, x: TP, y: TP):
+        if y is None or len(x.axes) < 2 or len(y.axes) < 2:
+            return None
+        bx, by = x.axes[:-2], y.axes[:-2]
+        n = max(len(bx), len(by))
+        bx, by = ((),) * (n - len(bx)) + bx, ((),) * (n - len(by)) + by
+        # paired batch axes count the same thing; take the right operand's, as the values do
+        batch = tuple(b if b else a for a, b in zip(bx, by))
+        keys = self.keyed(y.axes[-1])
+        return (TP(batch + (x.axes[-2], keys), keys or None, x.axes[-1] or None),)
+
+    @staticmethod
+    def keyed(axis: Axis) -> Axis:
+        """The key axis of new scores: the same positions, but an identity of their own, so
+        that a softmax or an add can tell keys from queries of the same tokens."""
+        return tuple(Atom(a.size, a.name, a.feature, a.parent, a.index, a.pieces) for a in axis)
+
+    def elementwise(self, s, ins):
+        ts = [t for t in ins if t is not None]
+        if len(ts) != len(ins) or not ts:
+            return None
+        if len(ts) == 2 and s.op in ("add", "sub", "mul", "div"):
+            self.findings.check_swapped(s, ts[0], ts[1])
+        if len(ts) == 1 and s.op in ("div", "mul") and "scalar" in s.detail:
+            sc = s.detail["scalar"]
+            self.findings.check_scale(s, ts[0], 1 / sc if s.op == "div" and not s.detail.get("scalar_left") else sc)
+        rank = len(s.out.shape)
+        padded = [((),) * (rank - len(t.axes)) + t.axes for t in ts]
+        axes = tuple(next((p[k] for p in padded if p[k]), ()) for k in range(rank))
+        base = next((t for t in ts if t.keys is not None), ts[0])
+        return (replace(base.carry(axes)),)

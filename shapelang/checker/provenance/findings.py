@@ -1,0 +1,186 @@
+"""The findings of the provenance pass (W301-W307), in the learner's terms, each with
+candidate fixes that shapelang.checker.fixes proves before they are shown."""
+from __future__ import annotations
+
+import sympy as sp
+
+from ...syntax.diagnostics import Diagnostic
+from .. import dims as dimlib
+from .atoms import TP, _size, label_of
+
+
+class Findings:
+    def __init__(self, analysis):
+        self.p = analysis
+        self.found: list[Diagnostic] = []
+
+    def warn_mixed(self, s, x: TP, shape) -> None:
+        atoms = [a for ax in x.axes for a in ax]
+        split = {a.parent for a in atoms if a.parent is not None}
+        merging = [p for p in split if any(self.p.prover.same(p.size, d) for d in shape)
+                   and len({a.index for a in atoms if a.parent is p}) == max(
+                       a.pieces for a in atoms if a.parent is p)]
+        have = "[" + ", ".join(label_of(ax) for ax in x.axes) + "]"
+        if merging:
+            p = merging[0]
+            parts = " and ".join(a.label for a in atoms if a.parent is p)
+            self.warn(s, "W302", f"`{s.text}` merges {parts} back into {p.label}, but they are not next to "
+                      f"each other in that order in {have}: heads and tokens get mixed",
+                      fix=self.regroup_fixes(s, x, shape),
+                      notes=(f"move {parts} next to each other first (a transpose), then merge",))
+            return
+        target = "[" + ", ".join(dimlib.show(d) for d in shape) + "]"
+        culprit = self._mixed_axis(x, shape)
+        self.warn(s, "W301", f"`{s.text}` reads the elements of {have} in order into {target}, so "
+                  f"{culprit}: values of different axes get mixed",
+                  fix=self.regroup_fixes(s, x, shape),
+                  notes=(("`view` and `reshape` never move elements; split an axis where it is, "
+                         "then move the pieces with `transpose` or `permute`"),))
+
+    def _mixed_axis(self, x: TP, shape) -> str:
+        if self.p.rg.failed is None:
+            return "an axis is made of parts of several others"
+        size, atom = self.p.rg.failed
+        name = dimlib.show(self.p.prover.name_of(size))
+        return f"the axis of size {name} is made of positions of {atom.label}"
+
+    # ------------------------------------------------------------ findings
+    def check_softmax(self, s, x: TP) -> None:
+        if x.keys is None:
+            return
+        d = s.detail["dim"]
+        if x.axes[d] == x.keys:
+            return
+        k = x.axes.index(x.keys)
+        rank = len(x.axes)
+        right = -1 if k == rank - 1 else k
+        self.warn(s, "W303", f"`{s.text}` normalises the attention scores over axis {d} "
+                  f"({label_of(x.axes[d])}), but each query's weights over the keys must add up to 1, "
+                  f"and the keys are axis {k} ({label_of(x.keys)})",
+                  fix=(s, f"{s.op} {right}"),
+                  notes=(("the key axis is the one that came from the columns of the right operand "
+                         "of the product that made the scores"),))
+
+    def check_features(self, s, x: TP, d: int, verb: str) -> None:
+        if not x.axes or d >= len(x.axes):
+            return
+        here = any(a.feature for a in x.axes[d])
+        feat = [k for k, ax in enumerate(x.axes) if ax and all(a.feature for a in ax)]
+        if here or not x.axes[d] or not feat:
+            return
+        k = feat[-1]
+        fix = None
+        if s.op in ("mean", "var"):
+            fix = (s, s.text.replace(str(_axis_text(s)), str(k - len(x.axes) if k == len(x.axes) - 1 else k), 1))
+        self.warn(s, "W304", f"`{s.text}` {verb} over {label_of(x.axes[d])}, not over the features "
+                  f"({label_of(x.axes[k])}, axis {k})", fix=fix,
+                  help=None if fix else "normalise before moving the feature axis away from the end, "
+                  "or move it back with a transpose first")
+
+    def check_causal(self, s) -> None:
+        rows, cols = s.detail["rows"], s.detail["cols"]
+        if self.p.prover.same(rows, cols) or self.p.prover.leq(rows, cols).ok:
+            return
+        self.warn(s, "W305", f"`mask causal` on scores with {dimlib.show(rows)} queries and "
+                  f"{dimlib.show(cols)} keys: the lengths are unrelated, so position i of one says "
+                  "nothing about position i of the other",
+                  help="cross-attention needs no causal mask; remove `-> mask causal` (or use a padding mask)",
+                  notes=(("a causal mask hides the keys after each query, which needs both to count "
+                         "the same positions (or keys = past + queries)"),))
+
+    def check_scale(self, s, x: TP, factor) -> None:
+        if x.contracted is None or factor is None:
+            return
+        f = sp.sympify(factor) if not isinstance(factor, sp.Basic) else factor
+        if not (f.is_Pow and f.exp == sp.Rational(-1, 2)):
+            return
+        base = f.base
+        contracted = _size(x.contracted)
+        if self.p.prover.same(base, contracted):
+            return
+        want = self.p.user(contracted)
+        fix = (s, f"scale 1/sqrt({want})") if s.op == "scale" else None
+        self.warn(s, "W306", f"`{s.text}` divides the scores by sqrt({self.p.user(base)}), but the "
+                  f"product that made them summed over {want} terms", fix=fix,
+                  notes=((f"scaled dot-product attention divides by the square root of the width "
+                         f"each query and key share ({want})"),))
+
+    def check_swapped(self, s, a: TP, b: TP) -> None:
+        rank = max(len(a.axes), len(b.axes))
+        pa = ((),) * (rank - len(a.axes)) + a.axes
+        pb = ((),) * (rank - len(b.axes)) + b.axes
+        for i in range(rank):
+            if not pa[i] or not pb[i] or pa[i] == pb[i]:
+                continue
+            for j in range(rank):
+                if j != i and pa[i] == pb[j] and pb[j] != pa[j]:
+                    self.warn(s, "W307", f"`{s.text}` lines up axis {i - rank} ({label_of(pa[i])}) "
+                              f"of one side with axis {i - rank} ({label_of(pb[i])}) of the other, "
+                              f"but {label_of(pa[i])} sits at axis {j - rank} there: the sizes agree, "
+                              "the elements do not", help="transpose one side so the axes match")
+                    return
+
+    def warn(self, s, code, message, *, help=None, notes=(), fix=None) -> None:
+        """A finding at step `s`; `fix`: candidate rewrites [(span, text)], shown only once proved."""
+        if isinstance(fix, tuple):
+            fix = [(fix[0].span, fix[1])]
+        self.found.append(Diagnostic(code, message, s.span, help, tuple(notes), None, "warning",
+                                        fixes=tuple(fix or ())))
+
+    # ------------------------------------------------------------ fixes for regrouping
+    def regroup_fixes(self, s, x: TP, shape) -> list:
+        """Rewrites of a regrouping step that read the elements without mixing them:
+        move axes first (`transpose 1 2 -> reshape [..]`), or split in place and move the
+        pieces after (`view [B, S, H, Dh] -> transpose 1 2`); also in place of a transpose
+        that came just before. Ordered by how little they change."""
+        out = []
+        target = [dimlib.show(self.p.prover.name_of(d)) for d in shape]
+        verb = "reshape" if s.op in ("view", "reshape") and s.op == "reshape" else s.op
+        if verb not in ("view", "reshape"):
+            verb = "reshape"
+        prev = self.p.producer.get(s.inputs[0]) if s.inputs else None
+        starts = [(s.span, x)]
+        if prev is not None and prev[0].op in ("transpose", "permute") and prev[0].span.line == s.span.line \
+                and prev[1] is not None:
+            span = type(s.span)(prev[0].span.line, prev[0].span.column, s.span.end_line, s.span.end_column)
+            starts.insert(0, (span, prev[1]))
+        for span, src in starts:
+            rank = len(src.axes)
+            if rank > 5:
+                continue
+            for perm in _perms(rank):
+                moved = src.carry(src.axes[k] for k in perm)
+                axes = self.p.rg.regroup(moved, shape)
+                if axes is not None and self.p.rg.out_of_order(axes) is None and self.p.rg.all_whole(axes):
+                    out.append((span, f"{_perm_text(perm)} -> {verb} [{', '.join(target)}]"))
+                    break
+            if len(shape) <= 5:
+                for perm in _perms(len(shape)):
+                    if perm == tuple(range(len(shape))):
+                        continue
+                    axes = self.p.rg.regroup(src, [shape[k] for k in perm])
+                    if axes is not None and self.p.rg.out_of_order(axes) is None and self.p.rg.all_whole(axes):
+                        inv = [perm.index(k) for k in range(len(shape))]
+                        out.append((span, f"{verb} [{', '.join(target[k] for k in perm)}] -> {_perm_text(inv)}"))
+                        break
+        return out[:4]
+
+
+def _perms(n: int):
+    """Permutations of range(n), fewest moved axes first, the identity excluded."""
+    import itertools
+
+    perms = [p for p in itertools.permutations(range(n)) if p != tuple(range(n))]
+    return sorted(perms, key=lambda p: (sum(1 for k, v in enumerate(p) if k != v), p))
+
+
+def _perm_text(perm) -> str:
+    moved = [k for k, v in enumerate(perm) if k != v]
+    if len(moved) == 2:
+        return f"transpose {moved[0]} {moved[1]}"
+    return "permute " + " ".join(str(v) for v in perm)
+
+
+def _axis_text(s):
+    parts = s.text.split()
+    return parts[1] if len(parts) > 1 else ""
