@@ -130,23 +130,25 @@ def generic_sizes(spec, runner) -> list[dict[str, int]]:
     raise AssertionError(f"no second valid size set for {spec.path}")
 
 
-def run_pair(bug: Path, sizes: dict[str, int]):
-    """Outputs of the bug and of its twin at `sizes`: same weights, same inputs (float64)."""
+def run_specs(paths: list[Path], sizes: dict[str, int]):
+    """Outputs of the generated modules of `paths` at `sizes`, all given the
+    weights of the first and the same random inputs (float64)."""
     torch = pytest.importorskip("torch")
     from shapelang.codegen import generate, runner
 
-    specs = checked(bug), checked(twin_of(bug))
+    specs = [checked(p) for p in paths]
     gens = [generate(s) for s in specs]
-    assert [a[0] for a in gens[0].args] == [a[0] for a in gens[1].args], "the twin must take the same inputs"
+    for g in gens[1:]:
+        assert [a[0] for a in g.args] == [a[0] for a in gens[0].args], "the twin must take the same inputs"
     models = [runner.build(g, sizes, seed=0)[1].double() for g in gens]
     g = torch.Generator().manual_seed(1)
     for _name, table in models[0].named_buffers():   # fixed tables (RoPE cos/sin) start at zero
         if table.is_floating_point():
             table.copy_(torch.randn(table.shape, generator=g, dtype=table.dtype))
     state = models[0].state_dict()
-    twin_state = models[1].state_dict()
-    assert state.keys() == twin_state.keys(), "the twin must have the same weights"
-    models[1].load_state_dict(state)
+    for m in models[1:]:
+        assert state.keys() == m.state_dict().keys(), "the twin must have the same weights"
+        m.load_state_dict(state)
     inputs = [t.double() if t.is_floating_point() else t for t in runner.make_inputs(specs[0], gens[0], sizes, seed=2)]
     with torch.no_grad():
         outs = [m(*inputs) for m in models]
@@ -161,7 +163,7 @@ def test_bug_scrambles_values_and_twin_matches_pytorch(bug):
 
     reference, options = REFERENCES[bug.stem]
     for sizes in generic_sizes(checked(bug), runner):
-        (wrong, right), inputs, weights = run_pair(bug, sizes)
+        (wrong, right), inputs, weights = run_specs([bug, twin_of(bug)], sizes)
         assert wrong.shape == right.shape
         assert not torch.allclose(wrong, right, rtol=1e-5, atol=1e-7), \
             f"{bug.name}: the bug gives the same values as its twin at {sizes}"
@@ -267,9 +269,9 @@ def ref_layernorm_unbiased(i, w, sz):
     return (x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True) + 1e-5).sqrt()
 
 
-def ref_rmsnorm(i, w, sz):
+def ref_rmsnorm(i, w, sz, gamma=False):
     x = i["x"]
-    return _F().rms_norm(x, x.shape[-1:], eps=1e-6)
+    return _F().rms_norm(x, x.shape[-1:], w["gamma"] if gamma else None, eps=1e-6)
 
 
 def ref_axial(i, w, sz):
@@ -333,3 +335,33 @@ REFERENCES = {
 
 def test_every_bug_has_a_reference():
     assert sorted(REFERENCES) == sorted(p.stem for p in BUGS)
+
+
+# clean specs whose weights follow the same names: their values are checked too
+CLEAN_REFERENCES = {
+    "mha_view_transpose_causal": (ref_mha, CAUSAL),
+    "mha_reshape_permute": (ref_mha, {}),
+    "mha_einsum": (ref_mha, {}),
+    "mha_flatten_merge_softmax_3": (ref_mha, {}),
+    "mha_negative_axes": (ref_mha, CAUSAL),
+    "mha_transpose_2_1": (ref_mha, {}),
+    "mha_movedim": (ref_mha, {}),
+    "scale_written_as_expression": (ref_mha, {}),
+    "per_head_weights_einsum": (ref_per_head, {}),
+    "differential_attention": (ref_differential, {}),
+    "layernorm_stats_on_features_first": (ref_layernorm, {}),
+    "rmsnorm_by_hand": (ref_rmsnorm, {"gamma": True}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLEAN_REFERENCES), ids=str)
+def test_clean_spec_matches_pytorch(name):
+    torch = pytest.importorskip("torch", reason="comparing values needs torch")
+    from shapelang.codegen import runner
+
+    path = CORPUS / "clean" / f"{name}.shape"
+    reference, options = CLEAN_REFERENCES[name]
+    for sizes in generic_sizes(checked(path), runner):
+        (got,), inputs, weights = run_specs([path], sizes)
+        assert torch.allclose(got, reference(inputs, weights, sizes, **options), rtol=1e-6, atol=1e-8), \
+            f"{path.name} differs from the PyTorch reference at {sizes}"
