@@ -120,7 +120,7 @@ def test_findings_are_warnings_exit_0_unless_strict(bug, capsys):
 # ------------------------------------------------------------------ values
 
 def generic_sizes(spec, runner) -> list[dict[str, int]]:
-    """The example sizes and one other valid set; every size at least 2, since
+    """The example sizes and one other valid set whose sizes are all at least 2:
     a size of 1 hides most of these mistakes (one head, one token)."""
     example = runner.resolve_sizes(spec)
     for seed in range(300):
