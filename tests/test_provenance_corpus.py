@@ -322,6 +322,7 @@ REFERENCES = {
     "w301_fused_qkv_view": (ref_mha_fused, {}),
     "w301_gqa_kv_view": (ref_gqa_kv, {}),
     "w301_rope_halves_view": (ref_rope, {}),
+    "w301_transpose_then_reshape_heads": (ref_mha, CAUSAL),
     "w302_merge_reshape_without_transpose": (ref_mha, {}),
     "w302_merge_after_wrong_transpose": (ref_mha, CAUSAL),
     "w302_cross_merge_contiguous_view": (ref_cross, {}),
