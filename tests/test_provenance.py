@@ -47,6 +47,8 @@ BUGS = {
                                        "Qy: Y -> linear D -> view [B, T, H, Dh] -> transpose 1 2\n"
                                        "a: Qy @ (K -> transpose -2 -1) -> mask causal -> softmax -1\n",
                                        "W305", 3),
+    "causal mask over cached keys": ("dim P\ninput Kc: [B, H, P + S, Dh]\n"
+                                     "a: Q @ (Kc -> transpose -2 -1) -> mask causal -> softmax -1\n", "W305", 2),
     "scale by the model width": ("a: Q @ (K -> transpose -2 -1) -> scale 1/sqrt(D) -> softmax -1\n",
                                  "W306", 0),
     "divide by the model width": ("a: Q @ (K -> transpose -2 -1) / sqrt(D)\n", "W306", 0),
@@ -132,6 +134,8 @@ REPAIRS = {
     "merge after the wrong transpose": "o: a @ V -> transpose 1 2 -> reshape [B, S, D]",
     "softmax over the queries": "a: Q @ (K -> transpose -2 -1) -> softmax -1",
     "mean over the tokens": "mu: X -> mean -1 keepdim",
+    "causal mask over cached keys": ("dim P\ninput Kc: [B, H, P + S, Dh]\n"
+                                     "a: Q @ (Kc -> transpose -2 -1) -> mask causal -> softmax -1\n", "W305", 2),
     "scale by the model width": "a: Q @ (K -> transpose -2 -1) -> scale 1/sqrt(Dh) -> softmax -1",
 }
 

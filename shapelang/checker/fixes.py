@@ -31,6 +31,17 @@ def apply(source: str, span, text: str) -> tuple[str, str] | None:
 REVEALED = {"W303", "W304", "W305", "W306", "W307"}
 
 
+def _code(line: str) -> str:
+    """The line without its comment, for showing (a `#` inside a quoted pattern stays)."""
+    quoted = False
+    for k, ch in enumerate(line):
+        if ch == '"':
+            quoted = not quoted
+        elif ch == "#" and not quoted:
+            return line[:k].strip()
+    return line.strip()
+
+
 def _after(diags, line: int) -> dict:
     """What counts against a fix: everything on its line, errors and mixing warnings after it."""
     out: dict = {}
@@ -66,7 +77,7 @@ def prove(spec, check) -> None:
             before[key] = before.get(key, 0) - 1
             now = _after(again.diagnostics, d.span.line)
             if all(n <= before.get(k, 0) for k, n in now.items()):
-                proved = (span, text, new_line.strip())
+                proved = (span, text, _code(new_line))
                 break
         if proved is None:
             out.append(replace(d, fixes=()))

@@ -172,7 +172,7 @@ class Provenance:
 
     def p_repeat(self, s, x: TP, ins):
         d = s.detail["dim"]
-        rep = self.fresh(s.detail["repeats"])
+        rep = self.fresh(s.detail["repeats"], any(a.feature for a in x.axes[d]))
         return [x.carry(x.axes[:d] + (x.axes[d] + rep,) + x.axes[d + 1:])]
 
     def p_rearrange(self, s, x: TP, ins):

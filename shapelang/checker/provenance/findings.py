@@ -29,6 +29,14 @@ class Findings:
                       fix=self.regroup_fixes(s, x, shape),
                       notes=(f"move {parts} next to each other first (a transpose), then merge",))
             return
+        features = [a for a in atoms if a.feature]
+        if len(features) >= 2 and any(self.p.prover.same(_size(features), d) for d in shape):
+            parts = " and ".join(a.label for a in features)
+            self.warn(s, "W302", f"`{s.text}` merges the features {parts} into one axis, but they are not "
+                      f"next to each other in that order in {have}: heads and tokens get mixed",
+                      fix=self.regroup_fixes(s, x, shape),
+                      notes=(f"move {parts} next to each other first (a transpose), then merge",))
+            return
         target = "[" + ", ".join(dimlib.show(d) for d in shape) + "]"
         culprit = self._mixed_axis(x, shape)
         self.warn(s, "W301", f"`{s.text}` reads the elements of {have} in order into {target}, so "
@@ -79,7 +87,14 @@ class Findings:
 
     def check_causal(self, s) -> None:
         rows, cols = s.detail["rows"], s.detail["cols"]
-        if self.p.prover.same(rows, cols) or self.p.prover.leq(rows, cols).ok:
+        if self.p.prover.same(rows, cols):
+            return
+        if self.p.prover.leq(rows, cols).ok:
+            self.warn(s, "W305", f"`mask causal` on scores with {dimlib.show(rows)} queries and "
+                      f"{dimlib.show(cols)} keys lines query i up with key i, as PyTorch's `is_causal` "
+                      "does: when the keys start with cached positions, it hides keys the queries "
+                      "should see", help="mask with a tensor that shifts the diagonal by the past length "
+                      "(`mask M` with M: [S, P + S] true above the shifted diagonal)")
             return
         self.warn(s, "W305", f"`mask causal` on scores with {dimlib.show(rows)} queries and "
                   f"{dimlib.show(cols)} keys: the lengths are unrelated, so position i of one says "

@@ -150,5 +150,5 @@ class Regrouper:
 
     @staticmethod
     def all_whole(axes) -> bool:
-        """No axis mixes a piece with other atoms (a clean split or a clean merge)."""
-        return all(len(ax) <= 1 or all(a.parent is None for a in ax) for ax in axes)
+        """No axis merges features with anything else (heads with tokens): what a fix must give."""
+        return all(len(ax) <= 1 or len({a.feature for a in ax}) == 1 for ax in axes)
