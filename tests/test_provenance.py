@@ -134,8 +134,6 @@ REPAIRS = {
     "merge after the wrong transpose": "o: a @ V -> transpose 1 2 -> reshape [B, S, D]",
     "softmax over the queries": "a: Q @ (K -> transpose -2 -1) -> softmax -1",
     "mean over the tokens": "mu: X -> mean -1 keepdim",
-    "causal mask over cached keys": ("dim P\ninput Kc: [B, H, P + S, Dh]\n"
-                                     "a: Q @ (Kc -> transpose -2 -1) -> mask causal -> softmax -1\n", "W305", 2),
     "scale by the model width": "a: Q @ (K -> transpose -2 -1) -> scale 1/sqrt(Dh) -> softmax -1",
 }
 
