@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from ..syntax.diagnostics import Diagnostic
 from ..syntax.nodes import Expect, Name, Span, Spec
 from ..syntax.parser import ParseFailure, parse
-from .exercise import Template
+from .template import Template
 from .probe import COMMUTATIVE, LAYOUT, PROBE_ERRORS, Probe, TooBig, Val
 
 __all__ = ["CACHE_LIMIT", "FastEngine", "FullEngine", "Reference", "Run", "Unit", "UnitResult"]
@@ -368,10 +368,9 @@ class FullEngine(_Engine):
                             defs[f"{u.names[0]}#{k}.{n}"] = t
                         sigs[f"{u.names[0]}#{k}.{b.names[0]}"] = _sig(b, {})
             elif u.kind in ("dim",):
-                st = self.tmpl.stmts[u.stmt]
-                for t in st.tokens[1:]:
-                    if t.kind == "name" and t.text in spec.definitions:
-                        defs["dim " + t.text] = spec.definitions[t.text]
+                for name in self.tmpl.stmts[u.stmt].mentioned():
+                    if name in spec.definitions:
+                        defs["dim " + name] = spec.definitions[name]
             uv = {n: None for n in u.names}
             for n in u.names:
                 if u.kind == "binding":

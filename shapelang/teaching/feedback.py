@@ -14,7 +14,7 @@ import sympy as sp
 from ..checker import dims as dimlib
 from ..syntax.diagnostics import Diagnostic
 from .engines import Reference
-from .exercise import _squash
+from .template import _squash
 
 
 def shape_text(shape, prover, env) -> str:
@@ -270,16 +270,16 @@ class Feedback:
 
     def _reads(self, st) -> set:
         names = self.ref.engine.tensor_names
-        return {t.text for t in st.tokens if t.kind == "name" and t.text in names}
+        return {n for n in st.mentioned() if n in names}
 
     def _hole_ranges(self, st) -> list:
         """Character ranges of the reference answers in the filled statement."""
         out = []
         shift = 0
         for b in sorted((b for b in self.ref.tmpl.blanks.values() if b.stmt == st.index),
-                        key=lambda b: b.token):
-            t = st.tokens[b.token]
-            ans = self.ref.answers.get(b.name) or t.text
-            out.append((t.start + shift, t.start + shift + len(ans)))
-            shift += len(ans) - (t.end - t.start)
+                        key=lambda b: b.hole):
+            text, start, end = st.holes[b.hole]
+            ans = self.ref.answers.get(b.name) or text
+            out.append((start + shift, start + shift + len(ans)))
+            shift += len(ans) - (end - start)
         return out

@@ -23,7 +23,7 @@ from ..syntax.diagnostics import Diagnostic, ShapeError
 from ..syntax.nodes import Expect, Hole, Name
 from ..syntax.parser import ParseFailure, parse
 from .engines import CACHE_LIMIT, Reference
-from .exercise import _squash, fill
+from .template import _squash, fill
 from .feedback import Feedback, layout_message, with_help
 from .results import clean
 
@@ -42,9 +42,9 @@ def fill_answers(tmpl, ref_answers: dict, st, answers: dict) -> str | None:
         if b.stmt != st.index:
             continue
         if b.name in answers:
-            repl[b.token] = answers[b.name]
+            repl[b.hole] = answers[b.name]
         elif ref_answers.get(b.name) is not None:
-            repl[b.token] = ref_answers[b.name]
+            repl[b.hole] = ref_answers[b.name]
         else:
             return None      # an `expect X: ?` with no reference text: not run
     return fill(st, repl)
@@ -230,7 +230,7 @@ class Judge:
             repl = {}
             for b in tmpl.blanks.values():
                 if b.stmt == st.index:
-                    repl[b.token] = given.get(b.name, f"?{b.name}")
+                    repl[b.hole] = given.get(b.name, f"?{b.name}")
             fills[st.index] = fill(st, repl)
         run = engine.run(fills).units
         reads: dict[int, set] = {}
