@@ -90,6 +90,11 @@ class Reference:
     def example_env(self) -> dict | None:
         return self.engine.example_env
 
+    @property
+    def facts(self):
+        """The reference's checker: its shape text and suggestions are what `check` says."""
+        return self.engine.facts
+
 
 def _walk_names(node, out: set) -> None:
     """Add every name that `node` mentions to `out`."""
@@ -217,7 +222,7 @@ class FastEngine(_Engine):
         base = Checker(parse(ref_text, path))
         base.run()
         self.ref_spec = base.out
-        self.base = base
+        self.base = self.facts = base
         self.prover = base.prover
         self.example_env = base.example_env
         self.lines = ref_text.split("\n")
@@ -322,9 +327,10 @@ class FullEngine(_Engine):
 
     def __init__(self, tmpl: Template, ref_text: str, path: str):
         super().__init__(tmpl, ref_text, path)
-        from ..checker.checker import check_text
+        from ..checker.checker import Checker
 
-        self.ref_spec = check_text(ref_text, path)
+        self.facts = Checker(parse(ref_text, path))
+        self.ref_spec = self.facts.run()
         self.prover = self.ref_spec.prover
         example = self.ref_spec.example
         self.example_env = self.prover.user_env(example) if example else None

@@ -17,16 +17,9 @@ from .engines import Reference
 from .template import _squash
 
 
-def shape_text(shape, prover, env) -> str:
-    """`[B, S, D/H]`, followed by `= [2, 4, 64]` at the example sizes when they are whole."""
-    sym = "[" + ", ".join(dimlib.show(d) for d in shape) + "]"
-    if not env:
-        return sym
-    vals = [prover.value(d, env) for d in shape]
-    if any(v is None or dimlib.as_int(v) is None for v in vals):
-        return sym
-    num = "[" + ", ".join(str(dimlib.as_int(v)) for v in vals) + "]"
-    return sym if num == sym else f"{sym} = {num}"
+def did_you_mean(facts, name: str, known) -> str | None:
+    """The checker's suggestion of a close name (`did you mean `Dh`?`), or None."""
+    return facts._did_you_mean(name, known)
 
 
 def with_help(d) -> str:
@@ -64,7 +57,8 @@ class Feedback:
         self._visible = None
 
     def show(self, shape) -> str:
-        return shape_text(shape, self.prover, self.example_env)
+        """`[B, S, D/H] = [2, 4, 64]`: the shape as `check` shows it."""
+        return self.ref.facts.show_shape(shape)
 
     def same_shape(self, a, b) -> bool:
         return len(a) == len(b) and all(x == y or self.prover.equal(x, y).ok for x, y in zip(a, b))

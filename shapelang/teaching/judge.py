@@ -24,7 +24,7 @@ from ..syntax.nodes import Expect, Hole, Name
 from ..syntax.parser import ParseFailure, parse
 from .engines import CACHE_LIMIT, Reference
 from .template import _squash, fill
-from .feedback import Feedback, layout_message, with_help
+from .feedback import Feedback, did_you_mean, layout_message, with_help
 from .results import clean
 
 
@@ -74,10 +74,8 @@ class Judge:
             if node.name in tensors:
                 raise ShapeError("E112", f"`{node.name}` is a tensor, but a size is expected here",
                                  span=node.span)
-            import difflib
-            close = difflib.get_close_matches(node.name, list(p.user), n=1, cutoff=0.5) or \
-                [k for k in p.user if k.lower() == node.name.lower()][:1]
-            hint = f"; did you mean `{close[0]}`?" if close else ""
+            close = did_you_mean(self.ref.facts, node.name, p.user)
+            hint = f"; {close}" if close else ""
             raise ShapeError("E002", f"`{node.name}` is not a dim of this exercise (its dims are "
                              f"{', '.join(p.user)}){hint}", span=node.span)
         return lookup
