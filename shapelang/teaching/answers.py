@@ -19,6 +19,7 @@ from ..syntax.nodes import Block
 from ..syntax.parser import ParseFailure, parse
 from .match import match, salvage
 from .template import (
+    MATCH_BUDGET,
     MAX_ANSWER,
     MAX_STATEMENT,
     Stmt,
@@ -30,6 +31,19 @@ from .template import (
 )
 
 _CACHE_LIMIT = 20000
+# The work one submission may cause (memoised parses and matches are free): statements
+# compared with one statement of the exercise (the right one is normally among the
+# first few), matcher steps, and characters parsed (a course submission has 2-5 KB).
+MAX_COMPARISONS = 50
+MAX_STEPS = 200_000
+MAX_PARSED = 60_000
+
+
+@dataclass
+class Budget:
+    comparisons: int = MAX_COMPARISONS
+    steps: int = MAX_STEPS
+    chars: int = MAX_PARSED
 _PARSED: dict = {}
 
 
@@ -70,6 +84,11 @@ class Piece:
             self._parsed = _parsed(self.text, self.head[0]) if len(self.code) <= MAX_STATEMENT \
                 else (None, 0)
         return self._parsed[0]
+
+    @property
+    def unparsed(self) -> bool:
+        """Not parsed yet, here or in an earlier submission."""
+        return self._parsed is None and (self.text, self.head[0]) not in _PARSED
 
     @property
     def shift(self) -> int:
@@ -141,23 +160,34 @@ def _parsed(chunk: str, kind: str) -> tuple:
     return hit
 
 
-def _found(tmpl: Template, st: Stmt, piece: Piece):
+def _found(tmpl: Template, st: Stmt, piece: Piece, budget: Budget):
     """The answers' text ranges in `piece` if it is `st` (memoised), else None; for a
-    statement without blanks, () when it is the same."""
+    statement without blanks, [] when it is the same. Once the submission's `budget`
+    is spent, the statements left are taken as different."""
     key = (st.index, piece.text, piece.head)
     hit = tmpl.memo.get(key, False)
     if hit is not False:
         return hit
+    if budget.comparisons <= 0 or budget.steps <= 0:
+        return None
+    budget.comparisons -= 1
+    if piece.unparsed:
+        if budget.chars < len(piece.text):
+            return None
+        budget.chars -= len(piece.text)
     hit = None
     if piece.nodes is None:
         if st.holes:
             hit = salvage(st, piece.code)
-    elif not st.holes:
-        hit = () if st.kind == "end" or match(st, _comparable(st, piece)) is not None else None
+    elif st.kind == "end":
+        hit = ()
     else:
-        cuts = match(st, _comparable(st, piece))
+        cuts, steps = match(st, _comparable(st, piece), budget.steps)
+        budget.steps -= steps
         if cuts is not None:
             hit = [_offsets(piece, span, call) for span, call in cuts]
+        if steps > MATCH_BUDGET or budget.steps < 0:
+            return None                 # out of steps: not an answer, and not memoised
     if len(tmpl.memo) > _CACHE_LIMIT:
         tmpl.memo.clear()
     tmpl.memo[key] = hit
@@ -238,7 +268,9 @@ def extract(tmpl: Template, sub_text: str) -> Extraction:
     for s in sub:
         by_head.setdefault(s.head, []).append(s)
     pos, n = 0, len(sub)
+    budget = Budget()
     for st in tmpl.stmts:
+        budget.comparisons = MAX_COMPARISONS
         kind, name = st.head[0], st.head[1] if len(st.head) > 1 else None
         found = None
         for q in chain(range(pos, n), range(min(pos, n))):
@@ -246,7 +278,7 @@ def extract(tmpl: Template, sub_text: str) -> Extraction:
             if cand.head[0] != kind or (name and cand.head[1] != name) or q in used \
                     or len(cand.code) > MAX_STATEMENT:
                 continue
-            cuts = _found(tmpl, st, cand)
+            cuts = _found(tmpl, st, cand, budget)
             if cuts is not None:
                 found = (q, cuts)
                 break

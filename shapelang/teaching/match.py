@@ -152,10 +152,15 @@ class Matcher:
         return a.name == b.name and self.same(a.value, b.value, out)
 
 
-def match(st: Stmt, nodes: tuple) -> list | None:
+def match(st: Stmt, nodes: tuple, budget: int = MATCH_BUDGET) -> tuple:
     """Per blank of `st` (in order), (Span of `nodes`' text that answers it, the name span
-    of the call it is an argument of or None)."""
-    found = Matcher().run(st.nodes, nodes)
+    of the call it is an argument of or None), or None; and the steps it took."""
+    m = Matcher(min(budget, MATCH_BUDGET))
+    found = m.run(st.nodes, nodes)
+    return _ordered(st, found), m.steps
+
+
+def _ordered(st: Stmt, found: dict | None) -> list | None:
     if found is None:
         return None
     keys = [_key(h) for h in _hole_positions(st)]
