@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from shapelang.teaching.grader import Grader, text_report
 from shapelang.teaching.exercise import _squash
+from shapelang.teaching.grader import Grader, text_report
 
 ROOT = Path(__file__).resolve().parent.parent / "exercises"
 NAMES = sorted(p.stem for p in ROOT.glob("*.shape"))

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import bisect
 import re
-from itertools import chain
 from dataclasses import dataclass, field
+from itertools import chain
 
 from ..syntax.nodes import Block
 from ..syntax.parser import ParseFailure, parse
@@ -35,8 +35,8 @@ _CACHE_LIMIT = 20000
 # compared with one statement of the exercise (the right one is normally among the
 # first few), matcher steps, and characters parsed (a course submission has 2-5 KB).
 MAX_COMPARISONS = 50
-MAX_STEPS = 200_000
-MAX_PARSED = 60_000
+MAX_STEPS = 100_000
+MAX_PARSED = 30_000
 
 
 @dataclass

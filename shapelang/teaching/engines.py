@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from ..syntax.diagnostics import Diagnostic
 from ..syntax.nodes import Expect, Name, Span, Spec
 from ..syntax.parser import ParseFailure, parse
-from .template import Template
 from .probe import COMMUTATIVE, LAYOUT, PROBE_ERRORS, Probe, TooBig, Val
+from .template import Template
 
 __all__ = ["CACHE_LIMIT", "FastEngine", "FullEngine", "Reference", "Run", "Unit", "UnitResult"]
 

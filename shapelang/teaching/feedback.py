@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sympy as sp
 
-from ..checker import dims as dimlib
 from ..syntax.diagnostics import Diagnostic
 from .engines import Reference
 from .template import _squash

@@ -23,9 +23,9 @@ from ..syntax.diagnostics import Diagnostic, ShapeError
 from ..syntax.nodes import Expect, Hole, Name
 from ..syntax.parser import ParseFailure, parse
 from .engines import CACHE_LIMIT, Reference
-from .template import _squash, fill
 from .feedback import Feedback, did_you_mean, layout_message, with_help
 from .results import clean
+from .template import _squash, fill
 
 
 @dataclass

@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .template import (
+    _TAG,
     BlankInfo,
     ExerciseError,
     Line,
     Stmt,
     _squash,
-    _TAG,
     lex,
     parse_fields,
     split_comment,

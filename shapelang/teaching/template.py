@@ -176,20 +176,22 @@ class Stmt:
 
     def mentioned(self) -> list:
         """The names it mentions, in the order they are written."""
-        found = []
-        stack = list(self.nodes)
-        while stack:
-            n = stack.pop()
-            if isinstance(n, Name):
-                found.append(((n.span.line, n.span.column), n.name))
-            elif isinstance(n, DimDecl):
-                found.append(((n.span.line, n.span.column), n.name))
-            if isinstance(n, (list, tuple)):
-                stack.extend(n)
-            elif dataclasses.is_dataclass(n) and not isinstance(n, Span):
-                stack.extend(getattr(n, f.name) for f in dataclasses.fields(n)
-                             if not isinstance(getattr(n, f.name), (str, int, float, Span)))
+        found = [((n.span.line, n.span.column), n.name) for n in walk(self.nodes)
+                 if isinstance(n, (Name, DimDecl))]
         return [name for _, name in sorted(found)]
+
+
+def walk(nodes):
+    """Every node in `nodes` and below."""
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (list, tuple)):
+            stack.extend(n)
+        elif dataclasses.is_dataclass(n) and not isinstance(n, Span):
+            yield n
+            stack.extend(v for v in (getattr(n, f.name) for f in dataclasses.fields(n))
+                         if not isinstance(v, (str, int, float, Span, type(None))))
 
 
 _HEAD = re.compile(r"\s*(?:(input|param|buffer|expect|block|dim|assume|example|return|end)\b"
@@ -207,19 +209,9 @@ def head_of(code: str) -> tuple:
 
 def hole_spans(nodes) -> list:
     """(text, span) of every blank in `nodes`: `Hole` nodes and blanks in an operation's place."""
-    out = []
-    stack = list(nodes)
-    while stack:
-        n = stack.pop()
-        if isinstance(n, Hole):
-            out.append(("?" + n.name, n.span))
-        elif isinstance(n, Op) and n.name.startswith("?"):
-            out.append((n.name, n.name_span))
-        if isinstance(n, (list, tuple)):
-            stack.extend(n)
-        elif dataclasses.is_dataclass(n) and not isinstance(n, Span):
-            stack.extend(getattr(n, f.name) for f in dataclasses.fields(n)
-                         if not isinstance(getattr(n, f.name), (str, int, float, Span)))
+    out = [("?" + n.name, n.span) for n in walk(nodes) if isinstance(n, Hole)]
+    out += [(n.name, n.name_span) for n in walk(nodes)
+            if isinstance(n, Op) and n.name.startswith("?")]
     return sorted(out, key=lambda h: (h[1].line, h[1].column))
 
 
