@@ -44,7 +44,9 @@ class Budget:
     comparisons: int = MAX_COMPARISONS
     steps: int = MAX_STEPS
     chars: int = MAX_PARSED
-_PARSED: dict = {}
+
+
+_PARSED: dict = {}     # (statement text, its first word) -> (nodes or None, lines added)
 
 
 @dataclass
@@ -180,7 +182,7 @@ def _found(tmpl: Template, st: Stmt, piece: Piece, budget: Budget):
         if st.holes:
             hit = salvage(st, piece.code)
     elif st.kind == "end":
-        hit = ()
+        hit = []
     else:
         cuts, steps = match(st, _comparable(st, piece), budget.steps)
         budget.steps -= steps
