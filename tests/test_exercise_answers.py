@@ -69,8 +69,8 @@ def test_continuation_lines_comments_and_spacing_do_not_matter():
 
 
 def test_a_statement_that_does_not_parse_costs_only_its_blanks():
-    got = answers(submission(op="view [B, D]]", shape="[B, D"))
-    assert got["op"][:2] == ("view [B, D]]", "given")     # the judge says it does not parse
+    got = answers(submission(op="view [B, D] 3=", shape="[B, D"))
+    assert got["op"][:2] == ("view [B, D] 3=", "given")   # the judge says it does not parse
     assert got["shape"][:2] == ("[B, D", "given")
     assert all(got[n][1] == "given" for n in RIGHT)
 

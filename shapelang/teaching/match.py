@@ -117,10 +117,23 @@ class Matcher:
         if j >= len(se) or (i == 0) != (j == 0):
             return False
         trial = dict(out)
-        if self.same(t, se[j], trial) and self.steps_of(te, se, i + 1, j + 1, trial, whole):
+        if not self.same(t, se[j], trial):
+            return False
+        if self.steps_of(te, se, i + 1, j + 1, trial, whole):
             out.clear()
             out.update(trial)
             return True
+        if i > 0 and t.args and isinstance(t.args[-1], Hole) and not t.kwargs:
+            # a blank as the last argument also takes the steps written after it
+            key = _key(t.args[-1].span)
+            start = trial[key][0]
+            for k in range(j + 2, len(se) - (len(te) - i - 1) + 1):
+                rest = dict(trial)
+                if self.steps_of(te, se, i + 1, k, rest, whole):
+                    rest[key] = (_cover(start, se[k - 1].span), None)
+                    out.clear()
+                    out.update(rest)
+                    return True
         return False
 
     def op(self, t: Op, s: Op, out: dict) -> bool:
@@ -174,31 +187,80 @@ def _hole_positions(st: Stmt) -> list:
     return [span for _, span in hole_spans(st.nodes)]
 
 
+_INFIX = {"*", "/", "+", "%", "//", "**", "@"}
+_OPEN, _CLOSE = "([", ")]"
+
+
 def salvage(st: Stmt, code: str, budget: int = MATCH_BUDGET) -> list | None:
     """Per blank of `st`, the (start, end) offsets into `code` (a statement that does not
-    parse) between the exercise's fixed tokens around it, or None."""
-    tt, ss = lex(st.code), lex(code)
-    if len(ss) > budget:
-        return None
-    out, j = [], 0
-    for i, t in enumerate(tt):
+    parse, so has no nodes) of the text between the exercise's fixed tokens around it,
+    or None. The tokens are the grammar's own (its lexer). A blank followed by fixed
+    text ends where that text appears at bracket depth 0 (the shortest choice that lets
+    the rest match); two blanks in a row are split at whitespace, as operation arguments
+    are. The work is bounded by `budget`."""
+    tmpl, sub = lex(st.code), lex(code)
+    gap = [t.start > 0 and code[t.start - 1] in " \t" for t in sub]
+    steps = [0]
+
+    def tick():
+        steps[0] += 1
+        if steps[0] > budget:
+            raise _Budget
+
+    def ends(j, nxt):
+        if nxt is None:
+            yield len(sub)
+            return
+        depth, k = 0, j
+        if nxt.kind == "hole":
+            while k < len(sub):
+                tick()
+                t = sub[k]
+                if k > j and depth == 0 and gap[k] and sub[k - 1].text not in _INFIX | {"-"} \
+                        and t.text not in _INFIX:
+                    break
+                if t.text in _OPEN:
+                    depth += 1
+                elif t.text in _CLOSE:
+                    depth -= 1
+                    if depth < 0:
+                        break
+                k += 1
+            yield k
+            return
+        while k < len(sub):
+            tick()
+            t = sub[k]
+            if depth == 0 and t.text == nxt.text:
+                yield k
+            if t.text in _OPEN:
+                depth += 1
+            elif t.text in _CLOSE:
+                depth -= 1
+                if depth < 0:
+                    return
+            k += 1
+
+    def go(i, j):
+        tick()
+        if i == len(tmpl):
+            return [] if j == len(sub) else None
+        t = tmpl[i]
         if t.kind != "hole":
-            if j < len(ss) and ss[j].text == t.text:
-                j += 1
-                continue
+            if j < len(sub) and sub[j].text == t.text:
+                return go(i + 1, j + 1)
             return None
-        rest = tt[i + 1:]
-        if not any(r.kind == "hole" for r in rest):      # the last blank: fixed text after it
-            end = len(ss) - len(rest)
-            if end < j or [r.text for r in rest] != [x.text for x in ss[end:]]:
-                return None
-        elif rest[0].kind == "hole":
-            end = min(j + 1, len(ss))
-        else:
-            end = next((k for k in range(j, len(ss)) if ss[k].text == rest[0].text), None)
-            if end is None:
-                return None
-        out.append((ss[j].start, ss[end - 1].end) if end > j else
-                   ((ss[j].start, ss[j].start) if j < len(ss) else (len(code), len(code))))
-        j = end
-    return out if j == len(ss) else None
+        for k in ends(j, tmpl[i + 1] if i + 1 < len(tmpl) else None):
+            rest = go(i + 1, k)
+            if rest is not None:
+                return [(j, k)] + rest
+        return None
+
+    try:
+        spans = go(0, 0)
+    except (_Budget, RecursionError):
+        return None
+    if spans is None:
+        return None
+    return [(sub[a].start, sub[b - 1].end) if b > a else
+            ((sub[a].start,) * 2 if a < len(sub) else (len(code),) * 2) for a, b in spans]
