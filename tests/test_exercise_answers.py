@@ -5,6 +5,7 @@ and spaces are. A statement that does not parse costs only its own blanks."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -110,3 +111,26 @@ def test_hostile_submissions_are_read_quickly(line, removed):
     ex = extract(tmpl, text)
     assert time.perf_counter() - start < 1.0
     assert ex.answers["ret"].text == "g" and ex.answers["a"].text == "x"
+
+
+@pytest.mark.parametrize("answer, check_says", [
+    ("[B, H, S, D]", "[B, H, S, D] = [1, 8, 4, 512]"),
+    ("[B, H, S, D/3]", "[B, H, S, D/3] = [1, 8, 4, 170.7]"),
+    ("[B, H, S, dh]", "did you mean `Dh`?"),
+])
+def test_grade_shows_shapes_and_suggests_names_as_check_does(answer, check_says):
+    from shapelang.checker.checker import check_text
+    from shapelang.teaching.grader import Grader
+
+    root = Path(__file__).resolve().parent.parent / "exercises"
+    exercise = (root / "02_split_heads.shape").read_text()
+    solution = (root / "solutions" / "02_split_heads.shape").read_text()
+    g = Grader(exercise, solution)
+    answers = {n: a for n, a in g.ref_answers.items() if a is not None}
+    answers["qh"] = answer
+    text = exercise
+    for name, a in answers.items():
+        text = text.replace(f"?{name}", a)
+    checked = " ".join(f"{d.message} {d.help}" for d in check_text(text).errors())
+    feedback = next(b.feedback for b in g.grade_text(text).blanks if b.name == "qh")
+    assert check_says in checked and check_says in feedback, (checked, feedback)
