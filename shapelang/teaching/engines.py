@@ -1,10 +1,10 @@
 """Re-checking an exercise with some blanks filled: the incremental engines.
 
-Input: the exercise template (shapelang.exercise.Template), the reference
+Input: the exercise template (shapelang.teaching.template.Template), the reference
 solution's text, and `fills` (statement index -> code with the answers put in;
 None: do not run it). Output: a `Run`, per unit (a statement, or a whole block)
 its error diagnostics, the types of the tensors it defines, their value
-signatures and their values at probe sizes (shapelang.probe).
+signatures and their values at probe sizes (shapelang.teaching.probe).
 
 `FastEngine` checks one statement at a time against the reference's sizes,
 assumptions and prover (built once per exercise), memoised on (statement, text,

@@ -1,6 +1,6 @@
 """Feedback: a wrong answer described in the learner's terms.
 
-Input: the exercise's reference run (shapelang.engines.Reference) and what a
+Input: the exercise's reference run (shapelang.teaching.engines.Reference) and what a
 learner's answer produced: a shape, the value signature of a binding's steps,
 a diagnostic. Output: one sentence about *this* answer ("your shape has the
 right sizes in the wrong order: `S` comes before `H`") and, for shapes, the

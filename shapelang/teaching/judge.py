@@ -1,6 +1,6 @@
 """Judging: is a learner's answer equivalent to the reference, and if not, why.
 
-Input: the exercise's reference run (shapelang.engines.Reference) and the
+Input: the exercise's reference run (shapelang.teaching.engines.Reference) and the
 learner's answers, one statement at a time (every other blank at its
 reference answer). Output: a Verdict per blank, the fraction of its points
 and feedback; and, for the whole file with all the learner's answers, the
@@ -8,7 +8,7 @@ findings of its check.
 
 A statement's answers are right when, re-checked with them, its tensors have
 the reference shapes and dtypes, the same value-changing operations (softmax
-axis, scale factor, ...), the same values at probe sizes (shapelang.probe)
+axis, scale factor, ...), the same values at probe sizes (shapelang.teaching.probe)
 where those are tracked, and the rest of the file still checks the same.
 Both judgements are memoised on the answers they depend on.
 """
