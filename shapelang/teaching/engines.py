@@ -1,10 +1,10 @@
 """Re-checking an exercise with some blanks filled: the incremental engines.
 
-Input: the exercise template (shapelang.exercise.Template), the reference
+Input: the exercise template (shapelang.teaching.template.Template), the reference
 solution's text, and `fills` (statement index -> code with the answers put in;
 None: do not run it). Output: a `Run`, per unit (a statement, or a whole block)
 its error diagnostics, the types of the tensors it defines, their value
-signatures and their values at probe sizes (shapelang.probe).
+signatures and their values at probe sizes (shapelang.teaching.probe).
 
 `FastEngine` checks one statement at a time against the reference's sizes,
 assumptions and prover (built once per exercise), memoised on (statement, text,
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from ..syntax.diagnostics import Diagnostic
 from ..syntax.nodes import Expect, Name, Span, Spec
 from ..syntax.parser import ParseFailure, parse
-from .exercise import Template
 from .probe import COMMUTATIVE, LAYOUT, PROBE_ERRORS, Probe, TooBig, Val
+from .template import Template
 
 __all__ = ["CACHE_LIMIT", "FastEngine", "FullEngine", "Reference", "Run", "Unit", "UnitResult"]
 
@@ -89,6 +89,11 @@ class Reference:
     @property
     def example_env(self) -> dict | None:
         return self.engine.example_env
+
+    @property
+    def facts(self):
+        """The reference's checker: its shape text and suggestions are what `check` says."""
+        return self.engine.facts
 
 
 def _walk_names(node, out: set) -> None:
@@ -217,7 +222,7 @@ class FastEngine(_Engine):
         base = Checker(parse(ref_text, path))
         base.run()
         self.ref_spec = base.out
-        self.base = base
+        self.base = self.facts = base
         self.prover = base.prover
         self.example_env = base.example_env
         self.lines = ref_text.split("\n")
@@ -322,9 +327,10 @@ class FullEngine(_Engine):
 
     def __init__(self, tmpl: Template, ref_text: str, path: str):
         super().__init__(tmpl, ref_text, path)
-        from ..checker.checker import check_text
+        from ..checker.checker import Checker
 
-        self.ref_spec = check_text(ref_text, path)
+        self.facts = Checker(parse(ref_text, path))
+        self.ref_spec = self.facts.run()
         self.prover = self.ref_spec.prover
         example = self.ref_spec.example
         self.example_env = self.prover.user_env(example) if example else None
@@ -368,10 +374,9 @@ class FullEngine(_Engine):
                             defs[f"{u.names[0]}#{k}.{n}"] = t
                         sigs[f"{u.names[0]}#{k}.{b.names[0]}"] = _sig(b, {})
             elif u.kind in ("dim",):
-                st = self.tmpl.stmts[u.stmt]
-                for t in st.tokens[1:]:
-                    if t.kind == "name" and t.text in spec.definitions:
-                        defs["dim " + t.text] = spec.definitions[t.text]
+                for name in self.tmpl.stmts[u.stmt].mentioned():
+                    if name in spec.definitions:
+                        defs["dim " + name] = spec.definitions[name]
             uv = {n: None for n in u.names}
             for n in u.names:
                 if u.kind == "binding":

@@ -1,6 +1,6 @@
 """Feedback: a wrong answer described in the learner's terms.
 
-Input: the exercise's reference run (shapelang.engines.Reference) and what a
+Input: the exercise's reference run (shapelang.teaching.engines.Reference) and what a
 learner's answer produced: a shape, the value signature of a binding's steps,
 a diagnostic. Output: one sentence about *this* answer ("your shape has the
 right sizes in the wrong order: `S` comes before `H`") and, for shapes, the
@@ -11,22 +11,14 @@ from __future__ import annotations
 
 import sympy as sp
 
-from ..checker import dims as dimlib
 from ..syntax.diagnostics import Diagnostic
 from .engines import Reference
-from .exercise import _squash
+from .template import _squash
 
 
-def shape_text(shape, prover, env) -> str:
-    """`[B, S, D/H]`, followed by `= [2, 4, 64]` at the example sizes when they are whole."""
-    sym = "[" + ", ".join(dimlib.show(d) for d in shape) + "]"
-    if not env:
-        return sym
-    vals = [prover.value(d, env) for d in shape]
-    if any(v is None or dimlib.as_int(v) is None for v in vals):
-        return sym
-    num = "[" + ", ".join(str(dimlib.as_int(v)) for v in vals) + "]"
-    return sym if num == sym else f"{sym} = {num}"
+def did_you_mean(facts, name: str, known) -> str | None:
+    """The checker's suggestion of a close name (`did you mean `Dh`?`), or None."""
+    return facts._did_you_mean(name, known)
 
 
 def with_help(d) -> str:
@@ -64,7 +56,8 @@ class Feedback:
         self._visible = None
 
     def show(self, shape) -> str:
-        return shape_text(shape, self.prover, self.example_env)
+        """`[B, S, D/H] = [2, 4, 64]`: the shape as `check` shows it."""
+        return self.ref.facts.show_shape(shape)
 
     def same_shape(self, a, b) -> bool:
         return len(a) == len(b) and all(x == y or self.prover.equal(x, y).ok for x, y in zip(a, b))
@@ -270,16 +263,16 @@ class Feedback:
 
     def _reads(self, st) -> set:
         names = self.ref.engine.tensor_names
-        return {t.text for t in st.tokens if t.kind == "name" and t.text in names}
+        return {n for n in st.mentioned() if n in names}
 
     def _hole_ranges(self, st) -> list:
         """Character ranges of the reference answers in the filled statement."""
         out = []
         shift = 0
         for b in sorted((b for b in self.ref.tmpl.blanks.values() if b.stmt == st.index),
-                        key=lambda b: b.token):
-            t = st.tokens[b.token]
-            ans = self.ref.answers.get(b.name) or t.text
-            out.append((t.start + shift, t.start + shift + len(ans)))
-            shift += len(ans) - (t.end - t.start)
+                        key=lambda b: b.hole):
+            text, start, end = st.holes[b.hole]
+            ans = self.ref.answers.get(b.name) or text
+            out.append((start + shift, start + shift + len(ans)))
+            shift += len(ans) - (end - start)
         return out

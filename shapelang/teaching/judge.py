@@ -1,6 +1,6 @@
 """Judging: is a learner's answer equivalent to the reference, and if not, why.
 
-Input: the exercise's reference run (shapelang.engines.Reference) and the
+Input: the exercise's reference run (shapelang.teaching.engines.Reference) and the
 learner's answers, one statement at a time (every other blank at its
 reference answer). Output: a Verdict per blank, the fraction of its points
 and feedback; and, for the whole file with all the learner's answers, the
@@ -8,7 +8,7 @@ findings of its check.
 
 A statement's answers are right when, re-checked with them, its tensors have
 the reference shapes and dtypes, the same value-changing operations (softmax
-axis, scale factor, ...), the same values at probe sizes (shapelang.probe)
+axis, scale factor, ...), the same values at probe sizes (shapelang.teaching.probe)
 where those are tracked, and the rest of the file still checks the same.
 Both judgements are memoised on the answers they depend on.
 """
@@ -23,9 +23,9 @@ from ..syntax.diagnostics import Diagnostic, ShapeError
 from ..syntax.nodes import Expect, Hole, Name
 from ..syntax.parser import ParseFailure, parse
 from .engines import CACHE_LIMIT, Reference
-from .exercise import _squash, fill
-from .feedback import Feedback, layout_message, with_help
+from .feedback import Feedback, did_you_mean, layout_message, with_help
 from .results import clean
+from .template import _squash, fill
 
 
 @dataclass
@@ -42,9 +42,9 @@ def fill_answers(tmpl, ref_answers: dict, st, answers: dict) -> str | None:
         if b.stmt != st.index:
             continue
         if b.name in answers:
-            repl[b.token] = answers[b.name]
+            repl[b.hole] = answers[b.name]
         elif ref_answers.get(b.name) is not None:
-            repl[b.token] = ref_answers[b.name]
+            repl[b.hole] = ref_answers[b.name]
         else:
             return None      # an `expect X: ?` with no reference text: not run
     return fill(st, repl)
@@ -74,10 +74,8 @@ class Judge:
             if node.name in tensors:
                 raise ShapeError("E112", f"`{node.name}` is a tensor, but a size is expected here",
                                  span=node.span)
-            import difflib
-            close = difflib.get_close_matches(node.name, list(p.user), n=1, cutoff=0.5) or \
-                [k for k in p.user if k.lower() == node.name.lower()][:1]
-            hint = f"; did you mean `{close[0]}`?" if close else ""
+            close = did_you_mean(self.ref.facts, node.name, p.user)
+            hint = f"; {close}" if close else ""
             raise ShapeError("E002", f"`{node.name}` is not a dim of this exercise (its dims are "
                              f"{', '.join(p.user)}){hint}", span=node.span)
         return lookup
@@ -230,7 +228,7 @@ class Judge:
             repl = {}
             for b in tmpl.blanks.values():
                 if b.stmt == st.index:
-                    repl[b.token] = given.get(b.name, f"?{b.name}")
+                    repl[b.hole] = given.get(b.name, f"?{b.name}")
             fills[st.index] = fill(st, repl)
         run = engine.run(fills).units
         reads: dict[int, set] = {}
