@@ -180,3 +180,20 @@ def test_every_fix_the_corpus_suggests_checks_clean():
             assert len(again.errors()) <= len([e for e in spec.errors() if e.span.line != d.span.line])
             applied += 1
     assert applied >= 10
+
+
+def test_grade_and_check_name_the_same_mixed_values():
+    from shapelang.teaching.exercise import make
+    from shapelang.teaching.grader import Grader
+
+    sol = HEAD + ("a: Q @ (K -> transpose -2 -1) -> scale 1/sqrt(Dh) -> softmax -1\n"
+                  "# ?merge = transpose 1 2 -> reshape [B, S, D]; 2 points\n"
+                  "o: a @ V -> transpose 1 2 -> reshape [B, S, D]\n")
+    ex, _ = make(sol, "merge.shape")
+    wrong = ex.replace("?merge", "contiguous -> reshape [B, S, D]")
+    res = Grader(ex, sol).grade_text(wrong)
+    blank = next(b for b in res.blanks if b.name == "merge")
+    finding = next(d for d in check(wrong).diagnostics if d.code == "W302")
+    assert blank.status == "wrong"
+    assert finding.message in blank.feedback and "wrong places" in blank.feedback
+    assert "transpose 1 2" not in blank.feedback     # the proved fix would give the answer away

@@ -22,7 +22,7 @@ from ..checker import dims as dimlib
 from ..syntax.diagnostics import Diagnostic, ShapeError
 from ..syntax.nodes import Expect, Hole, Name
 from ..syntax.parser import ParseFailure, parse
-from .engines import CACHE_LIMIT, Reference
+from .engines import CACHE_LIMIT, Reference, filled_text
 from .feedback import Feedback, did_you_mean, layout_message, with_help
 from .results import clean
 from .template import _squash, fill
@@ -180,11 +180,12 @@ class Judge:
             if tracked and values[0][n].key == values[1][n].key:
                 continue
             if msg:
-                return Verdict(0.0, msg)
-            if tracked:
-                return Verdict(0.0, layout_message(n, code))
-            if not fb.same_shape(mine.defs[n].strides, ref.defs[n].strides):
-                return Verdict(0.0, layout_message(n, code))
+                found = self._mixed_values(fills, st)
+                return Verdict(0.0, f"{msg}; {found}" if found else msg)
+            if tracked or not fb.same_shape(mine.defs[n].strides, ref.defs[n].strides):
+                found = self._mixed_values(fills, st)
+                return Verdict(0.0, f"`{n}` has the right shape, but its numbers end up in the wrong "
+                                    f"places: {found}" if found else layout_message(n, code))
         for k in range(ui + 1, len(run)):
             if run[k].errors:
                 what = f"`{'`, `'.join(unit.names)}` gets the right shape, but" \
@@ -205,6 +206,20 @@ class Judge:
                     return Verdict(0.0, f"with your answer, `{n}` on line "
                                         f"{self.engine.units[k].line} computes something else")
         return Verdict(1.0)
+
+    def _mixed_values(self, fills: dict, st) -> str | None:
+        """What `shapelang check` says about where the values of this statement come from
+        (W301-W307), so that check and grade name the same mistake; None if it says nothing.
+        The proved fix is left out: it would hand out the answer."""
+        from ..checker.checker import check_text
+
+        key = ("provenance", st.index, fills.get(st.index))
+        if key not in self.findings:
+            spec = check_text(filled_text(self.tmpl, fills), self.tmpl.path, prove_fixes=False)
+            found = [d for d in spec.diagnostics if d.code.startswith("W3")
+                     and st.line <= d.span.line <= st.end_line]
+            self.findings[key] = f"{found[0].message} [{found[0].code}]" if found else None
+        return self.findings[key]
 
     # -- the whole file with all the learner's answers
     def whole_file(self, given: dict, wrong_units: set, done: dict) -> tuple:
