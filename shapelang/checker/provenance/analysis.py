@@ -30,7 +30,7 @@ import sympy as sp
 from .. import dims as dimlib
 from .. import patterns
 from ..ops.table import TABLE
-from .atoms import TP, Atom, Axis, _sizes
+from .atoms import TP, Atom, Axis
 from .findings import Findings
 from .regroup import Regrouper
 
@@ -126,21 +126,25 @@ class Provenance:
         return dimlib.show(self._names.get(sp.expand(e), e))
 
     def p_regroup(self, s, x: TP, ins):
-        shape = s.out.shape
+        out = self.read_into(s, x, s.out.shape, fixes=True)
+        return None if out is None else [out]
+
+    def read_into(self, s, x: TP, shape, fixes: bool = False) -> TP | None:
+        """x's elements read in order into `shape`; a finding (and None) if that mixes them."""
         if len(shape) == len(x.axes) and all(len(ax) == 1 and self.prover.same(ax[0].size, d)
                                              for ax, d in zip(x.axes, shape)):
-            return [x]
+            return x
         axes = self.rg.regroup(x, shape)
         if axes is None:
-            self.findings.warn_mixed(s, x, shape)
+            self.findings.warn_mixed(s, x, shape, fixes)
             return None
         parent = self.rg.out_of_order(axes)
         if parent is not None:
-            self.findings.warn(s, "W302", f"`{s.text}` puts the pieces of the axis {parent.label} back together "
-                      "in the wrong order, so the values land in the wrong places",
-                      fix=self.findings.regroup_fixes(s, x, shape))
+            self.findings.warn(s, "W302", f"`{s.text}` puts the pieces of the axis {parent.label} back "
+                               "together in the wrong order, so the values land in the wrong places",
+                               fix=self.findings.regroup_fixes(s, x, shape) if fixes else None)
             return None
-        return [x.carry(axes)]
+        return x.carry(axes)
 
     # ------------------------------------------------------------ other layout ops
     def p_permute(self, s, x: TP, ins):
@@ -176,29 +180,13 @@ class Provenance:
         return [x.carry(x.axes[:d] + (x.axes[d] + rep,) + x.axes[d + 1:])]
 
     def p_rearrange(self, s, x: TP, ins):
+        """einops: read into the elementary axes, permute, read into the output groups."""
         det = s.detail
-        flat = list(det["flat"])
-        t = x
-        if len(flat) != len(x.axes) or not all(self.prover.same(a, b) for a, b in zip(flat, _sizes(x))):
-            axes = self.rg.regroup(x, flat)
-            if axes is None:
-                self.findings.warn_mixed(s, x, flat)
-                return None
-            t = x.carry(axes)
-        t = t.carry(t.axes[p] for p in det["perm"])
-        final = list(det["final"])
-        if len(final) != len(t.axes) or not all(self.prover.same(a, b) for a, b in zip(final, _sizes(t))):
-            axes = self.rg.regroup(t, final)
-            if axes is None:
-                self.findings.warn_mixed(s, t, final)
-                return None
-            parent = self.rg.out_of_order(axes)
-            if parent is not None:
-                self.findings.warn(s, "W302", f"`{s.text}` puts the pieces of the axis {parent.label} back together "
-                          "in the wrong order, so the values land in the wrong places")
-                return None
-            t = t.carry(axes)
-        return [t]
+        t = self.read_into(s, x, list(det["flat"]))
+        if t is None:
+            return None
+        t = self.read_into(s, t.carry(t.axes[p] for p in det["perm"]), list(det["final"]))
+        return None if t is None else [t]
 
     # ------------------------------------------------------------ value ops
     def p_same(self, s, x: TP, ins):

@@ -14,7 +14,7 @@ class Findings:
         self.p = analysis
         self.found: list[Diagnostic] = []
 
-    def warn_mixed(self, s, x: TP, shape) -> None:
+    def warn_mixed(self, s, x: TP, shape, fixes: bool = True) -> None:
         atoms = [a for ax in x.axes for a in ax]
         split = {a.parent for a in atoms if a.parent is not None}
         merging = [p for p in split if any(self.p.prover.same(p.size, d) for d in shape)
@@ -26,7 +26,7 @@ class Findings:
             parts = " and ".join(a.label for a in atoms if a.parent is p)
             self.warn(s, "W302", f"`{s.text}` merges {parts} back into {p.label}, but they are not next to "
                       f"each other in that order in {have}: heads and tokens get mixed",
-                      fix=self.regroup_fixes(s, x, shape),
+                      fix=self.regroup_fixes(s, x, shape) if fixes else None,
                       notes=(f"move {parts} next to each other first (a transpose), then merge",))
             return
         features = [a for a in atoms if a.feature]
@@ -34,14 +34,14 @@ class Findings:
             parts = " and ".join(a.label for a in features)
             self.warn(s, "W302", f"`{s.text}` merges the features {parts} into one axis, but they are not "
                       f"next to each other in that order in {have}: heads and tokens get mixed",
-                      fix=self.regroup_fixes(s, x, shape),
+                      fix=self.regroup_fixes(s, x, shape) if fixes else None,
                       notes=(f"move {parts} next to each other first (a transpose), then merge",))
             return
         target = "[" + ", ".join(dimlib.show(d) for d in shape) + "]"
         culprit = self._mixed_axis(x, shape)
         self.warn(s, "W301", f"`{s.text}` reads the elements of {have} in order into {target}, so "
                   f"{culprit}: values of different axes get mixed",
-                  fix=self.regroup_fixes(s, x, shape),
+                  fix=self.regroup_fixes(s, x, shape) if fixes else None,
                   notes=(("`view` and `reshape` never move elements; split an axis where it is, "
                          "then move the pieces with `transpose` or `permute`"),))
 
