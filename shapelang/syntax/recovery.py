@@ -1,0 +1,169 @@
+"""Syntax error recovery: every broken statement reported, the rest parsed, in linear time.
+
+The text is cut into statements once by a line scanner that follows the grammar's
+statement rule: a statement is a line with text plus the lines after it that start
+with `->` (blank and comment lines in between), and a `block` runs to its `end`
+line. A run of statements is parsed in one piece; when that fails, the error's
+line names the broken statement, the statements before it are parsed again as one
+piece, and parsing resumes after it. So each statement is parsed at most twice,
+whatever the number of errors. After MAX_NOTES errors the rest are counted in one
+last diagnostic.
+"""
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+
+from .diagnostics import Diagnostic
+from .grammar import Text, run
+from .limits import ParseFailure
+from .nodes import Block, Span
+
+MAX_NOTES = 20
+_AT_END = "the file ends in the middle of a statement"
+
+_BLANK = re.compile(r"[\t ]*(?:#.*|\r)?").fullmatch
+_CONTINUATION = re.compile(r"[\t ]*->").match
+_BLOCK = re.compile(r"[\t ]*block(?![A-Za-z0-9_'])").match
+_END = re.compile(r"[\t ]*end(?![A-Za-z0-9_'])").match
+_DEFINES = re.compile(r"^\s*(?:(?:input|param|buffer)\s+([A-Za-z_]\w*)|dim\s+(.*)|"
+                      r"block\s+([A-Za-z_]\w*)|([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*:)")
+
+
+def statements_of(lines: list[str]) -> list[tuple[int, int]]:
+    """(first, last) line numbers (1-based) of each statement, blocks' statements included."""
+    out: list[list[int]] = []
+    for i, ln in enumerate(lines, 1):
+        if _BLANK(ln):
+            continue
+        if out and _CONTINUATION(ln):
+            out[-1][1] = i
+        else:
+            out.append([i, i])
+    return [(a, b) for a, b in out]
+
+
+def defined_names(line: str) -> set[str]:
+    """Names a statement line would define (so that later uses do not cascade)."""
+    m = _DEFINES.match(line.split("#", 1)[0])
+    if not m:
+        return set()
+    if m.group(2) is not None:
+        return {part.split("=")[0].strip() for part in m.group(2).split(",") if part.strip()}
+    return {n.strip() for g in (m.group(1), m.group(3), m.group(4)) if g for n in g.split(",")}
+
+
+class Recovery:
+    def __init__(self, text: Text):
+        self.text = text
+        self.lines = text.lines[:-1]          # the text ends in a newline
+        self.diagnostics: list[Diagnostic] = []
+        self.more = 0                         # errors after the first MAX_NOTES
+        self.first_unreported: Span | None = None
+        self.skipped: set[str] = set()
+
+    def run(self):
+        stmts = statements_of(self.lines)
+        out, run_start, k = [], 0, 0
+        while k < len(stmts):
+            if _BLOCK(self.lines[stmts[k][0] - 1]):
+                out += self.parse_run(stmts[run_start:k], "start")
+                j = k + 1
+                while j < len(stmts) and not _END(self.lines[stmts[j][0] - 1]) \
+                        and not _BLOCK(self.lines[stmts[j][0] - 1]):
+                    j += 1
+                closed = j < len(stmts) and _END(self.lines[stmts[j][0] - 1])
+                out += self.parse_block(stmts[k:j + 1] if closed else stmts[k:j], closed)
+                k = run_start = j + 1 if closed else j
+            else:
+                k += 1
+        out += self.parse_run(stmts[run_start:], "start")
+        if self.more:
+            self.diagnostics.append(Diagnostic(
+                "E001", f"and {self.more} more syntax error{'s' if self.more > 1 else ''}",
+                self.first_unreported,
+                f"only the first {MAX_NOTES} syntax errors are listed; lines that do not parse are left out of the check"))
+        return out, self.diagnostics, self.skipped
+
+    # ---- reporting
+    def report(self, diagnostic: Diagnostic, first: int, last: int) -> None:
+        if len(self.diagnostics) < MAX_NOTES:
+            if diagnostic not in self.diagnostics:
+                self.diagnostics.append(diagnostic)
+        else:
+            self.more += 1
+            self.first_unreported = self.first_unreported or diagnostic.span
+        for n in range(first, last + 1):
+            self.skipped |= defined_names(self.lines[n - 1])
+
+    # ---- parsing
+    def parse_run(self, stmts: list[tuple[int, int]], start: str) -> list:
+        """The statements that parse among `stmts`; the others are reported."""
+        out, i = [], 0
+        firsts = [a for a, _ in stmts]
+        while i < len(stmts):
+            try:
+                return out + run(self.text, start, stmts[i][0], stmts[-1][1])
+            except ParseFailure as failure:
+                d = failure.diagnostic
+                bad = max(i, min(len(stmts) - 1, bisect_right(firsts, d.span.line) - 1))
+            if bad > i:
+                try:
+                    out += run(self.text, start, stmts[i][0], stmts[bad - 1][1])
+                except ParseFailure:               # not expected: go one statement at a time
+                    out += self.one_by_one(stmts[i:bad], start)
+            self.report(d, *stmts[bad])
+            i = bad + 1
+        return out
+
+    def one_by_one(self, stmts, start) -> list:
+        out = []
+        for a, b in stmts:
+            try:
+                out += run(self.text, start, a, b)
+            except ParseFailure as failure:
+                self.report(failure.diagnostic, a, b)
+        return out
+
+    def parse_block(self, stmts: list[tuple[int, int]], closed: bool) -> list:
+        """A `block` ... `end`: whole if it parses, else its header and its good statements."""
+        head, last = stmts[0], stmts[-1][1]
+        try:
+            if closed:
+                return run(self.text, "start", head[0], last)
+            run(self.text, "start", head[0], last)
+        except ParseFailure as failure:
+            whole = failure.diagnostic
+        if not closed:
+            self.report(whole, head[0], last)
+            if whole.span.line > head[1] and whole.message != _AT_END:
+                line = self.lines[head[0] - 1]
+                col = len(line) - len(line.lstrip(" \t")) + 1
+                self.report(Diagnostic("E001", "this block has no `end` line",
+                                       Span(head[0], col, head[0], col + 5),
+                                       "a `block` needs a closing `end` line"), head[0], head[0])
+            return []
+        header = self.header(head)
+        if header is None:
+            return []
+        before = len(self.diagnostics) + self.more
+        body = self.parse_run(stmts[1:-1], "block_body")
+        if len(self.diagnostics) + self.more == before:
+            # every part parses alone but the whole does not (e.g. text after `end`)
+            self.report(whole, head[0], last)
+            return []
+        end_line = self.lines[last - 1]
+        col = len(end_line) - len(end_line.lstrip(" \t")) + 1
+        return [Block(header.span, header.name, header.inputs, tuple(body),
+                      Span(last, col, last, col + 3))]
+
+    def header(self, head: tuple[int, int]) -> Block | None:
+        """The block's header on its own (with an `end` supplied), or None if it is broken."""
+        a, b = head
+        piece = Text("\n".join(self.lines[a - 1:b]) + "\nend\n")
+        try:
+            (block,) = run(piece, "start", offset=a - 1)
+            return block
+        except ParseFailure as failure:
+            self.report(failure.diagnostic, a, b)
+            return None
