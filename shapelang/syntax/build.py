@@ -9,8 +9,6 @@ in the span its parent sees (`Paren`).
 """
 from __future__ import annotations
 
-from bisect import bisect_right
-
 from .diagnostics import Diagnostic
 from .limits import MAX_DIGITS, MAX_RANK, ParseFailure
 from .nodes import (

@@ -7,6 +7,7 @@ parse tree is built. Line numbers are those of the whole text either way.
 from __future__ import annotations
 
 import functools
+import gc
 from importlib import resources
 from pathlib import Path
 
@@ -73,6 +74,10 @@ def run(text: Text, start: str = "start", first: int | None = None, last: int | 
     parser = lark_parser()
     source = text.source
     _BUILDER.reset(source)
+    # The parse allocates many small objects and no cycles: the collector's passes over a
+    # growing heap cost more than the parse itself on large files, so it waits until the end.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         if first is None and not offset:
             return parser.parse(source, start=start)
@@ -89,6 +94,9 @@ def run(text: Text, start: str = "start", first: int | None = None, last: int | 
     except lark.exceptions.UnexpectedInput as err:
         end_line = (len(text.lines) - 1 if last is None else last) + offset
         raise friendly(err, text, end_line, start == "block_body" or None, offset) from None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def friendly(err, text: Text, end_line: int, in_block: bool | None = None,

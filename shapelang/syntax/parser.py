@@ -10,16 +10,47 @@ from __future__ import annotations
 import re
 
 from .grammar import KEYWORDS, Text, grammar_text, lark_parser, run
-from .limits import MAX_BYTES, MAX_DEPTH, MAX_DIGITS, MAX_LINES, MAX_RANK, ParseFailure, fail
+from .limits import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    MAX_DIGITS,
+    MAX_LINE_CHARS,
+    MAX_LINES,
+    MAX_RANK,
+    ParseFailure,
+    fail,
+    line_too_long,
+)
 from .nodes import Spec
 
-__all__ = ["KEYWORDS", "MAX_BYTES", "MAX_DEPTH", "MAX_DIGITS", "MAX_LINES", "MAX_RANK",
-           "ParseFailure", "grammar_text", "parse", "parse_recovering"]
+__all__ = [
+    "KEYWORDS",
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "MAX_DIGITS",
+    "MAX_LINES",
+    "MAX_LINE_CHARS",
+    "MAX_RANK",
+    "ParseFailure",
+    "grammar_text",
+    "parse",
+    "parse_recovering",
+]
 
 _lark = lark_parser     # the compiled grammar (bench times its build)
 
-_CONTENT_LINE = re.compile(r"^[\t ]*[^\t \r\n#]", re.M)
+_LONE_CR = re.compile(r"\r(?!\n)")
+_CONTENT_LINE = re.compile(r"^[\t ]*[^\t \r\n#]", re.MULTILINE)
 _BRACKET = re.compile(r"[()\[\]]")
+_LONG_LINE = re.compile(rf"^[^\n]{{{MAX_LINE_CHARS + 1}}}", re.MULTILINE)
+
+
+def _long_lines(text: Text) -> list[int]:
+    """Lines (1-based) longer than MAX_LINE_CHARS."""
+    source = text.source
+    if len(source) <= MAX_LINE_CHARS:
+        return []
+    return [source.count("\n", 0, m.start()) + 1 for m in _LONG_LINE.finditer(source)]
 
 
 def _check_bounds(text: str) -> None:
@@ -47,8 +78,9 @@ def _check_bounds(text: str) -> None:
 
 def _prepare(text: str) -> tuple[str, Text]:
     """The text without a byte-order mark, checked against the limits, and ending in a newline."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = text.removeprefix("\ufeff")
+    if "\r" in text:      # a lone carriage return ends a line, as in an editor
+        text = _LONE_CR.sub("\n", text)
     _check_bounds(text)
     return text, Text(text if text.endswith("\n") else text + "\n")
 
@@ -56,6 +88,9 @@ def _prepare(text: str) -> tuple[str, Text]:
 def parse(text: str, path: str = "<input>") -> Spec:
     """Parse spec text; raises ParseFailure with one diagnostic on a syntax error."""
     text, source = _prepare(text)
+    long = _long_lines(source)
+    if long:
+        raise line_too_long(long[0])
     return Spec(path, text, tuple(run(source)))
 
 
@@ -73,9 +108,11 @@ def parse_recovering(text: str, path: str = "<input>"):
         text, source = _prepare(text)
     except ParseFailure as failure:
         return None, [failure.diagnostic], set()
-    try:
-        return Spec(path, text, tuple(run(source))), [], set()
-    except ParseFailure:
-        pass
-    statements, diagnostics, skipped = Recovery(source).run()
+    long = _long_lines(source)
+    if not long:
+        try:
+            return Spec(path, text, tuple(run(source))), [], set()
+        except ParseFailure:
+            pass
+    statements, diagnostics, skipped = Recovery(source, long).run()
     return Spec(path, text, tuple(statements)), diagnostics, skipped

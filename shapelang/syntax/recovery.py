@@ -16,7 +16,7 @@ from bisect import bisect_right
 
 from .diagnostics import Diagnostic
 from .grammar import Text, run
-from .limits import ParseFailure
+from .limits import ParseFailure, line_too_long
 from .nodes import Block, Span
 
 MAX_NOTES = 20
@@ -30,10 +30,15 @@ _DEFINES = re.compile(r"^\s*(?:(?:input|param|buffer)\s+([A-Za-z_]\w*)|dim\s+(.*
                       r"block\s+([A-Za-z_]\w*)|([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*:)")
 
 
-def statements_of(lines: list[str]) -> list[tuple[int, int]]:
-    """(first, last) line numbers (1-based) of each statement, blocks' statements included."""
+def statements_of(lines: list[str], long_lines=frozenset()) -> list[tuple[int, int]]:
+    """(first, last) line numbers (1-based) of each statement, blocks' statements included.
+
+    A line in `long_lines` is a statement of its own (to be refused), even a comment."""
     out: list[list[int]] = []
     for i, ln in enumerate(lines, 1):
+        if i in long_lines:
+            out.append([i, i])
+            continue
         if _BLANK(ln):
             continue
         if out and _CONTINUATION(ln):
@@ -54,8 +59,9 @@ def defined_names(line: str) -> set[str]:
 
 
 class Recovery:
-    def __init__(self, text: Text):
+    def __init__(self, text: Text, long_lines=()):
         self.text = text
+        self.long_lines = sorted(long_lines)     # refused unread
         self.lines = text.lines[:-1]          # the text ends in a newline
         self.diagnostics: list[Diagnostic] = []
         self.more = 0                         # errors after the first MAX_NOTES
@@ -63,10 +69,15 @@ class Recovery:
         self.skipped: set[str] = set()
 
     def run(self):
-        stmts = statements_of(self.lines)
+        stmts = statements_of(self.lines, set(self.long_lines))
         out, run_start, k = [], 0, 0
         while k < len(stmts):
-            if _BLOCK(self.lines[stmts[k][0] - 1]):
+            long = self.long_line_in(*stmts[k])
+            if long and not _BLOCK(self.lines[stmts[k][0] - 1]):
+                out += self.parse_run(stmts[run_start:k], "start")
+                self.report(line_too_long(long).diagnostic, *stmts[k])
+                k = run_start = k + 1
+            elif _BLOCK(self.lines[stmts[k][0] - 1]):
                 out += self.parse_run(stmts[run_start:k], "start")
                 j = k + 1
                 while j < len(stmts) and not _END(self.lines[stmts[j][0] - 1]) \
@@ -84,6 +95,10 @@ class Recovery:
                 self.first_unreported,
                 f"only the first {MAX_NOTES} syntax errors are listed; lines that do not parse are left out of the check"))
         return out, self.diagnostics, self.skipped
+
+    def long_line_in(self, first: int, last: int) -> int | None:
+        i = bisect_right(self.long_lines, last) - 1
+        return self.long_lines[i] if i >= 0 and self.long_lines[i] >= first else None
 
     # ---- reporting
     def report(self, diagnostic: Diagnostic, first: int, last: int) -> None:
@@ -128,6 +143,10 @@ class Recovery:
     def parse_block(self, stmts: list[tuple[int, int]], closed: bool) -> list:
         """A `block` ... `end`: whole if it parses, else its header and its good statements."""
         head, last = stmts[0], stmts[-1][1]
+        long = self.long_line_in(head[0], last)
+        if long:
+            self.report(line_too_long(long).diagnostic, head[0], last)
+            return []
         try:
             if closed:
                 return run(self.text, "start", head[0], last)
