@@ -10,7 +10,6 @@ with `parse`: no diagnostics exactly when `parse` succeeds, with the same nodes.
 from __future__ import annotations
 
 import random
-import re
 import time
 from pathlib import Path
 
@@ -98,7 +97,7 @@ def test_mutated_specs_give_diagnostics_inside_the_file_and_agree_with_parse(pat
         spec, diagnostics, _ = parse_recovering(text, "mutant.shape")
         assert time.perf_counter() - t0 < 2.0, repr(text[:200])
         shown = text.removeprefix("\ufeff")
-        lines = re.split(r"\r?\n|\r", shown)      # as an editor shows them
+        lines = shown.split("\n")
         for d in diagnostics:
             assert d.code in ("E001", "E004"), d
             assert inside(d.span, lines), (d, repr(text[:200]))
@@ -114,3 +113,37 @@ def test_mutated_specs_give_diagnostics_inside_the_file_and_agree_with_parse(pat
             assert failure.diagnostic in diagnostics or failure.diagnostic.code == "E004"
         else:
             assert not diagnostics and spec == whole, repr(text[:200])
+
+
+@pytest.mark.parametrize("path", SOURCES[::3], ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_the_fast_path_agrees_with_larks_own_lexer_and_parser(path):
+    """grammar.run parses through tokens.FastPath and falls back to lark on anything unusual:
+    wherever the fast path gives nodes, lark's ordinary path gives the same nodes."""
+    import lark
+
+    from shapelang.syntax import grammar
+
+    original = path.read_text(encoding="utf-8")
+    rng = random.Random(f"fast/{path.name}")
+    fast, slow = grammar.fast_path(), grammar.lark_parser()
+    text = grammar.Text(original.replace("\r", "") + "\n")
+    grammar._BUILDER.reset(text.source)
+    nodes = fast.parse(text.source, text.starts, "start", 0, len(text.source), 0)
+    assert nodes is not grammar.MISSING and nodes == slow.parse(text.source, start="start")
+    for _ in range(MUTANTS_PER_FILE):
+        text = grammar.Text(mutate(original, rng).replace("\r", "") + "\n")
+        grammar._BUILDER.reset(text.source)
+        try:
+            got = fast.parse(text.source, text.starts, "start", 0, len(text.source), 0)
+        except ParseFailure:
+            got = "E004"
+        try:
+            want = slow.parse(text.source, start="start")
+        except lark.exceptions.UnexpectedInput:
+            want = None
+        except ParseFailure:
+            want = "E004"
+        if got is not grammar.MISSING:
+            assert got == want, repr(text.source[:200])
+        else:
+            assert want is None, repr(text.source[:200])

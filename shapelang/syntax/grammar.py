@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .build import NodeBuilder
 from .limits import ParseFailure, fail
+from .tokens import MISSING, FastPath
 
 KEYWORDS = {"dim", "assume", "example", "input", "param", "buffer", "expect", "block",
             "return", "end"}
@@ -61,6 +62,11 @@ class Text:
         return self.lines[n - 1] if 0 < n <= len(self.lines) else ""
 
 
+@functools.cache
+def fast_path() -> FastPath:
+    return FastPath(lark_parser(), _BUILDER)
+
+
 def run(text: Text, start: str = "start", first: int | None = None, last: int | None = None,
         offset: int = 0):
     """Statements of the whole text, or of its lines first..last (1-based, inclusive).
@@ -80,11 +86,18 @@ def run(text: Text, start: str = "start", first: int | None = None, last: int | 
     gc.disable()
     try:
         if first is None and not offset:
+            a, b = 0, len(source)
+        else:
+            first = first or 1
+            last = last or len(text.lines) - 1
+            a = text.starts[first - 1]
+            b = text.starts[last] if last < len(text.starts) else len(source)
+        nodes = fast_path().parse(source, text.starts, start, a, b, offset)
+        if nodes is not MISSING:
+            return nodes
+        # lark's own path: it raises lark's error for the text the fast path left to it
+        if first is None and not offset:
             return parser.parse(source, start=start)
-        first = first or 1
-        last = last or len(text.lines) - 1
-        a = text.starts[first - 1]
-        b = text.starts[last] if last < len(text.starts) else len(source)
         interactive = parser.parse_interactive(None, start=start)
         counter = LineCounter("\n")
         counter.char_pos = counter.line_start_pos = a

@@ -39,7 +39,6 @@ __all__ = [
 
 _lark = lark_parser     # the compiled grammar (bench times its build)
 
-_LONE_CR = re.compile(r"\r(?!\n)")
 _CONTENT_LINE = re.compile(r"^[\t ]*[^\t \r\n#]", re.MULTILINE)
 _BRACKET = re.compile(r"[()\[\]]")
 _LONG_LINE = re.compile(rf"^[^\n]{{{MAX_LINE_CHARS + 1}}}", re.MULTILINE)
@@ -79,8 +78,6 @@ def _check_bounds(text: str) -> None:
 def _prepare(text: str) -> tuple[str, Text]:
     """The text without a byte-order mark, checked against the limits, and ending in a newline."""
     text = text.removeprefix("\ufeff")
-    if "\r" in text:      # a lone carriage return ends a line, as in an editor
-        text = _LONE_CR.sub("\n", text)
     _check_bounds(text)
     return text, Text(text if text.endswith("\n") else text + "\n")
 

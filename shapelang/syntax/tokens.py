@@ -1,0 +1,162 @@
+"""A lean driver for lark's contextual lexer and LALR parser, for text that parses.
+
+lark's contextual lexer picks, in every parser state, the terminals that state
+accepts and matches them with one compiled regex; its LALR parser then shifts the
+token or reduces rules, calling a callback per reduction. This loop does exactly
+that with lark's own per-state regexes and keyword rules (`ContextualLexer.lexers`),
+lark's own parse table and lark's own callbacks (the NodeBuilder). It only leaves
+out what costs most per token: a line counter object, a generator, a method call
+and an assertion per token. Positions come from a table of line starts.
+
+On anything unusual (a character no terminal matches, a token the parse table
+refuses) it returns MISSING and the caller parses again through lark's ordinary
+path, which then raises lark's exact error. So the language and the error
+messages are lark's; only the speed of the common case differs.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+
+_MISSING = object()
+
+
+class _State:
+    """What one parser state needs to lex: lark's regex, its ignore set, its callbacks."""
+    __slots__ = ("callback", "ignore", "newline", "regex")
+
+    def __init__(self, basic_lexer):
+        scanner = basic_lexer.scanner              # builds lark's regex and keyword callbacks
+        self.regex = scanner._mres[0] if len(scanner._mres) == 1 else None
+        self.ignore = basic_lexer.ignore_types
+        self.newline = basic_lexer.newline_types
+        self.callback = basic_lexer.callback
+
+
+class Inline(list):
+    """The children of an inlined rule (`_name`), spliced into its parent's children."""
+    __slots__ = ()
+
+
+def _plan(rule, builder):
+    """How to reduce one rule, as lark's tree builder would with keep_all_tokens."""
+    name = rule.alias or rule.options.template_source or rule.origin.name
+    fn = getattr(builder, name, None)
+    splice = tuple(i for i, sym in enumerate(rule.expansion)
+                   if not sym.is_term and sym.name.startswith("_"))
+    single = bool(rule.options.expand1 and not rule.alias)
+    return (len(rule.expansion), rule.origin.name, splice, fn, single)
+
+
+class FastPath:
+    def __init__(self, lark_parser, builder):
+        from lark.lexer import Token
+        from lark.parsers.lalr_analysis import Shift
+
+        self.parser = lark_parser
+        self.lexers = lark_parser.parser.lexer.lexers        # parser state -> lark BasicLexer
+        self.states: dict = {}
+        self.token = getattr(Token, "_future_new", Token)
+        self.Token = Token
+        self.builder = builder
+        self.Shift = Shift
+        self.tables: dict = {}
+
+    def _state(self, position):
+        st = self.states.get(position)
+        if st is None:
+            st = self.states[position] = _State(self.lexers[position])
+        return st
+
+    def _table(self, start):
+        """lark's parse table for `start`, with each reduction as a plan: (start, end, table)."""
+        if start not in self.tables:
+            conf = self.parser.parse_interactive(None, start=start).parser_state.parse_conf
+            plans, table = {}, {}
+            for state, row in conf.states.items():
+                new = table[state] = {}
+                for sym, (action, arg) in row.items():
+                    if action is self.Shift:
+                        new[sym] = (True, arg)
+                    else:
+                        if id(arg) not in plans:
+                            plans[id(arg)] = _plan(arg, self.builder)
+                        new[sym] = (False, plans[id(arg)])
+            self.tables[start] = (conf.start_state, conf.end_state, table)
+        return self.tables[start]
+
+    def parse(self, source: str, starts: list[int], start: str, a: int, b: int, line_offset: int):
+        """Nodes of source[a:b] (whole lines; line numbers shifted by line_offset), or MISSING."""
+        start_state, end_state, table = self._table(start)
+        state_stack, value_stack = [start_state], []
+        states, get_state, make = self.states, self._state, self.token
+        pos, token, eof = a, None, False
+        while True:
+            if pos < b:
+                st = states.get(state_stack[-1]) or get_state(state_stack[-1])
+                regex = st.regex
+                if regex is None:
+                    return _MISSING
+                m = regex.match(source, pos, b)
+                if m is None:
+                    return _MISSING
+                kind = m.lastgroup
+                end = m.end()
+                if kind in st.ignore:
+                    pos = end
+                    continue
+                line = bisect_right(starts, pos)
+                col = pos - starts[line - 1] + 1
+                if kind in st.newline:
+                    end_line = bisect_right(starts, end)
+                    end_col = end - starts[end_line - 1] + 1
+                else:
+                    end_line, end_col = line, col + end - pos
+                token = make(kind, m.group(), pos, line + line_offset, col, end_line + line_offset,
+                             end_col, end)
+                cb = st.callback.get(kind)
+                if cb is not None:
+                    token = cb(token)
+                pos = end
+            else:
+                token = self.Token.new_borrow_pos("$END", "", token) if token is not None \
+                    else self.Token("$END", "", 0, 1, 1)
+                eof = True
+            kind = token.type
+            while True:                                   # lark's LALR step, as in feed_token
+                action = table[state_stack[-1]].get(kind)
+                if action is None:
+                    return _MISSING
+                if action[0]:
+                    if eof:
+                        return _MISSING
+                    state_stack.append(action[1])
+                    value_stack.append(token)
+                    break
+                size, origin, splice, fn, single = action[1]
+                if size:
+                    args = value_stack[-size:]
+                    del state_stack[-size:]
+                    del value_stack[-size:]
+                    if splice:
+                        flat = []
+                        for i, x in enumerate(args):
+                            if i in splice:
+                                flat.extend(x)
+                            else:
+                                flat.append(x)
+                        args = flat
+                else:
+                    args = []
+                if single and len(args) == 1:
+                    value = args[0]
+                elif fn is None:
+                    value = Inline(args)
+                else:
+                    value = fn(args)
+                state_stack.append(table[state_stack[-1]][origin][1])
+                value_stack.append(value)
+                if eof and state_stack[-1] == end_state:
+                    return value_stack[-1]
+
+
+MISSING = _MISSING
