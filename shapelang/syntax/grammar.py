@@ -63,8 +63,13 @@ class Text:
 
 
 @functools.cache
+def _fast_path(parser) -> FastPath:
+    return FastPath(parser, _BUILDER)
+
+
 def fast_path() -> FastPath:
-    return FastPath(lark_parser(), _BUILDER)
+    """The fast path over the current compiled grammar (bench may rebuild it)."""
+    return _fast_path(lark_parser())
 
 
 def run(text: Text, start: str = "start", first: int | None = None, last: int | None = None,

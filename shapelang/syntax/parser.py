@@ -99,8 +99,6 @@ def parse_recovering(text: str, path: str = "<input>"):
     each statement is parsed at most twice, and after a fixed number of syntax
     errors the rest are counted in one last diagnostic.
     """
-    from .recovery import Recovery
-
     try:
         text, source = _prepare(text)
     except ParseFailure as failure:
@@ -111,5 +109,7 @@ def parse_recovering(text: str, path: str = "<input>"):
             return Spec(path, text, tuple(run(source))), [], set()
         except ParseFailure:
             pass
+    from .recovery import Recovery        # only for text with errors
+
     statements, diagnostics, skipped = Recovery(source, long).run()
     return Spec(path, text, tuple(statements)), diagnostics, skipped

@@ -93,7 +93,8 @@ class Recovery:
             self.diagnostics.append(Diagnostic(
                 "E001", f"and {self.more} more syntax error{'s' if self.more > 1 else ''}",
                 self.first_unreported,
-                f"only the first {MAX_NOTES} syntax errors are listed; lines that do not parse are left out of the check"))
+                f"only the first {MAX_NOTES} syntax errors are listed; "
+                "lines that do not parse are left out of the check"))
         return out, self.diagnostics, self.skipped
 
     def long_line_in(self, first: int, last: int) -> int | None:
@@ -148,9 +149,7 @@ class Recovery:
             self.report(line_too_long(long).diagnostic, head[0], last)
             return []
         try:
-            if closed:
-                return run(self.text, "start", head[0], last)
-            run(self.text, "start", head[0], last)
+            return run(self.text, "start", head[0], last)
         except ParseFailure as failure:
             whole = failure.diagnostic
         if not closed:
