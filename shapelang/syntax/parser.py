@@ -109,7 +109,7 @@ def parse_recovering(text: str, path: str = "<input>"):
             return Spec(path, text, tuple(run(source))), [], set()
         except ParseFailure:
             pass
-    from .recovery import Recovery        # only for text with errors
+    from .recovery import Recovery  # only for text with errors
 
     statements, diagnostics, skipped = Recovery(source, long).run()
     return Spec(path, text, tuple(statements)), diagnostics, skipped
