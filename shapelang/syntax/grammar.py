@@ -1,13 +1,17 @@
 """The grammar (grammars/shapelang.lark) compiled once, and lark's errors in a learner's words.
 
-`run(source, ...)` parses all of a text, or a stretch of whole lines of it, and returns
-nodes: lark's LALR parser calls the NodeBuilder's callbacks as it reduces, so no
-parse tree is built. Line numbers are those of the whole text either way.
+`run(text, ...)` parses all of a text, or a stretch of whole lines of it, and returns
+nodes: the NodeBuilder's callbacks run as the LALR parser reduces, so no parse tree
+is built. Text that parses goes through tokens.FastPath (lark's lexer regexes and
+parse table in one loop); anything else goes through lark's ordinary path, which
+raises the error that `friendly` turns into a diagnostic. Line numbers are those of
+the whole text either way.
 """
 from __future__ import annotations
 
 import functools
 import gc
+import threading
 from importlib import resources
 from pathlib import Path
 
@@ -79,6 +83,14 @@ def run(text: Text, start: str = "start", first: int | None = None, last: int | 
     Line numbers and columns are those of the whole text, plus `offset` lines when the
     text is a piece cut from a longer one. Raises ParseFailure.
     """
+    with _ONE_AT_A_TIME:              # the builder holds the text being parsed
+        return _run(text, start, first, last, offset)
+
+
+_ONE_AT_A_TIME = threading.Lock()
+
+
+def _run(text: Text, start: str, first: int | None, last: int | None, offset: int):
     import lark
     from lark.lexer import LexerState, LineCounter, TextSlice
 
