@@ -15,9 +15,16 @@ messages are lark's; only the speed of the common case differs.
 """
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 
 _MISSING = object()
+
+
+def _skips_blanks(basic_lexer) -> bool:
+    """Whether this lexer ignores runs of spaces and tabs (`%ignore /[\t ]+/`)."""
+    return any(t.name in basic_lexer.ignore_types and t.pattern.value == "[\t ]+"
+               for t in basic_lexer.terminals)
 
 
 class _State:
@@ -26,7 +33,10 @@ class _State:
 
     def __init__(self, basic_lexer):
         scanner = basic_lexer.scanner              # builds lark's regex and keyword callbacks
-        self.regex = scanner._mres[0] if len(scanner._mres) == 1 else None
+        mres = scanner._mres
+        # lark's alternation, after the blanks lark would skip as a token of their own
+        self.regex = re.compile(f"[\t ]*+(?:{mres[0].pattern})", mres[0].flags) \
+            if len(mres) == 1 and _skips_blanks(basic_lexer) else None
         self.ignore = basic_lexer.ignore_types
         self.newline = basic_lexer.newline_types
         self.callback = basic_lexer.callback
@@ -104,6 +114,7 @@ class FastPath:
                 if kind in st.ignore:
                     pos = end
                     continue
+                pos = m.start(kind)
                 line = bisect_right(starts, pos)
                 col = pos - starts[line - 1] + 1
                 if kind in st.newline:
@@ -111,7 +122,7 @@ class FastPath:
                     end_col = end - starts[end_line - 1] + 1
                 else:
                     end_line, end_col = line, col + end - pos
-                token = make(kind, m.group(), pos, line + line_offset, col, end_line + line_offset,
+                token = make(kind, m.group(kind), pos, line + line_offset, col, end_line + line_offset,
                              end_col, end)
                 cb = st.callback.get(kind)
                 if cb is not None:
