@@ -93,9 +93,9 @@ def test_mutated_specs_give_diagnostics_inside_the_file_and_agree_with_parse(pat
     rng = random.Random(f"{path.parent.name}/{path.name}")
     for _ in range(MUTANTS_PER_FILE):
         text = mutate(original, rng)
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         spec, diagnostics, _ = parse_recovering(text, "mutant.shape")
-        assert time.perf_counter() - t0 < 2.0, repr(text[:200])
+        assert time.process_time() - t0 < 2.0, repr(text[:200])     # CPU seconds
         shown = text.removeprefix("\ufeff")
         lines = shown.split("\n")
         for d in diagnostics:
