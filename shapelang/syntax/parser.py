@@ -40,7 +40,7 @@ __all__ = [
 _lark = lark_parser     # the compiled grammar (bench times its build)
 
 _CONTENT_LINE = re.compile(r"^[\t ]*[^\t \r\n#]", re.MULTILINE)
-_BRACKET = re.compile(r"[()\[\]]")
+_BRACKETS = re.compile(r"[(\[]+|[)\]]+")
 _LONG_LINE = re.compile(rf"^[^\n]{{{MAX_LINE_CHARS + 1}}}", re.MULTILINE)
 
 
@@ -62,17 +62,18 @@ def _check_bounds(text: str) -> None:
             raise fail("E004", f"file has more than {MAX_LINES} lines", line, 1,
                        "a spec is a few hundred lines; split it or remove generated text")
     depth = 0
-    for m in _BRACKET.finditer(text):
-        if m.group() in "([":
-            depth += 1
-            if depth > MAX_DEPTH:
-                at = m.start()
+    for m in _BRACKETS.finditer(text):              # runs of openers or of closers
+        n = m.end() - m.start()
+        if m.group()[0] in "([":
+            if depth + n > MAX_DEPTH:
+                at = m.start() + MAX_DEPTH - depth
                 line_start = text.rfind("\n", 0, at) + 1
                 raise fail("E004", f"brackets are nested more than {MAX_DEPTH} deep",
                            text.count("\n", 0, at) + 1, at - line_start + 1,
                            "simplify the expression or give parts of it names")
-        elif depth:
-            depth -= 1
+            depth += n
+        else:
+            depth = max(0, depth - n)
 
 
 def _prepare(text: str) -> tuple[str, Text]:

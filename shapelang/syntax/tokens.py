@@ -100,6 +100,8 @@ class FastPath:
         state_stack, value_stack = [start_state], []
         states, get_state, make = self.states, self._state, self.token
         pos, token, eof = a, None, False
+        line = bisect_right(starts, a)                  # the line pos is on, and its start
+        lstart = starts[line - 1]
         while True:
             if pos < b:
                 st = states.get(state_stack[-1]) or get_state(state_stack[-1])
@@ -112,18 +114,21 @@ class FastPath:
                 kind = m.lastgroup
                 end = m.end()
                 if kind in st.ignore:
+                    if kind in st.newline:                # a continuation: on to the `->` line
+                        line = bisect_right(starts, end)
+                        lstart = starts[line - 1]
                     pos = end
                     continue
                 pos = m.start(kind)
-                line = bisect_right(starts, pos)
-                col = pos - starts[line - 1] + 1
-                if kind in st.newline:
+                col = pos - lstart + 1
+                if kind in st.newline:                    # only these can span lines
                     end_line = bisect_right(starts, end)
                     end_col = end - starts[end_line - 1] + 1
                 else:
                     end_line, end_col = line, col + end - pos
                 token = make(kind, m.group(kind), pos, line + line_offset, col, end_line + line_offset,
                              end_col, end)
+                line, lstart = end_line, starts[end_line - 1]
                 cb = st.callback.get(kind)
                 if cb is not None:
                     token = cb(token)
@@ -149,19 +154,25 @@ class FastPath:
                     del state_stack[-size:]
                     del value_stack[-size:]
                     if splice:
-                        flat = []
-                        for i, x in enumerate(args):
+                        # a left-recursive list grows in place, as in lark's ChildFilterLALR:
+                        # LALR uses every value once, so nothing else holds it
+                        if splice[0] == 0 and type(args[0]) is Inline:
+                            flat, i = args[0], 1
+                        else:
+                            flat, i = Inline(), 0
+                        while i < size:
                             if i in splice:
-                                flat.extend(x)
+                                flat.extend(args[i])
                             else:
-                                flat.append(x)
+                                flat.append(args[i])
+                            i += 1
                         args = flat
                 else:
                     args = []
                 if single and len(args) == 1:
                     value = args[0]
                 elif fn is None:
-                    value = Inline(args)
+                    value = args if type(args) is Inline else Inline(args)
                 else:
                     value = fn(args)
                 state_stack.append(table[state_stack[-1]][origin][1])
