@@ -84,7 +84,8 @@ class Recovery:
                         and not _BLOCK(self.lines[stmts[j][0] - 1]):
                     j += 1
                 closed = j < len(stmts) and _END(self.lines[stmts[j][0] - 1])
-                out += self.parse_block(stmts[k:j + 1] if closed else stmts[k:j], closed)
+                out += self.parse_block(stmts[k:j + 1] if closed else stmts[k:j], closed,
+                                        j == len(stmts))
                 k = run_start = j + 1 if closed else j
             else:
                 k += 1
@@ -141,7 +142,7 @@ class Recovery:
                 self.report(failure.diagnostic, a, b)
         return out
 
-    def parse_block(self, stmts: list[tuple[int, int]], closed: bool) -> list:
+    def parse_block(self, stmts: list[tuple[int, int]], closed: bool, at_eof: bool) -> list:
         """A `block` ... `end`: whole if it parses, else its header and its good statements."""
         head, last = stmts[0], stmts[-1][1]
         long = self.long_line_in(head[0], last)
@@ -153,13 +154,17 @@ class Recovery:
         except ParseFailure as failure:
             whole = failure.diagnostic
         if not closed:
+            line = self.lines[head[0] - 1]
+            col = len(line) - len(line.lstrip(" \t")) + 1
+            no_end = Diagnostic("E001", "this block has no `end` line" +
+                                ("" if at_eof else " before the next `block`"),
+                                Span(head[0], col, head[0], col + 5),
+                                "a `block` needs a closing `end` line")
+            if whole.message == _AT_END and not at_eof:
+                whole = no_end                    # the text goes on: name the block, not the end
             self.report(whole, head[0], last)
-            if whole.span.line > head[1] and whole.message != _AT_END:
-                line = self.lines[head[0] - 1]
-                col = len(line) - len(line.lstrip(" \t")) + 1
-                self.report(Diagnostic("E001", "this block has no `end` line",
-                                       Span(head[0], col, head[0], col + 5),
-                                       "a `block` needs a closing `end` line"), head[0], head[0])
+            if whole.span.line > head[1] and whole is not no_end and whole.message != _AT_END:
+                self.report(no_end, head[0], head[0])
             return []
         header = self.header(head)
         if header is None:
