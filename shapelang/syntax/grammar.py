@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import gc
 import threading
+from bisect import bisect_right
 from importlib import resources
 from pathlib import Path
 
@@ -76,21 +77,31 @@ def fast_path() -> FastPath:
     return _fast_path(lark_parser())
 
 
+class NotParsed(Exception):
+    """The fast path stopped at `line`; raised instead of running lark (run(..., lark=False))."""
+
+    def __init__(self, line: int | None):
+        super().__init__(line)
+        self.line = line
+
+
 def run(text: Text, start: str = "start", first: int | None = None, last: int | None = None,
-        offset: int = 0):
+        offset: int = 0, lark: bool = True):
     """Statements of the whole text, or of its lines first..last (1-based, inclusive).
 
     Line numbers and columns are those of the whole text, plus `offset` lines when the
-    text is a piece cut from a longer one. Raises ParseFailure.
+    text is a piece cut from a longer one. Raises ParseFailure; with lark=False, raises
+    NotParsed where the fast path stops instead of asking lark for the error.
     """
     with _ONE_AT_A_TIME:              # the builder holds the text being parsed
-        return _run(text, start, first, last, offset)
+        return _run(text, start, first, last, offset, lark)
 
 
 _ONE_AT_A_TIME = threading.Lock()
 
 
-def _run(text: Text, start: str, first: int | None, last: int | None, offset: int):
+def _run(text: Text, start: str, first: int | None, last: int | None, offset: int,
+         use_lark: bool):
     import lark
     from lark.lexer import LexerState, LineCounter, TextSlice
 
@@ -109,9 +120,13 @@ def _run(text: Text, start: str, first: int | None, last: int | None, offset: in
             last = last or len(text.lines) - 1
             a = text.starts[first - 1]
             b = text.starts[last] if last < len(text.starts) else len(source)
-        nodes = fast_path().parse(source, text.starts, start, a, b, offset)
+        fast = fast_path()
+        nodes = fast.parse(source, text.starts, start, a, b, offset)
         if nodes is not MISSING:
             return nodes
+        if not use_lark:
+            at = fast.failed_at
+            raise NotParsed(None if at is None else bisect_right(text.starts, at) + offset)
         # lark's own path: it raises lark's error for the text the fast path left to it
         if first is None and not offset:
             return parser.parse(source, start=start)

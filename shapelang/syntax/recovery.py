@@ -15,7 +15,7 @@ import re
 from bisect import bisect_right
 
 from .diagnostics import Diagnostic
-from .grammar import Text, run
+from .grammar import NotParsed, Text, run
 from .limits import ParseFailure, line_too_long
 from .nodes import Block, Span
 
@@ -120,10 +120,25 @@ class Recovery:
         firsts = [a for a, _ in stmts]
         while i < len(stmts):
             try:
-                return out + run(self.text, start, stmts[i][0], stmts[-1][1])
-            except ParseFailure as failure:
+                return out + run(self.text, start, stmts[i][0], stmts[-1][1], lark=False)
+            except NotParsed as stop:
+                # lark's message for the statement where the fast path stopped, parsed alone;
+                # if that one parses alone after all, lark reads the whole run. Past the
+                # listed errors only the count matters, and the line is enough.
+                here = stop.line is not None and stop.line >= firsts[i]
+                if here and self.first_unreported is not None:
+                    d = Diagnostic("E001", "does not parse", Span(stop.line, 1, stop.line, 2))
+                else:
+                    d = self.error_alone(stmts[bisect_right(firsts, stop.line) - 1], start) \
+                        if here else None
+                if d is None:
+                    try:
+                        return out + run(self.text, start, stmts[i][0], stmts[-1][1])
+                    except ParseFailure as failure:
+                        d = failure.diagnostic
+            except ParseFailure as failure:       # a limit (E004) met while building nodes
                 d = failure.diagnostic
-                bad = max(i, min(len(stmts) - 1, bisect_right(firsts, d.span.line) - 1))
+            bad = max(i, min(len(stmts) - 1, bisect_right(firsts, d.span.line) - 1))
             if bad > i:
                 try:
                     out += run(self.text, start, stmts[i][0], stmts[bad - 1][1])
@@ -132,6 +147,13 @@ class Recovery:
             self.report(d, *stmts[bad])
             i = bad + 1
         return out
+
+    def error_alone(self, stmt: tuple[int, int], start: str) -> Diagnostic | None:
+        try:
+            run(self.text, start, *stmt)
+        except ParseFailure as failure:
+            return failure.diagnostic
+        return None
 
     def one_by_one(self, stmts, start) -> list:
         out = []

@@ -70,6 +70,7 @@ class FastPath:
         self.builder = builder
         self.Shift = Shift
         self.tables: dict = {}
+        self.failed_at: int | None = None     # where the last parse that returned MISSING stopped
 
     def _state(self, position):
         st = self.states.get(position)
@@ -107,9 +108,11 @@ class FastPath:
                 st = states.get(state_stack[-1]) or get_state(state_stack[-1])
                 regex = st.regex
                 if regex is None:
+                    self.failed_at = None
                     return _MISSING
                 m = regex.match(source, pos, b)
                 if m is None:
+                    self.failed_at = pos
                     return _MISSING
                 kind = m.lastgroup
                 end = m.end()
@@ -140,11 +143,10 @@ class FastPath:
             kind = token.type
             while True:                                   # lark's LALR step, as in feed_token
                 action = table[state_stack[-1]].get(kind)
-                if action is None:
+                if action is None or (action[0] and eof):
+                    self.failed_at = b if eof else token.start_pos
                     return _MISSING
                 if action[0]:
-                    if eof:
-                        return _MISSING
                     state_stack.append(action[1])
                     value_stack.append(token)
                     break
