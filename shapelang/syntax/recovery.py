@@ -3,11 +3,13 @@
 The text is cut into statements once by a line scanner that follows the grammar's
 statement rule: a statement is a line with text plus the lines after it that start
 with `->` (blank and comment lines in between), and a `block` runs to its `end`
-line. A run of statements is parsed in one piece; when that fails, the error's
-line names the broken statement, the statements before it are parsed again as one
-piece, and parsing resumes after it. So each statement is parsed at most twice,
-whatever the number of errors. After MAX_NOTES errors the rest are counted in one
-last diagnostic.
+line. A run of statements is parsed in one piece; where that stops, the line names
+the broken statement, lark parses that statement alone for its error message, the
+statements before it are parsed again as one piece, and parsing resumes after it.
+So each statement is parsed at most twice (three times if broken), whatever the
+number of errors. After MAX_NOTES errors the rest are only counted, in one last
+diagnostic. A block whose whole does not parse is parsed as its first line (with
+an `end` supplied) and its statements; a broken first line leaves it out whole.
 """
 from __future__ import annotations
 
