@@ -30,4 +30,4 @@ def fail(code: str, message: str, line: int, col: int, help: str | None = None,
 def line_too_long(line: int) -> ParseFailure:
     return fail("E004", f"line {line} is longer than {MAX_LINE_CHARS} characters", line, 1,
                 "break the statement into steps with names, or continue it on lines "
-                "that start with `->`", MAX_LINE_CHARS + 1)
+                "that start with `->`")
