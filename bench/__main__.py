@@ -10,6 +10,7 @@ One run measures, side by side:
   export    torch.export.export of bench/reference_gpt.py with dynamic batch and
             sequence dims (torch.export.Dim), tiny widths
   width     the same export at GPT-2 widths against tiny widths, at one layer count
+  hostile   bench.hostile_inputs.run(): issue 16's slow files through check (seconds, notes)
   grader    bench.grader_throughput.run(), if that module exists
   codegen   bench.codegen_forward.run(), if that module exists
 
@@ -50,7 +51,7 @@ from pathlib import Path
 from . import specgen
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = ("startup", "process", "inproc", "export", "width", "grader", "codegen")
+SECTIONS = ("startup", "process", "inproc", "hostile", "export", "width", "grader", "codegen")
 ALIASES = {"check": ("process", "inproc"), "all": SECTIONS}
 FORMS = specgen.FORMS
 TARGET_LAYERS = 48
@@ -384,6 +385,9 @@ class Bench:
                 traceback.print_exc()
             self.results[(section,)] = {"status": f"ERROR {_short_error(err)}"}
 
+    def hostile(self) -> None:
+        self._optional("hostile", "hostile_inputs")
+
     def grader(self) -> None:
         self._optional("grader", "grader_throughput")
 
@@ -476,7 +480,8 @@ class Bench:
             out.append(self._per_op())
         if any(k[0] in ("inproc", "process", "export") for k in R):
             out.append(self._targets())
-        for section, module in (("grader", "grader_throughput"), ("codegen", "codegen_forward")):
+        for section, module in (("hostile", "hostile_inputs"), ("grader", "grader_throughput"),
+                                ("codegen", "codegen_forward")):
             res = R.get((section,))
             if res is not None:
                 rows = [[k, _fmt_any(v)] for k, v in res.items()]

@@ -1,0 +1,266 @@
+"""Nodes built while lark parses: one callback per grammar rule, no intermediate tree.
+
+lark's LALR parser calls `NodeBuilder.<rule>(children)` as it reduces each rule
+(an "inline transformer"). The grammar is compiled with keep_all_tokens, so the
+children include punctuation and keywords; each node's span runs from its first
+child to its last, exactly as lark's propagate_positions would compute it.
+A parenthesised expression stands for its inner node but keeps the parentheses
+in the span its parent sees (`Paren`).
+"""
+from __future__ import annotations
+
+from .diagnostics import Diagnostic
+from .limits import MAX_DIGITS, MAX_RANK, ParseFailure
+from .nodes import (
+    Assume,
+    Binding,
+    BinOp,
+    Block,
+    Call,
+    DimDecl,
+    Example,
+    ExampleItem,
+    Expect,
+    Hole,
+    KwArg,
+    Name,
+    Neg,
+    Num,
+    Op,
+    Pipeline,
+    Return,
+    ShapeLit,
+    Span,
+    Str,
+    TensorDecl,
+)
+
+
+class Paren:
+    """`( pipeline )`: the inner node, with the span of the parentheses around it."""
+    __slots__ = ("node", "span")
+
+    def __init__(self, node, span):
+        self.node, self.span = node, span
+
+
+class ArgTuple:
+    """`-> Block(a, b)`: the extra inputs of a block call."""
+    __slots__ = ("items", "span")
+
+    def __init__(self, items, span):
+        self.items, self.span = items, span
+
+
+def tok_span(tok) -> Span:
+    return Span(tok.line, tok.column, tok.end_line, tok.end_column)
+
+
+def _span(first, last) -> Span:
+    """From the start of `first` to the end of `last` (tokens, nodes or wrappers)."""
+    if isinstance(first, str):                      # a lark Token
+        line, col = first.line, first.column
+    else:
+        s = first.span
+        line, col = s.line, s.column
+    if isinstance(last, str):
+        return Span(line, col, last.end_line, last.end_column)
+    e = last.span
+    return Span(line, col, e.end_line, e.end_column)
+
+
+def int_value(tok) -> int:
+    digits = tok.lstrip("-")
+    if len(digits) > MAX_DIGITS:
+        raise ParseFailure(Diagnostic(
+            "E004", f"number has more than {MAX_DIGITS} digits", tok_span(tok),
+            "sizes in a spec are at most a few billion"))
+    return int(tok)
+
+
+def node(x):
+    """An expression node from a child: tokens become leaves, parentheses drop away."""
+    if isinstance(x, str):
+        t = x.type
+        if t == "NAME":
+            return Name(tok_span(x), str(x))
+        if t == "INT" or t == "SIGNED_INT":
+            return Num(tok_span(x), int_value(x), str(x))
+        if t == "DECIMAL":
+            return Num(tok_span(x), float(x), str(x))
+        if t == "STRING":
+            return Str(tok_span(x), x[1:-1])
+        if t == "HOLE":
+            return Hole(tok_span(x), x[1:])
+        raise AssertionError(t)
+    if type(x) is Paren:
+        return x.node
+    return x
+
+
+def _flat(children) -> list:
+    """Statements among `children` (a `dim` line gives a list of them; tokens are dropped)."""
+    out = []
+    for c in children:
+        if type(c) is list:
+            out.extend(c)
+        elif not isinstance(c, str):
+            out.append(c)
+    return out
+
+
+def _binop(op):
+    def build(self, c):
+        return BinOp(_span(c[0], c[2]), op, node(c[0]), node(c[2]))
+    build.__name__ = op
+    return build
+
+
+class NodeBuilder:
+    """The callbacks lark calls, named after the grammar's rules and aliases."""
+
+    def __init__(self):
+        self.source = ""
+        self._starts: list[int] | None = None
+
+    def reset(self, source: str) -> None:
+        """Set the text that positions refer to (for the `text` of ops and assumptions)."""
+        if source is not self.source:
+            self.source, self._starts = source, None
+
+    def _text(self, span: Span) -> str:
+        if self._starts is None:
+            starts, find, i = [0], self.source.find, self.source.find("\n")
+            while i >= 0:
+                starts.append(i + 1)
+                i = find("\n", i + 1)
+            self._starts = starts
+        st = self._starts
+        a = st[span.line - 1] + span.column - 1
+        b = st[span.end_line - 1] + span.end_column - 1
+        return " ".join(self.source[a:b].split())
+
+    # ---- the file
+    def start(self, c):
+        return _flat(c)
+
+    def block_body(self, c):
+        return _flat(c)
+
+    # ---- statements
+    def dim_decl(self, c):
+        items = c[1::2]
+        return items if len(items) != 1 else items[0]
+
+    def dim_item(self, c):
+        return DimDecl(_span(c[0], c[-1]), str(c[0]), node(c[2]) if len(c) > 1 else None)
+
+    def assume_stmt(self, c):
+        span = _span(c[0], c[-1])
+        return Assume(span, tuple(node(x) for x in c[1::2]), tuple(str(x) for x in c[2::2]),
+                      self._text(span))
+
+    def example_stmt(self, c):
+        return Example(_span(c[0], c[-1]), tuple(c[1::2]))
+
+    def example_item(self, c):
+        return ExampleItem(_span(c[0], c[2]), str(c[0]), int_value(c[2]))
+
+    @staticmethod
+    def _decl(c, kind, first):
+        # [keyword] NAME ":" shape [NAME]
+        name, shape = c[first], c[first + 2]
+        dtype = c[first + 3] if len(c) > first + 3 else None
+        return TensorDecl(_span(c[0], c[-1]), kind, str(name), shape,
+                          str(dtype) if dtype is not None else None,
+                          tok_span(dtype) if dtype is not None else None)
+
+    def input_decl(self, c):
+        return self._decl(c, "input", 1)
+
+    def param_decl(self, c):
+        return self._decl(c, "param", 1)
+
+    def buffer_decl(self, c):
+        return self._decl(c, "buffer", 1)
+
+    def block_input(self, c):
+        return self._decl(c, "input", 0)
+
+    def binding(self, c):
+        return Binding(_span(c[0], c[-1]), tuple(str(n) for n in c[0:-2:2]), c[-1])
+
+    def expect_stmt(self, c):
+        return Expect(_span(c[0], c[-1]), str(c[1]), tok_span(c[1]), node(c[3]))
+
+    def return_stmt(self, c):
+        return Return(_span(c[0], c[-1]), c[1])
+
+    def block_def(self, c):
+        kw, name, end = c[0], c[1], c[-1]
+        inputs, k = [], 3                      # block NAME ( ...
+        while not (isinstance(c[k], str) and c[k].type == "RPAR"):
+            if not isinstance(c[k], str):
+                inputs.append(c[k])
+            k += 1
+        body = _flat(c[k + 1:-1])
+        return Block(Span(kw.line, kw.column, kw.line, kw.column + 5 + len(name)), str(name),
+                     tuple(inputs), tuple(body),
+                     Span(end.end_line, max(1, end.end_column - 3), end.end_line, end.end_column))
+
+    # ---- pipelines and operations
+    def pipeline(self, c):
+        return Pipeline(_span(c[0], c[-1]), node(c[0]), tuple(c[2::2]))
+
+    def op(self, c):
+        name = c[0]
+        pos, kw = [], []
+        for a in c[1:]:
+            t = type(a)
+            if t is KwArg:
+                kw.append(a)
+            elif t is ArgTuple:
+                pos.extend(a.items)
+            else:
+                pos.append(node(a))
+        span = _span(name, c[-1])
+        return Op(span, str(name), tok_span(name), tuple(pos), tuple(kw), self._text(span))
+
+    def arg_tuple(self, c):
+        return ArgTuple([p if p.ops else p.head for p in c[1:-1:2]], _span(c[0], c[-1]))
+
+    def kwarg(self, c):
+        return KwArg(_span(c[0], c[-1]), str(c[0]), node(c[2]))
+
+    # ---- expressions
+    def paren(self, c):
+        p = c[1]
+        return Paren(p if p.ops else p.head, _span(c[0], c[2]))
+
+    def call(self, c):
+        name = c[0]
+        return Call(_span(name, c[-1]), str(name), tok_span(name),
+                    tuple(p if p.ops else p.head for p in c[2:-1:2]))
+
+    def shape(self, c):
+        dims = c[1:-1:2]
+        if len(dims) > MAX_RANK:
+            raise ParseFailure(Diagnostic("E004", f"a shape has more than {MAX_RANK} dims",
+                                          _span(c[0], c[-1]),
+                                          "tensors in a spec have a handful of dims"))
+        return ShapeLit(_span(c[0], c[-1]), tuple(node(d) for d in dims))
+
+    def neg(self, c):
+        return Neg(_span(c[0], c[1]), node(c[1]))
+
+    add = _binop("+")
+    sub = _binop("-")
+    mul = _binop("*")
+    div = _binop("/")
+    floordiv = _binop("//")
+    mod = _binop("%")
+    matmul = _binop("@")
+    pow = _binop("**")
+    tmul = _binop("*")
+    tdiv = _binop("/")
+    tpow = _binop("**")

@@ -1,0 +1,196 @@
+"""The grammar (grammars/shapelang.lark) compiled once, and lark's errors in a learner's words.
+
+`run(text, ...)` parses all of a text, or a stretch of whole lines of it, and returns
+nodes: the NodeBuilder's callbacks run as the LALR parser reduces, so no parse tree
+is built. Text that parses goes through tokens.FastPath (lark's lexer regexes and
+parse table in one loop); anything else goes through lark's ordinary path, which
+raises the error that `friendly` turns into a diagnostic. Line numbers are those of
+the whole text either way.
+"""
+from __future__ import annotations
+
+import functools
+import gc
+import threading
+from bisect import bisect_right
+from importlib import resources
+from pathlib import Path
+
+from .build import NodeBuilder
+from .limits import ParseFailure, fail
+from .tokens import MISSING, FastPath
+
+KEYWORDS = {"dim", "assume", "example", "input", "param", "buffer", "expect", "block",
+            "return", "end"}
+
+# lark terminal names -> words a learner knows
+_TOKEN_WORDS = {
+    "NAME": "a name", "INT": "a number", "SIGNED_INT": "a negative number",
+    "DECIMAL": "a decimal number", "STRING": "a quoted pattern", "HOLE": "a blank `?`", "_NL": "end of line",
+    "CMP": "a comparison (==, <=, ...)", "COLON": "`:`", "COMMA": "`,`", "LSQB": "`[`",
+    "RSQB": "`]`", "LPAR": "`(`", "RPAR": "`)`", "EQUAL": "`=`", "PLUS": "`+`",
+    "MINUS": "`-`", "STAR": "`*`", "SLASH": "`/`", "PERCENT": "`%`", "$END": "end of file",
+}
+
+
+def grammar_text() -> str:
+    try:
+        return resources.files("shapelang.grammars").joinpath("shapelang.lark").read_text()
+    except (ModuleNotFoundError, FileNotFoundError):
+        return (Path(__file__).resolve().parents[2] / "grammars" / "shapelang.lark").read_text()
+
+
+_BUILDER = NodeBuilder()
+
+
+@functools.cache
+def lark_parser():
+    import lark
+    # cache=True keeps the compiled LALR tables in the temp directory: start-up is
+    # then about 0.1 s faster; lark rebuilds them when the file is missing or stale.
+    # keep_all_tokens: the callbacks see brackets and keywords, so spans include them.
+    return lark.Lark(grammar_text(), parser="lalr", transformer=_BUILDER, keep_all_tokens=True,
+                     maybe_placeholders=False, start=["start", "block_body"], cache=True)
+
+
+class Text:
+    """A text ending in a newline, split into lines once (for messages and recovery)."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.lines = source.split("\n")
+        self.starts = [0]
+        for ln in self.lines[:-1]:
+            self.starts.append(self.starts[-1] + len(ln) + 1)
+
+    def line(self, n: int) -> str:
+        return self.lines[n - 1] if 0 < n <= len(self.lines) else ""
+
+
+@functools.cache
+def _fast_path(parser) -> FastPath:
+    return FastPath(parser, _BUILDER)
+
+
+def fast_path() -> FastPath:
+    """The fast path over the current compiled grammar (bench may rebuild it)."""
+    return _fast_path(lark_parser())
+
+
+class NotParsed(Exception):
+    """The fast path stopped at `line`; raised instead of running lark (run(..., lark=False))."""
+
+    def __init__(self, line: int | None):
+        super().__init__(line)
+        self.line = line
+
+
+def run(text: Text, start: str = "start", first: int | None = None, last: int | None = None,
+        offset: int = 0, lark: bool = True):
+    """Statements of the whole text, or of its lines first..last (1-based, inclusive).
+
+    Line numbers and columns are those of the whole text, plus `offset` lines when the
+    text is a piece cut from a longer one. Raises ParseFailure; with lark=False, raises
+    NotParsed where the fast path stops instead of asking lark for the error.
+    """
+    with _ONE_AT_A_TIME:              # the builder holds the text being parsed
+        return _run(text, start, first, last, offset, lark)
+
+
+_ONE_AT_A_TIME = threading.Lock()
+
+
+def _run(text: Text, start: str, first: int | None, last: int | None, offset: int,
+         use_lark: bool):
+    import lark
+    from lark.lexer import LexerState, LineCounter, TextSlice
+
+    parser = lark_parser()
+    source = text.source
+    _BUILDER.reset(source)
+    # The parse allocates many small objects and no cycles: the collector's passes over a
+    # growing heap cost more than the parse itself on large files, so it waits until the end.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        if first is None and not offset:
+            a, b = 0, len(source)
+        else:
+            first = first or 1
+            last = last or len(text.lines) - 1
+            a = text.starts[first - 1]
+            b = text.starts[last] if last < len(text.starts) else len(source)
+        fast = fast_path()
+        nodes = fast.parse(source, text.starts, start, a, b, offset)
+        if nodes is not MISSING:
+            return nodes
+        if not use_lark:
+            at = fast.failed_at
+            raise NotParsed(None if at is None else bisect_right(text.starts, at) + offset)
+        # lark's own path: it raises lark's error for the text the fast path left to it
+        if first is None and not offset:
+            return parser.parse(source, start=start)
+        interactive = parser.parse_interactive(None, start=start)
+        counter = LineCounter("\n")
+        counter.char_pos = counter.line_start_pos = a
+        counter.line = first + offset
+        interactive.lexer_thread.state = LexerState(TextSlice(source, a, b), counter)
+        return interactive.resume_parse()
+    except lark.exceptions.UnexpectedInput as err:
+        end_line = (len(text.lines) - 1 if last is None else last) + offset
+        raise friendly(err, text, end_line, start == "block_body" or None, offset) from None
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def friendly(err, text: Text, end_line: int, in_block: bool | None = None,
+             offset: int = 0) -> ParseFailure:
+    """lark's error as a diagnostic. `end_line` is the last line that was parsed."""
+    import lark
+
+    line, col = getattr(err, "line", 1) or 1, getattr(err, "column", 1) or 1
+    if isinstance(err, lark.exceptions.UnexpectedCharacters):
+        source = text.source
+        ch = source[err.pos_in_stream] if err.pos_in_stream < len(source) else "?"
+        shown = ch if ch.isprintable() and not ch.isspace() else repr(ch)[1:-1]
+        return fail("E001", f"unexpected character `{shown}`", line, col, _char_help(ch))
+    token = getattr(err, "token", None)
+    expected = sorted(_TOKEN_WORDS.get(t, f"`{t.lower()}`" if t.isupper() else t)
+                      for t in (getattr(err, "expected", None) or ())
+                      if not t.startswith("__"))
+    if token is not None and token.type == "$END":
+        if in_block is None:
+            in_block = "block" in text.source
+        return fail("E001", "the file ends in the middle of a statement", max(1, end_line), 1,
+                    "a `block` needs a closing `end` line" if in_block else None)
+    got = "end of line" if token is not None and token.type == "_NL" else f"`{token}`"
+    text_line = text.line(line - offset)
+    if token is not None and token.type == "_NL":
+        col = len(text_line) + 1 if line - offset - 1 < len(text.lines) else col
+    message = f"unexpected {got}"
+    help_text = None
+    before = text_line[: col - 1]
+    if token is not None and str(token) in KEYWORDS:
+        help_text = f"`{token}` is a keyword; choose another name"
+    elif token is not None and str(token) == "=" and text_line.lstrip().startswith("assume"):
+        help_text = "assumptions compare with `==`, e.g. `assume D == H * Dk`"
+    elif before.rstrip().endswith("->"):
+        help_text = "write an operation after `->`, e.g. `-> softmax -1`"
+    elif "->" in before and token is not None and token.type in ("PLUS", "MINUS", "__ANON_0"):
+        help_text = "wrap an argument with `+` or `-` in parentheses, e.g. `linear (D + 1)`"
+    elif expected:
+        shown = expected if len(expected) <= 6 else expected[:6] + ["..."]
+        help_text = "expected " + ", ".join(dict.fromkeys(shown))
+    end = col + max(1, len(str(token))) if token is not None and token.type != "_NL" else col + 1
+    return fail("E001", message, line, col, help_text, end)
+
+
+def _char_help(ch: str) -> str | None:
+    if ch == "'":
+        return "patterns are written in double quotes: \"b s d -> b d s\""
+    if ch == "=":
+        return "assumptions compare with `==`"
+    if ch in "{}":
+        return "blocks are written `block Name(x: [B, S, D]):` ... `end`"
+    return None
