@@ -79,6 +79,10 @@ def split(c, x, a):
     node = a.pos[0]
     if isinstance(node, ShapeLit):
         sizes = [c.dim(e) for e in node.dims]
+        for k, (e, piece) in enumerate(zip(node.dims, sizes)):
+            what = lambda k=k, piece=piece: f"piece {k} of `split` ({piece})"
+            c.need_whole(piece, span=e.span, what=what)
+            c.need_positive(piece, e.span, what=what)
         c.need_equal(sum(sizes, ZERO), size, code="E103", span=node.span,
                      message=lambda: f"the pieces {c.show_shape(sizes)} add up to {sum(sizes, ZERO)}, "
                              f"but dim {d} of {c.show(x)} is {size}")
@@ -90,6 +94,7 @@ def split(c, x, a):
                              "which is not a fixed whole number",
                              help="give the sizes explicitly, e.g. `split [D, D, D] -1`, or use `chunk`",
                              span=node.span)
+        c.need_whole(piece, span=node.span, what=lambda: f"the piece size {piece}")
         sizes = [piece] * int(count)
     return _pieces(x, d, sizes, {"sizes": tuple(sizes), "dim": d})
 

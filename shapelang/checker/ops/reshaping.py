@@ -165,7 +165,16 @@ def _shape_allow_minus_ones(c, a):
     node = a.pos[0]
     if not isinstance(node, ShapeLit):
         raise a.fail("`expand` needs a shape in brackets")
-    return [sp.Integer(-1) if _is_minus_one(d) else c.dim(d) for d in node.dims], None
+    out = []
+    for d in node.dims:
+        if _is_minus_one(d):
+            out.append(sp.Integer(-1))
+            continue
+        e = c.dim(d)
+        c.need_whole(e, span=d.span, what=lambda e=e: f"this size is {e}")
+        c.need_positive(e, d.span)
+        out.append(e)
+    return out, None
 
 
 def repeat_interleave(c, x, a):

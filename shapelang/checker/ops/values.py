@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Num
 from ..layout import TensorType, dense_like, fresh
-from .args import ONE, Result
+from .args import ONE, ZERO, Result
 from .combine import broadcast
 
 
@@ -51,9 +51,9 @@ def contiguous(c, x, a):
 def mask(c, x, a):
     a.count(1, usage="mask causal")
     node = a.pos[0]
-    if x.rank < 2:
-        raise a.fail(f"`mask` needs at least 2 dims, got {c.show(x)}")
     if isinstance(node, Name) and node.name == "causal" and not c.is_tensor_name("causal"):
+        if x.rank < 2:
+            raise a.fail(f"`mask causal` needs at least 2 dims (query and key), got {c.show(x)}")
         return _same_shape(c, x, a, kind="causal", rows=x.shape[-2], cols=x.shape[-1])
     m = a.tensor_at(0)
     if m.rank > x.rank:
@@ -95,6 +95,9 @@ def select(c, x, a):
                    message=lambda: f"index {i} is before the start of dim {d} ({x.shape[d]}) "
                                    f"of {c.show(x)}")
         i = x.shape[d] + i
+    elif not i.is_Integer:   # a negative value would count from the end in torch
+        c.need_leq(ZERO, i, span=a.pos[1].span,
+                   message=lambda: f"the index {i} may be negative (torch then counts from the end)")
     c.need_leq(i + 1, x.shape[d], span=a.pos[1].span,
                message=lambda: f"index {i} may be past the end of dim {d} ({x.shape[d]}) of {c.show(x)}")
     keep = [k for k in range(x.rank) if k != d]
@@ -110,6 +113,10 @@ def slice_(c, x, a):
         c.need_leq(-start, x.shape[d], span=a.pos[1].span,
                    message=lambda: f"the slice start {start} is before the start of dim {d}")
         start = x.shape[d] + start
+    elif not start.is_Integer:
+        c.need_leq(ZERO, start, span=a.pos[1].span,
+                   message=lambda: f"the slice start {start} may be negative (torch then counts "
+                                   "from the end)")
     c.need_leq(end, x.shape[d], span=a.pos[2].span,
                message=lambda: f"the slice end {end} may be past the end of dim {d} ({x.shape[d]}) of "
                        f"{c.show(x)}")
