@@ -7,7 +7,8 @@ import sympy as sp
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit
 from .. import patterns
-from ..layout import TensorType, fresh
+from ..layout import (Geometry, TensorType, channels_last, einsum_strides, fresh,
+                      suggests_channels_last)
 from .args import ONE, ZERO, Result, _ax, prod
 
 
@@ -65,6 +66,10 @@ def concat_types(c, parts, axis: int, span, axis_span):
                                      f"along dim {d}: dim {k} differs")
     shape = list(parts[0].shape)
     shape[d] = sum((p.shape[d] for p in parts), ZERO)
+    # torch.cat: channels-last when every part suggests it, else contiguous (measured)
+    g = Geometry(c.prover.canon, c.same)
+    if all(suggests_channels_last(p.shape, p.strides, g) for p in parts):
+        return TensorType(tuple(shape), channels_last(shape), parts[0].dtype)
     return fresh(shape, parts[0].dtype)
 
 
@@ -112,7 +117,7 @@ def chunk(c, x, a):
 
 
 def _pieces(x, d, sizes, detail):
-    outs = tuple(TensorType(x.shape[:d] + (s,) + x.shape[d + 1:], x.strides, x.dtype)
+    outs = tuple(x.restrided(x.shape[:d] + (s,) + x.shape[d + 1:], lambda st: st)
                  for s in sizes)
     return Result(outs, detail=detail)
 
@@ -165,7 +170,11 @@ def einsum_types(c, eq, operands, span):
     out = []
     for ch in spec.output:
         out.extend(ellipsis if ch == "." else [sizes[ch]])
-    return fresh(out, operands[0].dtype), prod(sizes.values()) * prod(ellipsis)
+    strides = einsum_strides(spec.inputs, spec.output, operands, sizes,
+                             Geometry(c.prover.canon, c.same))
+    t = TensorType(tuple(out), strides, operands[0].dtype) if strides is not None \
+        else fresh(out, operands[0].dtype)
+    return t, prod(sizes.values()) * prod(ellipsis)
 
 
 def broadcast(c, shapes, names, span) -> list:

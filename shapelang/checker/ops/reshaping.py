@@ -7,7 +7,7 @@ import sympy as sp
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit
 from .. import patterns
-from ..layout import TensorType, fresh, view_strides
+from ..layout import TensorType, contiguous, fresh, view_strides
 from .args import ONE, ZERO, Args, Result, _ax, _is_minus_one, prod
 
 
@@ -27,16 +27,59 @@ def _reshape(c, x: TensorType, a: Args, *, view: bool) -> Result:
                      message=lambda: f"`{a.op.name}` cannot turn {c.show(x)} into {c.show_shape(target)}: "
                      f"{_count(numel)} elements cannot become {_count(prod(target))}",
                      help="the product of the new sizes must equal the product of the old ones")
-    strides = view_strides(x, target, c.same)
-    if view and strides is None:
+    out, copies, refused = regroup(c, x, target)
+    if view and (copies or refused):
+        notes = ["PyTorch raises: view size is not compatible with input tensor's size and stride"]
+        if refused and not copies:
+            notes.insert(0, f"{x.why}: the view is legal for one of these layouts, not for all")
         raise ShapeError(
             "E106", f"`view` cannot give {c.show(x)} the shape {c.show_shape(target)} without copying",
             help=f"the dims it merges or splits are not adjacent in memory (after a transpose or "
                  f"permute); use `reshape {_shape_src(target, infer)}`, or add `-> contiguous` first",
-            notes=("PyTorch raises: view size is not compatible with input tensor's size and stride",),
-            span=a.op.span)
-    out = TensorType(tuple(target), strides, x.dtype) if strides else fresh(target, x.dtype)
-    return Result((out,), detail={"shape": tuple(target), "infer": infer, "copies": strides is None})
+            notes=tuple(notes), span=a.op.span)
+    return Result((out,), detail={"shape": tuple(target), "infer": infer, "copies": copies})
+
+
+def regroup(c, x: TensorType, target, *, size_one: bool = True):
+    """x.reshape(target) as torch lays it out: a view where computeStride allows one, else
+    a contiguous copy, for every layout x may have. Returns the result and None when it is
+    result, whether its main layout copies, and the alternative layouts (their size
+    substitutions) that copy: a `view` fails at run time in any of them. A copy that is a
+    view when a size is 1 gets that view as an alternative."""
+    target = tuple(target)
+    main = view_strides(x, target, c.same)
+    refused = []
+    alt = []
+    for shape, strides, subst in list(x.layouts())[1:]:
+        t = tuple(d.xreplace(subst) for d in target)
+        st = view_strides(TensorType(shape, strides), t, c.same)
+        if st is None:
+            refused.append(subst)
+            st = contiguous(t)
+        alt.append((tuple(st), tuple(subst.items())))
+    why = x.why
+    if main is None and size_one:
+        for sym in _maybe_one(c, x, target):
+            sub = {sym: ONE}
+            shape = tuple(d.xreplace(sub) for d in x.shape)
+            st = view_strides(TensorType(shape, tuple(v.xreplace(sub) for v in x.strides)),
+                              tuple(d.xreplace(sub) for d in target), c.same)
+            if st is not None:
+                alt.append((tuple(st), ((sym, ONE),)))
+                why = why or f"`reshape` returns a view instead of a copy when {sym} = 1"
+    strides = main if main is not None else contiguous(target)
+    alt = tuple(a for a in dict.fromkeys(alt) if a[1] or a[0] != tuple(strides))
+    return TensorType(target, tuple(strides), x.dtype, alt, why if alt else ""), main is None, refused
+
+
+def _maybe_one(c, x, target):
+    """The dims (plain symbols) of x's shape that may be 1 at allowed sizes."""
+    syms = [d for d in dict.fromkeys(x.shape) if d.is_Symbol and not c.prover.is_one(d)]
+    for sym in syms[:6]:
+        if any(v == 0 for v in x.strides):
+            continue
+        if not c.prover.leq(sp.Integer(2), sym).ok:
+            yield sym
 
 
 def _shape_src(target, infer) -> str:
@@ -81,17 +124,16 @@ def movedim(c, x, a):
 
 
 def _permuted(x, order, detail):
-    return Result((TensorType(tuple(x.shape[k] for k in order), tuple(x.strides[k] for k in order),
-                              x.dtype),), detail=detail)
+    return Result((x.restrided(tuple(x.shape[k] for k in order),
+                               lambda st: tuple(st[k] for k in order)),), detail=detail)
 
 
 def unsqueeze(c, x, a):
     a.count(1, usage="unsqueeze 1")
     d = a.axis_at(0, x.rank, extra=1)
-    stride = x.shape[d] * x.strides[d] if d < x.rank else ONE
     shape = x.shape[:d] + (ONE,) + x.shape[d:]
-    return Result((TensorType(shape, x.strides[:d] + (stride,) + x.strides[d:], x.dtype),),
-                  detail={"dim": d})
+    return Result((x.restrided(shape, lambda st: st[:d] + (
+        x.shape[d] * st[d] if d < x.rank else ONE,) + st[d:]),), detail={"dim": d})
 
 
 def squeeze(c, x, a):
@@ -113,8 +155,8 @@ def squeeze(c, x, a):
                              help="`squeeze` removes a dim of size 1; use `select` to pick one "
                                   "position, or `sum`/`mean` to reduce it", span=a.op.span)
         keep, dims = [k for k in range(x.rank) if k != d], d
-    return Result((TensorType(tuple(x.shape[k] for k in keep), tuple(x.strides[k] for k in keep),
-                              x.dtype),), detail={"dim": dims})
+    return Result((x.restrided(tuple(x.shape[k] for k in keep),
+                               lambda st: tuple(st[k] for k in keep)),), detail={"dim": dims})
 
 
 def flatten(c, x, a):
@@ -124,8 +166,7 @@ def flatten(c, x, a):
     if end < start:
         raise a.fail("`flatten` needs the start axis before the end axis")
     shape = x.shape[:start] + (prod(x.shape[start:end + 1]),) + x.shape[end + 1:]
-    strides = view_strides(x, shape, c.same)
-    out = TensorType(shape, strides, x.dtype) if strides else fresh(shape, x.dtype)
+    out, _, _ = regroup(c, x, shape)
     return Result((out,), detail={"start": start, "end": end})
 
 
@@ -135,29 +176,29 @@ def expand(c, x, a):
     if len(target) < x.rank:
         raise a.fail(f"`expand` needs at least {x.rank} sizes for {c.show(x)}")
     lead = len(target) - x.rank
-    shape, strides = [], []
+    shape, keep = [], []   # keep[j]: the input dim whose stride dim j keeps (None: stride 0)
     for j, t in enumerate(target):
         if j < lead:
             if t == -1:
                 raise a.fail("-1 can only keep an existing dim", span=a.pos[0].dims[j].span)
             shape.append(t)
-            strides.append(ZERO)
+            keep.append(None)
             continue
-        size, stride = x.shape[j - lead], x.strides[j - lead]
+        size = x.shape[j - lead]
         if t == -1 or c.same(t, size):
             shape.append(size)
-            strides.append(stride)
+            keep.append(j - lead)
         elif c.prover.is_one(size):
             shape.append(t)
-            strides.append(ZERO)
+            keep.append(None)
         else:
             c.need_equal(size, t, code="E102", span=a.pos[0].dims[j].span,
                          message=lambda j=j, size=size, t=t: f"`expand` cannot stretch dim {j - lead} of {c.show(x)} from "
                                  f"{size} to {t}: only size-1 dims expand",
                          help="use `repeat_interleave` to copy along a dim that is not 1", broadcast=True)
             shape.append(size)
-            strides.append(stride)
-    return Result((TensorType(tuple(shape), tuple(strides), x.dtype),),
+            keep.append(j - lead)
+    return Result((x.restrided(shape, lambda st: tuple(ZERO if k is None else st[k] for k in keep)),),
                   detail={"shape": tuple(target)})
 
 
@@ -240,9 +281,7 @@ def rearrange(c, x, a):
     t = x
     copies = [None, None]  # per reshape stage: None (no stage), False (a view), True (a copy)
     if list(flat) != list(x.shape):
-        st = view_strides(x, flat, c.same)
-        copies[0] = st is None
-        t = TensorType(tuple(flat), st, x.dtype) if st else fresh(flat, x.dtype)
+        t, copies[0], _ = regroup(c, x, flat)
     order_names = [g for g in elementary]
     out_names = []
     for group in pat.right:
@@ -259,14 +298,12 @@ def rearrange(c, x, a):
         return [idx + (n_ell - 1 if ell_pos is not None and idx > ell_pos else 0)]
 
     perm = [p for nm in out_names for p in positions(nm)]
-    t = TensorType(tuple(t.shape[p] for p in perm), tuple(t.strides[p] for p in perm), t.dtype)
+    t = t.restrided(tuple(t.shape[p] for p in perm), lambda st: tuple(st[p] for p in perm))
     final = []
     for group in pat.right:
         final.extend(ell if group == "..." else [prod(sizes[ax] for ax in group)])
     if list(final) != list(t.shape):
-        st = view_strides(t, final, c.same)
-        copies[1] = st is None
-        t = TensorType(tuple(final), st, x.dtype) if st else fresh(final, x.dtype)
+        t, copies[1], _ = regroup(c, t, final)
     # flat/perm/final/copies: the three stages (reshape, permute, reshape) for codegen
     return Result((t,), detail={"pattern": text, "sizes": {k: v for k, v in given.items()},
                                 "flat": tuple(flat), "perm": tuple(perm), "final": tuple(final),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Num
-from ..layout import TensorType, dense_like, fresh
+from ..layout import (Geometry, TensorType, channels_last, dense_like, fresh,
+                      suggests_channels_last)
 from .args import ONE, ZERO, Result
 from .combine import broadcast
 
@@ -18,9 +19,13 @@ def softmax(c, x, a):
     return _same_shape(c, x, a, dim=a.axis_at(0, x.rank))
 
 
+def _geometry(c) -> Geometry:
+    return Geometry(c.prover.canon, c.same)
+
+
 def _pointwise(c, x, **detail):
     """Elementwise ops keep the input's memory order, as PyTorch's TensorIterator does."""
-    return Result((dense_like(x, c.prover.canon),), detail=detail)
+    return Result((dense_like(x, c.prover.canon, c.same),), detail=detail)
 
 
 def scale(c, x, a):
@@ -35,7 +40,18 @@ def dropout(c, x, a):
     if p is None or not 0 <= p < 1:
         raise a.fail("`dropout` takes a probability from 0 up to (not including) 1",
                      span=node.span)
-    return _pointwise(c, x, p=p)
+    # nn.Dropout returns its input itself with p=0 and in eval mode (gaps, expanded and
+    # permuted strides included), and a new tensor laid out as an elementwise op's while
+    # training: the result may have either layout, and a later `view` must suit both
+    if p == 0:
+        return Result((x,), detail={"p": p})
+    out = dense_like(x, c.prover.canon, c.same)
+    if out.strides != x.strides or out.alt != x.alt:
+        extra = tuple(a for a in ((x.strides, ()),) + x.alt if a not in out.alt)
+        out = TensorType(out.shape, out.strides, out.dtype, out.alt + extra,
+                         out.why or "`dropout` returns its input unchanged, strides included, "
+                         "with p=0 and in eval mode, and a new dense tensor while training")
+    return Result((out,), detail={"p": p})
 
 
 def elementwise(c, x, a):
@@ -72,7 +88,12 @@ def norm(c, x, a):
         raise a.fail(f"`{a.op.name}` needs at least one dim")
     d = x.shape[-1]
     learned = 2 * d if a.op.name == "layernorm" and a.kw_bool("bias", True) else d
-    return Result((fresh(x.shape, x.dtype),), params=learned,
+    # layer_norm returns a contiguous tensor; rms_norm keeps a channels-last memory format
+    # (Tensor.suggest_memory_format) and is contiguous otherwise: measured with torch
+    out = fresh(x.shape, x.dtype)
+    if a.op.name == "rmsnorm" and suggests_channels_last(x.shape, x.strides, _geometry(c)):
+        out = TensorType(x.shape, channels_last(x.shape), x.dtype)
+    return Result((out,), params=learned,
                   detail={"features": d, "bias": a.op.name == "layernorm" and a.kw_bool("bias", True)})
 
 
@@ -101,8 +122,8 @@ def select(c, x, a):
     c.need_leq(i + 1, x.shape[d], span=a.pos[1].span,
                message=lambda: f"index {i} may be past the end of dim {d} ({x.shape[d]}) of {c.show(x)}")
     keep = [k for k in range(x.rank) if k != d]
-    return Result((TensorType(tuple(x.shape[k] for k in keep), tuple(x.strides[k] for k in keep),
-                              x.dtype),), detail={"dim": d, "index": i})
+    return Result((x.restrided(tuple(x.shape[k] for k in keep),
+                               lambda st: tuple(st[k] for k in keep)),), detail={"dim": d, "index": i})
 
 
 def slice_(c, x, a):
@@ -123,5 +144,5 @@ def slice_(c, x, a):
     length = end - start
     c.need_positive(length, a.op.span)
     shape = x.shape[:d] + (length,) + x.shape[d + 1:]
-    return Result((TensorType(shape, x.strides, x.dtype),),
+    return Result((x.restrided(shape, lambda st: st),),
                   detail={"dim": d, "start": start, "end": end})
