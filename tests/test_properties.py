@@ -54,6 +54,7 @@ TORCH_ERRORS = (RuntimeError, IndexError, ValueError)
 MAX_RANK = 6
 MAX_NUMEL = 2_000_000       # skip torch re-runs at counterexamples that would be huge
 AVOID_KNOWN_BUGS = True     # see the xfail tests at the bottom
+FORGIVE_LAYOUT_GAPS = False  # the layout model follows torch: nothing left to forgive
 
 # ----------------------------------------------------------------------------- dims
 
@@ -450,7 +451,7 @@ class Builder:
 
     def _layout_gap(self, elementwise, left_of):
         """Fields that let the oracle forgive the known elementwise layout gaps."""
-        if not (elementwise and AVOID_KNOWN_BUGS):
+        if not (elementwise and FORGIVE_LAYOUT_GAPS):
             return {}
         return {"left_of": left_of}
 
@@ -1226,7 +1227,7 @@ def check_against_torch(prog: Program, depth=0):
     run = prog.run(prog.atom_env)
     note(describe(prog, text, spec, run))
     outcome = None
-    if AVOID_KNOWN_BUGS and not run.ok and spec.ok and "view size is not compatible" in run.error:
+    if FORGIVE_LAYOUT_GAPS and not run.ok and spec.ok and "view size is not compatible" in run.error:
         if prog.run(prog.atom_env, fresh_layout=True).ok:
             # known bugs: einsum may return a permuted view in torch, and elementwise ops
             # follow operands the checker does not look at (xfails below)
@@ -1250,7 +1251,7 @@ def check_against_torch(prog: Program, depth=0):
         assert all(d.code != "E107" for d in spec.errors()), \
             "the checker cannot prove the generator's expect line\n" + describe(prog, text, spec, run)
         real, why = rejection_is_real(prog, spec)
-        if not real and AVOID_KNOWN_BUGS and rejection_is_real(prog, spec, fresh_layout=True)[0]:
+        if not real and FORGIVE_LAYOUT_GAPS and rejection_is_real(prog, spec, fresh_layout=True)[0]:
             return "known-layout"
         assert real, f"false rejection: {why}\n" + describe(prog, text, spec, run)
         return "rejected-real"
@@ -1392,10 +1393,7 @@ def test_bug_view_compares_raw_sizes_with_one(text, want):
 
 @pytest.mark.parametrize("pipeline", ["X -> transpose 0 1 -> relu -> view [-1]",
                                       "(X -> transpose 0 1) * 2 -> view [-1]",
-                                      pytest.param('X -> einsum "abc->cba" -> view [-1]',
-                                                   marks=pytest.mark.xfail(strict=True, reason=(
-                                                       "einsum's output layout is not modelled: "
-                                                       "a pure permutation returns a view in torch")))])
+                                      'X -> einsum "abc->cba" -> view [-1]'])
 def test_bug_elementwise_output_keeps_permuted_layout(pipeline):
     spec = _check(f"dim B, S, D\nexample B=2, S=3, D=4\ninput X: [B, S, D]\ny: {pipeline}\n")
     assert not spec.ok, f"torch raises on `{pipeline}`, the checker accepts it"
@@ -1407,11 +1405,9 @@ def test_bug_elementwise_layout_false_rejection():
     assert spec.ok, _codes(spec)
 
 
-@pytest.mark.xfail(strict=True, reason="reshape returns a view when the merged sizes are "
-                   "adjacent in memory, which depends on a size being 1: at E=1 the reshape below "
-                   "is a view and the later view fails in torch, at E=2 it copies; the checker "
-                   "assumes E > 1 and accepts a spec whose own example crashes")
 def test_bug_reshape_layout_depends_on_size_one():
+    """reshape returns a view when the merged sizes are adjacent in memory, which depends on
+    a size being 1: at E=1 the reshape below is a view and the later view fails in torch."""
     spec = _check("dim E, V, B, Q\nexample E=1, V=3, B=5, Q=3\ninput X: [E, V, B, Q]\n"
                   "y: X -> permute 3 1 0 2 -> reshape [Q, V, E*B] -> view [-1]\n")
     assert not spec.ok, "torch raises at the example sizes"
@@ -1492,11 +1488,6 @@ def test_bug_reversed_modulo_assumption():
     assert spec.ok, _codes(spec)
 
 
-@pytest.mark.xfail(strict=True, reason="gaps left in the elementwise layout model (layout.dense_like "
-                   "looks at the first operand only and gives up on strides with sums or zeros): "
-                   "TensorIterator also follows a broadcast or expanded first operand's partner, "
-                   "and keeps the order of strides such as I + E; the checker then calls the "
-                   "output contiguous and accepts a view that torch refuses")
 @pytest.mark.parametrize("text", [
     # the first operand broadcasts to more dims
     "dim Dk\nexample Dk=3\ninput X: [Dk, 2]\ninput M: [1, 2, 1]\ny: (X -> transpose 0 1) - M -> view [-1]\n",

@@ -307,26 +307,39 @@ def _label_index(ch: str) -> int:
 
 def einsum_strides(inputs, output: str, operands, sizes: dict, g: Geometry) -> tuple | None:
     """Strides of torch.einsum's result (a port of at::einsum and sumproduct_pair for one or
-    two operands without ellipsis or repeated labels; None where not modelled: contiguous).
-    One operand and no sum: a permuted view of it. Two: a mul (TensorIterator), or a bmm
-    whose output is viewed and permuted back into the output's label order."""
-    if len(operands) > 2 or "." in output or any("." in s or len(set(s)) != len(s)
-                                                 for s in inputs):
+    two operands without repeated labels; None where not modelled: contiguous). One operand
+    and no sum: a permuted view of it. Two: a mul (TensorIterator), or a bmm whose output is
+    viewed and permuted back into the output's label order. Ellipsis dims are labels
+    ('.', j), right-aligned; summed ones come before the other summed labels, as in torch."""
+    if len(operands) > 2 or any(len(set(s)) != len(s) for s in inputs):
         return None
-    contracted = sorted({ch for s in inputs for ch in s if ch not in output}, key=_label_index)
-    labels = list(output) + contracted
-    n_out = len(output)
-    last = {ch: max(i for i, s in enumerate(inputs) if ch in s) for ch in labels}
+    n_ell = max((t.rank - len(s) + 1 for s, t in zip(inputs, operands) if "." in s), default=0)
+    ell = [(".", j) for j in range(n_ell)]
 
-    def permuted(letters, t):
-        return [(ch, t.shape[letters.index(ch)], t.strides[letters.index(ch)]) if ch in letters
+    def expand(letters, rank):
+        k = rank - len(letters) + 1
+        return [x for ch in letters for x in (ell[n_ell - k:] if ch == "." else [ch])]
+
+    per_op = [expand(s, t.rank) for s, t in zip(inputs, operands)]
+    out_labels = expand(output, n_ell + len(output) - 1) if "." in output else list(output)
+    rest = [] if "." in output else ell
+    contracted = rest + sorted({ch for s in inputs for ch in s if ch not in output and ch != "."},
+                               key=_label_index)
+    labels = out_labels + contracted
+    last = {ch: max(i for i, op in enumerate(per_op) if ch in op) for ch in labels
+            if any(ch in op for op in per_op)}
+    labels = [ch for ch in labels if ch in last]
+    contracted = [ch for ch in contracted if ch in last]
+
+    def permuted(op, t):
+        return [(ch, t.shape[op.index(ch)], t.strides[op.index(ch)]) if ch in op
                 else (ch, ONE, ONE) for ch in labels]
 
     def summed(dims):   # Tensor.sum over some dims: a new contiguous tensor
         st = contiguous([s for _, s, _ in dims])
         return [(ch, s, new) for (ch, s, _), new in zip(dims, st)]
 
-    result = permuted(inputs[0], operands[0])
+    result = permuted(per_op[0], operands[0])
     for ch in contracted:
         if last[ch] == 0:
             k = next(i for i, d in enumerate(result) if d[0] == ch)
@@ -336,7 +349,7 @@ def einsum_strides(inputs, output: str, operands, sizes: dict, g: Geometry) -> t
                 result = summed([d for i, d in enumerate(result) if i != k])
     if len(operands) == 1:
         return tuple(st for _, _, st in result)
-    other = [d for d in permuted(inputs[1], operands[1]) if d[0] in {r[0] for r in result}]
+    other = [d for d in permuted(per_op[1], operands[1]) if d[0] in {r[0] for r in result}]
     sum_dims = []
     for ch in contracted:
         if last[ch] != 1:

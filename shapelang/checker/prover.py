@@ -142,7 +142,8 @@ class Prover:
         free = self._free()
         for r in self.relations:
             diff = r.left - r.right
-            slack = {"<=": -diff, "<": -diff - 1, ">=": diff, ">": diff - 1, "!=": diff}.get(r.cmp)
+            slack, strict = {"<=": (-diff, False), "<": (-diff, True), ">=": (diff, False),
+                             ">": (diff, True), "!=": (diff, False)}.get(r.cmp, (None, False))
             if slack is None or len(slack.free_symbols) > 6:
                 continue
             for v in sorted(slack.free_symbols & free, key=str):
@@ -153,12 +154,15 @@ class Prover:
                 if r.cmp == "!=":
                     if c == 1 and v in self.fresh:
                         return self._at_least_two(v)
-                elif sign < 0 and c < 1:
-                    raise ValueError(f"`{r.text}` forces a size below 1")
-                elif sign < 0 and c < 2:
-                    self._substitute(v, sp.Integer(1))
-                    return True
-                elif sign > 0 and c > 1 and v in self.fresh:
+                    continue
+                if sign < 0:   # v <= c, or v < c
+                    most = sp.ceiling(c) - 1 if strict else sp.floor(c)
+                    if most < 1:
+                        raise ValueError(f"`{r.text}` forces a size below 1")
+                    if most == 1:
+                        self._substitute(v, sp.Integer(1))
+                        return True
+                elif v in self.fresh and (sp.floor(c) + 1 if strict else sp.ceiling(c)) >= 2:
                     return self._at_least_two(v)
         return False
 

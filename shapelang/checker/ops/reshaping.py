@@ -30,13 +30,18 @@ def _reshape(c, x: TensorType, a: Args, *, view: bool) -> Result:
     out, copies, refused = regroup(c, x, target)
     if view and (copies or refused):
         notes = ["PyTorch raises: view size is not compatible with input tensor's size and stride"]
+        cex = None
         if refused and not copies:
             notes.insert(0, f"{x.why}: the view is legal for one of these layouts, not for all")
+            sub = next((s for s in refused if s), None)
+            if sub:
+                cex = {str(k): 1 for k, v in sub.items() if v == 1}
+                notes.insert(1, "counterexample: " + ", ".join(f"{k}={v}" for k, v in cex.items()))
         raise ShapeError(
             "E106", f"`view` cannot give {c.show(x)} the shape {c.show_shape(target)} without copying",
             help=f"the dims it merges or splits are not adjacent in memory (after a transpose or "
                  f"permute); use `reshape {_shape_src(target, infer)}`, or add `-> contiguous` first",
-            notes=tuple(notes), span=a.op.span)
+            notes=tuple(notes), counterexample=cex, span=a.op.span)
     return Result((out,), detail={"shape": tuple(target), "infer": infer, "copies": copies})
 
 
@@ -59,27 +64,33 @@ def regroup(c, x: TensorType, target, *, size_one: bool = True):
         alt.append((tuple(st), tuple(subst.items())))
     why = x.why
     if main is None and size_one:
-        for sym in _maybe_one(c, x, target):
-            sub = {sym: ONE}
+        for sym, sub in _maybe_one(c, x):
             shape = tuple(d.xreplace(sub) for d in x.shape)
             st = view_strides(TensorType(shape, tuple(v.xreplace(sub) for v in x.strides)),
                               tuple(d.xreplace(sub) for d in target), c.same)
             if st is not None:
-                alt.append((tuple(st), ((sym, ONE),)))
-                why = why or f"`reshape` returns a view instead of a copy when {sym} = 1"
+                alt.append((tuple(st), tuple(sub.items())))
+                why = why or "`reshape` returns a view instead of a copy when a size it merges is 1"
     strides = main if main is not None else contiguous(target)
     alt = tuple(a for a in dict.fromkeys(alt) if a[1] or a[0] != tuple(strides))
     return TensorType(target, tuple(strides), x.dtype, alt, why if alt else ""), main is None, refused
 
 
-def _maybe_one(c, x, target):
-    """The dims (plain symbols) of x's shape that may be 1 at allowed sizes."""
-    syms = [d for d in dict.fromkeys(x.shape) if d.is_Symbol and not c.prover.is_one(d)]
-    for sym in syms[:6]:
-        if any(v == 0 for v in x.strides):
+def _maybe_one(c, x):
+    """The free sizes in x's shape that may be 1 at allowed sizes, each with the substitution
+    that sets it to 1 in every dim that depends on it."""
+    if any(v == 0 for v in x.strides):
+        return
+    p = c.prover
+    free = p._free_user()
+    syms = [s for d in x.shape for s in sorted(p.canon(d).free_symbols, key=str) if s in free]
+    for sym in list(dict.fromkeys(syms))[:6]:
+        if p.leq(sp.Integer(2), sym).ok:
             continue
-        if not c.prover.leq(sp.Integer(2), sym).ok:
-            yield sym
+        sub = {u: p.canon(u).xreplace({sym: ONE}) for u in p.user.values()
+               if sym in p.canon(u).free_symbols}
+        sub[sym] = ONE
+        yield sym, sub
 
 
 def _shape_src(target, infer) -> str:
