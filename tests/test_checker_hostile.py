@@ -158,3 +158,87 @@ def test_assumptions_that_force_a_size_below_one_are_refused():
     spec = check("dim Z, N\nassume Z % N == 0\nassume 2*Z <= N\nexample Z=2, N=4\ninput X: [Z]\n"
                  "y: X -> relu\n")
     assert "E115" in codes(spec)
+
+
+# ------------------------------------------------------------ layouts as PyTorch's
+
+def _view_ok(t, *shape) -> bool:
+    return not torch_raises(lambda: t.view(*shape))
+
+
+DROPOUT_CASES = [
+    # (pipeline, declared input, the same in torch before the dropout, after it)
+    ("X -> slice 1 0 M -> dropout 0.1", "[N, 2*M]", lambda x: x[:, :3], None),
+    ("X -> slice 1 0 M -> dropout 0.0", "[N, 2*M]", lambda x: x[:, :3], None),
+    ("X -> expand [N, M] -> dropout 0.1", "[N, 1]", lambda x: x.expand(4, 3), None),
+    ("X -> transpose 0 1 -> dropout 0.1 -> transpose 0 1", "[N, 2*M]", lambda x: x.t(),
+     lambda t: t.t()),
+    ("X -> slice 1 0 M -> dropout 0.1 -> contiguous", "[N, 2*M]", lambda x: x[:, :3],
+     lambda t: t.contiguous()),
+]
+
+
+@pytest.mark.parametrize("pipeline, decl, before, after", DROPOUT_CASES)
+def test_dropout_view_must_be_legal_in_training_and_in_eval(pipeline, decl, before, after):
+    """nn.Dropout returns its input itself with p=0 or in eval mode, a new tensor while
+    training: a later view is accepted exactly when torch allows it in both modes."""
+    x = torch.randn(4, 6 if "2*M" in decl else 1)
+    drop = torch.nn.Dropout(float(pipeline.split("dropout ")[1].split()[0]))
+    outs = [drop.train(mode)(before(x)) for mode in (True, False)]
+    outs = [after(t) if after else t for t in outs]
+    legal = [_view_ok(t, -1) for t in outs]
+    spec = check(f"dim N, M\nexample N=4, M=3\ninput X: {decl}\ny: {pipeline} -> view [-1]\n")
+    assert spec.ok == all(legal), (pipeline, legal, [d.message for d in spec.diagnostics])
+    if legal[0] != legal[1]:   # legal in one mode only: the message says why
+        assert any("dropout" in n and "eval" in n for n in spec.errors()[0].notes)
+
+
+CL = "input X: [N, H, W, C]\nc: X -> permute 0 3 1 2\n"   # NCHW sizes, channels-last strides
+
+
+@pytest.mark.parametrize("op, fn", [
+    ("concat 1 c", lambda t: torch.cat([t, t], 1)),
+    ("concat 0 c", lambda t: torch.cat([t, t], 0)),
+    ("rmsnorm", lambda t: torch.nn.RMSNorm(t.shape[-1])(t)),
+    ("layernorm", lambda t: torch.nn.LayerNorm(t.shape[-1])(t)),
+    ("softmax -1", lambda t: t.softmax(-1)),
+    ("relu", lambda t: t.relu()),
+])
+def test_channels_last_layouts_follow_torch(op, fn):
+    x = torch.randn(2, 3, 5, 7).permute(0, 3, 1, 2)
+    out = fn(x)
+    torch_ok = _view_ok(out, 2, -1)
+    spec = check(f"dim N, H, W, C\nexample N=2, H=3, W=5, C=7\n{CL}y: c -> {op} -> view [N, -1]\n")
+    assert spec.ok == torch_ok, (op, out.stride(), [d.message for d in spec.diagnostics])
+
+
+@pytest.mark.parametrize("eq, shapes", [
+    ("abc->cba", [(2, 3, 5)]), ("abc->acb", [(2, 3, 5)]), ("abc->ca", [(2, 3, 5)]),
+    ("abc,acd->bad", [(2, 3, 5), (2, 5, 7)]), ("abc,acd->dba", [(2, 3, 5), (2, 5, 7)]),
+    ("bqd,bkd->bkq", [(2, 3, 5), (2, 7, 5)]), ("ab,cb->ca", [(3, 5), (7, 5)]),
+    ("ab,ab->ba", [(3, 5), (3, 5)]), ("...ab,bc->cab", [(2, 3, 5), (5, 7)]),
+])
+def test_einsum_layout_follows_torch(eq, shapes):
+    names = "PQRS"
+    sizes = dict(zip("234567", ["A", "B", "C", "D", "E", "F"]))
+    decls = "".join(f"input {names[i]}: [{', '.join(sizes[str(n)] for n in s)}]\n"
+                    for i, s in enumerate(shapes))
+    rest = " ".join(names[1:len(shapes)])
+    out = torch.einsum(eq, *[torch.randn(*s) for s in shapes])
+    spec = check(f"dim A, B, C, D, E, F\nexample A=2, B=3, C=4, D=5, E=6, F=7\n{decls}"
+                 f'y: P -> einsum "{eq}" {rest} -> view [-1]\n'.replace(" ->  view", " -> view"))
+    assert spec.ok == _view_ok(out, -1), (eq, out.stride(), [d.message for d in spec.diagnostics])
+
+
+def test_reshape_that_is_a_view_only_at_size_one_gives_that_counterexample():
+    text = ("dim E, V, B, Q\nexample E=2, V=3, B=5, Q=3\ninput X: [E, V, B, Q]\n"
+            "y: X -> permute 3 1 0 2 -> reshape [Q, V, E*B] -> view [-1]\n")
+    spec = check(text)
+    err = spec.errors()[0]
+    assert err.code == "E106" and list(err.counterexample.values()) == [1]
+    v = {"E": 2, "V": 3, "B": 5, "Q": 3} | err.counterexample   # torch fails there
+    x = torch.randn(v["E"], v["V"], v["B"], v["Q"])
+    assert torch_raises(lambda: x.permute(3, 1, 0, 2).reshape(v["Q"], v["V"], v["E"] * v["B"]).view(-1))
+    assert not torch_raises(lambda: torch.randn(2, 3, 5, 3).permute(3, 1, 0, 2).reshape(3, 3, 10).view(-1))
+    spec = check(text.replace("example", "assume E >= 2\nassume V >= 2\nassume B >= 2\nexample"))
+    assert spec.ok, [d.message for d in spec.diagnostics]
