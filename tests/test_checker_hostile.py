@@ -67,6 +67,20 @@ def test_other_sizes_from_user_expressions_must_be_positive(op):
         assert err.counterexample["N"] - err.counterexample["M"] <= 0
 
 
+@pytest.mark.parametrize("decl, op", [
+    ("[N] int", "embed (N - M) 4"),
+    ("[N] int", "embed 4 (M - N)"),
+    ("[2, N*M]", 'rearrange "a (b c) -> a b c" b=(N - M)'),
+    ("[2, N*M]", 'rearrange "a (b c) -> a b c" b=N/M'),
+])
+def test_sizes_given_as_arguments_are_whole_and_positive(decl, op):
+    spec = check(f"dim N, M\nexample N=5, M=2\ninput X: {decl}\ny: X -> {op}\n")
+    err = spec.errors()[0]
+    assert err.code in ("E104", "E109"), codes(spec)
+    n, m = err.counterexample["N"], err.counterexample["M"]
+    assert (n - m <= 0 or m - n <= 0) if err.code == "E109" else n % m != 0
+
+
 def test_symbolic_index_that_can_be_negative_is_refused():
     spec = check("dim N, M\nexample N=5, M=2\ninput X: [N]\ny: X -> select 0 (N - M - 1)\n")
     assert not spec.ok

@@ -33,6 +33,9 @@ def embed(c, x, a):
                          help="declare the ids as `input ids: [B, S] int`", span=a.op.span)
     if len(a.pos) == 2:
         vocab, width = a.dim_at(0), a.dim_at(1)
+        for k, (e, what) in enumerate(((vocab, "vocabulary size"), (width, "width"))):
+            c.need_whole(e, span=a.pos[k].span, what=lambda e=e, what=what: f"the {what} {e}")
+            c.need_positive(e, a.pos[k].span, what=lambda e=e, what=what: f"the {what} {e}")
         return Result((fresh(x.shape + (width,)),), params=vocab * width,
                       detail={"vocab": vocab, "dim": width, "table": None})
     table = a.tensor_at(0)

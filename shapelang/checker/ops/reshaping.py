@@ -93,6 +93,10 @@ def _maybe_one(c, x):
         yield sym, sub
 
 
+def _paren(e) -> str:
+    return f"({e})" if e.is_Add else str(e)
+
+
 def _shape_src(target, infer) -> str:
     return "[" + ", ".join("-1" if j == infer else str(d) for j, d in enumerate(target)) + "]"
 
@@ -247,6 +251,10 @@ def rearrange(c, x, a):
     except ValueError as err:
         raise ShapeError("E110", f"bad rearrange pattern: {err}", span=a.pos[0].span) from None
     given = {k: c.dim(v.value) for k, v in a.kw.items()}
+    for k, e in given.items():
+        span = a.kw[k].span
+        c.need_whole(e, span=span, what=lambda k=k, e=e: f"`{k}={e}`")
+        c.need_positive(e, span, what=lambda k=k, e=e: f"`{k}={e}`")
     left = pat.left
     n_ell = x.rank - (len(left) - (1 if "..." in left else 0))
     if n_ell < 0 or ("..." not in left and n_ell != 0):
@@ -270,7 +278,8 @@ def rearrange(c, x, a):
         if unknown:
             val = sp.cancel(size / known)
             c.need_whole(val, span=a.pos[0].span,
-                         what=lambda known=known, size=size, unknown=unknown, val=val: f"`{unknown[0]}` would be {size}/{known} = {val}")
+                         what=lambda known=known, size=size, unknown=unknown, val=val:
+                         f"`{unknown[0]}` would be {_paren(size)}/{_paren(known)} = {val}")
             sizes[unknown[0]] = c.prover.name_of(val)
         else:
             c.need_equal(known, size, code="E103", span=a.pos[0].span,
