@@ -145,6 +145,8 @@ def op_binary(p, draw):
 
 def op_einsum(p, draw):
     r = len(p.shape)
+    if not 1 <= r <= 4:
+        return
     letters = "abcd"[:r]
     if draw(st.booleans()):   # one operand: a permutation, maybe summing one index
         keep = list(draw(st.permutations(letters)))
@@ -153,6 +155,17 @@ def op_einsum(p, draw):
         eq = f"{letters}->{''.join(keep)}"
         p.step(f'einsum "{eq}"', lambda x, env, m: torch.einsum(eq, x),
                [p.shape[letters.index(ch)] for ch in keep])
+        return
+    if draw(st.booleans()):   # ellipsis: contract the last index with a new one
+        last = letters[-1]
+        out = draw(st.sampled_from(["...e", "e...", f"...{last}e"]))
+        y = p.new_input([p.shape[-1], "E"])
+        eq = f"...{last},{last}e->{out}"
+        head = p.shape[:-1]
+        shape = {"...e": head + ["E"], "e...": ["E"] + head}.get(out)
+        if shape is None:   # `...de`: d is kept, so nothing is summed; a broadcast product
+            shape = head + [p.shape[-1], "E"]
+        p.step(f'einsum "{eq}" {y}', lambda x, env, m: torch.einsum(eq, x, env[y]), shape)
         return
     # two operands: contract one index with a new one
     k = draw(st.integers(0, r - 1))
