@@ -3,6 +3,7 @@ assignments that satisfy the assumptions, and searches counterexamples when it c
 from __future__ import annotations
 
 import functools
+import itertools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -373,6 +374,9 @@ class Prover:
                 for x in small[:6]:
                     for y in small[:6]:
                         yield {**base, v: x, w: y}
+        if len(focus) == 3:   # every triple of sizes 1..6: the search is exhaustive there
+            for values in itertools.product(small[:6], repeat=3):
+                yield {**base, **dict(zip(focus, values))}
         rng = random.Random(0)
         free = self.free_vars()
         while True:
