@@ -7,8 +7,7 @@ import sympy as sp
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit
 from .. import patterns
-from ..layout import (Geometry, TensorType, channels_last, einsum_strides, fresh,
-                      suggests_channels_last)
+from ..layout import Geometry, TensorType, channels_last, einsum_strides, fresh, suggests_channels_last
 from .args import ONE, ZERO, Result, _ax, prod
 
 

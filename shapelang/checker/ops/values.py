@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Num
-from ..layout import (Geometry, TensorType, channels_last, dense_like, fresh,
-                      suggests_channels_last)
+from ..layout import Geometry, TensorType, channels_last, dense_like, fresh, suggests_channels_last
 from .args import ONE, ZERO, Result
 from .combine import broadcast
 
