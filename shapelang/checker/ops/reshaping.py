@@ -7,7 +7,7 @@ import sympy as sp
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit
 from .. import patterns
-from ..layout import TensorType, contiguous, fresh, view_strides
+from ..layout import Geometry, TensorType, contiguous, fresh, torch_contiguous, view_strides
 from .args import ONE, ZERO, Args, Result, _ax, _is_minus_one, prod
 
 
@@ -47,10 +47,10 @@ def _reshape(c, x: TensorType, a: Args, *, view: bool) -> Result:
 
 def regroup(c, x: TensorType, target, *, size_one: bool = True):
     """x.reshape(target) as torch lays it out: a view where computeStride allows one, else
-    a contiguous copy, for every layout x may have. Returns the result and None when it is
-    result, whether its main layout copies, and the alternative layouts (their size
-    substitutions) that copy: a `view` fails at run time in any of them. A copy that is a
-    view when a size is 1 gets that view as an alternative."""
+    a contiguous copy, for every layout x may have. Returns the result, whether its main
+    layout copies, and the alternative layouts (their size substitutions) that copy: a
+    `view` fails at run time in any of them. A copy that is a view when a size is 1 gets
+    that view as an alternative layout (when it is not a contiguous one anyway)."""
     target = tuple(target)
     main = view_strides(x, target, c.same)
     refused = []
@@ -66,9 +66,11 @@ def regroup(c, x: TensorType, target, *, size_one: bool = True):
     if main is None and size_one:
         for sym, sub in _maybe_one(c, x):
             shape = tuple(d.xreplace(sub) for d in x.shape)
-            st = view_strides(TensorType(shape, tuple(v.xreplace(sub) for v in x.strides)),
-                              tuple(d.xreplace(sub) for d in target), c.same)
-            if st is not None:
+            t = tuple(d.xreplace(sub) for d in target)
+            st = view_strides(TensorType(shape, tuple(v.xreplace(sub) for v in x.strides)), t,
+                              c.same)
+            if st is not None and not torch_contiguous(t, st, Geometry(c.prover.canon, c.same)) \
+                    and not c.prover.leq(sp.Integer(2), sym).ok:   # sym may be 1
                 alt.append((tuple(st), tuple(sub.items())))
                 why = why or "`reshape` returns a view instead of a copy when a size it merges is 1"
     strides = main if main is not None else contiguous(target)
@@ -77,16 +79,14 @@ def regroup(c, x: TensorType, target, *, size_one: bool = True):
 
 
 def _maybe_one(c, x):
-    """The free sizes in x's shape that may be 1 at allowed sizes, each with the substitution
-    that sets it to 1 in every dim that depends on it."""
+    """The free sizes in x's shape, each with the substitution that sets it to 1 in every
+    dim that depends on it (the caller asks the prover whether it may be 1)."""
     if any(v == 0 for v in x.strides):
         return
     p = c.prover
     free = p._free_user()
     syms = [s for d in x.shape for s in sorted(p.canon(d).free_symbols, key=str) if s in free]
     for sym in list(dict.fromkeys(syms))[:6]:
-        if p.leq(sp.Integer(2), sym).ok:
-            continue
         sub = {u: p.canon(u).xreplace({sym: ONE}) for u in p.user.values()
                if sym in p.canon(u).free_symbols}
         sub[sym] = ONE
