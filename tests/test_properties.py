@@ -24,8 +24,9 @@ layout-heavy ones (views after transposes, expands, chunks, slices and
 elementwise ops), all with derandomize=True.
 
 Known checker bugs are kept as strict xfail tests at the bottom; while they are
-open the generator writes around the parser ones and the oracle forgives the
-layout ones (see `AVOID_KNOWN_BUGS`), so that this file stays green.
+open the generator writes around the parser ones (see `AVOID_KNOWN_BUGS`), so
+that this file stays green. Layouts are compared as they are: the checker
+follows torch's (tests/test_checker_layout.py has a property test of its own).
 """
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ TORCH_ERRORS = (RuntimeError, IndexError, ValueError)
 MAX_RANK = 6
 MAX_NUMEL = 2_000_000       # skip torch re-runs at counterexamples that would be huge
 AVOID_KNOWN_BUGS = True     # see the xfail tests at the bottom
+DROPOUT_EVAL = [False]      # run dropout as in eval mode (it returns its input)
 
 # ----------------------------------------------------------------------------- dims
 
@@ -153,8 +155,6 @@ class Step:
     pick: int = 0
     newline: bool = False  # op: continue on a new line starting with `->`
     call: object = None  # bin via call form: call(cur_text) -> expression text
-    keeps_layout: bool = False  # torch may return a strided view (einsum; see xfail below)
-    left_of: object = None      # elementwise: fn(x, env, tensors) -> the operand torch lays out by
 
 
 @dataclass
@@ -235,12 +235,8 @@ class Program:
         return newline.join(lines) + newline, bound
 
     # -- torch
-    def run(self, env, fresh_layout=False) -> Run:
-        """Run in torch at atom values `env`; record the shape of every named tensor.
-
-        `fresh_layout` makes the output of every einsum contiguous, which is
-        what the checker assumes (see the xfail below).
-        """
+    def run(self, env) -> Run:
+        """Run in torch at atom values `env`; record the shape of every named tensor."""
         tensors = {}
         total = 0
         for name, dims, dtype in self.inputs + ([("<head>", self.head_dims, None)]):
@@ -261,12 +257,6 @@ class Program:
         for i, s in steps:
             try:
                 out = s.fn(x, env, tensors)
-                if fresh_layout and s.keeps_layout:
-                    out = out.contiguous()
-                if fresh_layout and s.left_of is not None and not out.is_contiguous():
-                    first = s.left_of(x, env, tensors)
-                    if first.shape != out.shape or 0 in first.stride():
-                        out = out.contiguous()   # the layout gaps of the xfail below
                 if s.kind == "multi" and len(out) != s.pieces:
                     raise RuntimeError(f"torch gives {len(out)} pieces, the spec names {s.pieces}")
             except TORCH_ERRORS as err:
@@ -441,18 +431,11 @@ class Builder:
         return name
 
     # ---------------------------------------------------------------- ops
-    def op(self, text, fn, sh, keeps_layout=False, elementwise=False):
+    def op(self, text, fn, sh):
         if AVOID_KNOWN_BUGS:
             text = _no_name_before_paren(text)
-        self.steps.append(Step("op", text, fn, newline=self.g.coin(0.1), keeps_layout=keeps_layout,
-                               **self._layout_gap(elementwise, lambda x, env, T: x)))
+        self.steps.append(Step("op", text, fn, newline=self.g.coin(0.1)))
         return sh
-
-    def _layout_gap(self, elementwise, left_of):
-        """Fields that let the oracle forgive the known elementwise layout gaps."""
-        if not (elementwise and AVOID_KNOWN_BUGS):
-            return {}
-        return {"left_of": left_of}
 
     def apply_random(self, sh: list, ops: list[str]) -> list:
         name = self.g.pick(ops)
@@ -564,18 +547,18 @@ class Builder:
             return self.op(f"softmax {a}", lambda x, env, T: torch.softmax(x, a), sh)
         if kind == "scale":
             d = self.v.atom()
-            return self.op(f"scale 1/sqrt({d.t})", lambda x, env, T: x / ev(d.e, env) ** 0.5, sh,
-                           elementwise=True)
+            return self.op(f"scale 1/sqrt({d.t})", lambda x, env, T: x / ev(d.e, env) ** 0.5, sh)
         if kind == "dropout":
-            return self.op("dropout 0.1", lambda x, env, T: torch.nn.functional.dropout(x, 0.1), sh,
-                           elementwise=True)
+            # nn.Dropout returns its input in eval mode: the oracle runs both modes
+            return self.op("dropout 0.1", lambda x, env, T: torch.nn.functional.dropout(
+                x, 0.1, training=not DROPOUT_EVAL[0]), sh)
         if kind == "layernorm":
             return self.op(kind, lambda x, env, T: torch.nn.functional.layer_norm(x, x.shape[-1:]), sh)
         if kind == "rmsnorm":
             return self.op(kind, lambda x, env, T: torch.nn.functional.rms_norm(x, x.shape[-1:]), sh)
         fn = {"relu": torch.relu, "gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu,
               "tanh": torch.tanh, "sigmoid": torch.sigmoid, "exp": torch.exp}[kind]
-        return self.op(kind, lambda x, env, T: fn(x), sh, elementwise=True)
+        return self.op(kind, lambda x, env, T: fn(x), sh)
 
     def op_reduce(self, sh):
         g, r = self.g, len(sh)
@@ -757,8 +740,7 @@ class Builder:
         def fn(x, env, T):
             o = get(env, T)
             return f(o, x) if left else f(x, o)
-        self.steps.append(Step("bin", opname, fn, other=ref, left=left, **self._layout_gap(
-            True, (lambda x, env, T: get(env, T)) if left else (lambda x, env, T: x))))
+        self.steps.append(Step("bin", opname, fn, other=ref, left=left))
         return _broadcast(sh, dims)
 
     def op_scalar(self, sh):
@@ -776,8 +758,7 @@ class Builder:
             s = float(ev(s_e, env))
             return {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
                     "/": lambda a, b: a / b}[opname](*((s, x) if left else (x, s)))
-        self.steps.append(Step("bin", opname, fn, other=s_t, left=left,
-                               **self._layout_gap(True, lambda x, env, T: x)))
+        self.steps.append(Step("bin", opname, fn, other=s_t, left=left))
         return sh
 
     def op_matmul(self, sh):
@@ -879,13 +860,11 @@ class Builder:
             if g.coin(0.3):   # the call form
                 call = lambda cur: f'einsum("{eq}", {_call_arg(cur)}, {ref})'
                 self.steps.append(Step("bin", "einsum",
-                                       lambda x, env, T: torch.einsum(eq, x, get(env, T)), call=call,
-                                       keeps_layout=True))
+                                       lambda x, env, T: torch.einsum(eq, x, get(env, T)), call=call))
             else:
-                self.op(f'einsum "{eq}" {ref}', lambda x, env, T: torch.einsum(eq, x, get(env, T)), None,
-                        keeps_layout=True)
+                self.op(f'einsum "{eq}" {ref}', lambda x, env, T: torch.einsum(eq, x, get(env, T)), None)
         else:
-            self.op(f'einsum "{eq}"', lambda x, env, T: torch.einsum(eq, x), None, keeps_layout=True)
+            self.op(f'einsum "{eq}"', lambda x, env, T: torch.einsum(eq, x), None)
         return out
 
     def op_mask(self, sh):
@@ -898,8 +877,7 @@ class Builder:
         n = g.int(1, r)
         dims = [ONE if g.coin(0.3) else d for d in sh[r - n:]]
         ref = self.new_input(dims, "bool")
-        return self.op(f"mask {ref}", lambda x, env, T: x.masked_fill(T[ref], float("-inf")), sh,
-                       elementwise=True)
+        return self.op(f"mask {ref}", lambda x, env, T: x.masked_fill(T[ref], float("-inf")), sh)
 
     def op_rearrange(self, sh):
         g, r = self.g, len(sh)
@@ -1195,7 +1173,7 @@ def describe(prog, text, spec, run) -> str:
             f"{'ok ' + str(run.shapes) if run.ok else run.error}")
 
 
-def rejection_is_real(prog: Program, spec, fresh_layout=False) -> tuple[bool, str]:
+def rejection_is_real(prog: Program, spec) -> tuple[bool, str]:
     """Torch also fails, at a counterexample or at generic sizes."""
     why = []
     for d in spec.errors():
@@ -1205,12 +1183,12 @@ def rejection_is_real(prog: Program, spec, fresh_layout=False) -> tuple[bool, st
             why.append(f"{d.code}: counterexample {d.counterexample} not mapped to sizes")
             generic = True
         elif d.counterexample:
-            run = prog.run(env, fresh_layout)
-            if run.skipped or not run.ok:
+            run = prog.run(env)
+            if run.skipped or not run.ok or not run_eval(prog, env).ok:
                 return True, ""
             why.append(f"{d.code}: torch succeeds at counterexample {d.counterexample}: {run.shapes}")
         if generic:
-            runs = [prog.run(env, fresh_layout) for env in generic_envs(prog, 6)]
+            runs = [r for env in generic_envs(prog, 6) for r in (prog.run(env), run_eval(prog, env))]
             if any(not r.ok and not r.skipped for r in runs):
                 return True, ""
             if all(r.skipped for r in runs):
@@ -1220,22 +1198,21 @@ def rejection_is_real(prog: Program, spec, fresh_layout=False) -> tuple[bool, st
     return False, "; ".join(why)
 
 
+def run_eval(prog: Program, env) -> Run:
+    """The run with dropout as in eval mode."""
+    DROPOUT_EVAL[0] = True
+    try:
+        return prog.run(env)
+    finally:
+        DROPOUT_EVAL[0] = False
+
+
 def check_against_torch(prog: Program, depth=0):
     text, _ = prog.render()
     spec = check_text(text, "prop.shape")
     run = prog.run(prog.atom_env)
     note(describe(prog, text, spec, run))
     outcome = None
-    if AVOID_KNOWN_BUGS and not run.ok and spec.ok and "view size is not compatible" in run.error:
-        if prog.run(prog.atom_env, fresh_layout=True).ok:
-            # known bugs: einsum may return a permuted view in torch, and elementwise ops
-            # follow operands the checker does not look at (xfails below)
-            run = prog.run(prog.atom_env, fresh_layout=True)
-            outcome = "known-layout"
-        elif all(prog.run(env).ok for env in generic_envs(prog, 2)):
-            # known bug: reshape returns a view when a merged size is 1, so a later view
-            # fails at that size only (xfail below)
-            return "known-size1-reshape"
     got = checker_shapes(spec)
     for name, shape in run.shapes.items():
         if name in got and None not in got[name]:
@@ -1243,6 +1220,10 @@ def check_against_torch(prog: Program, depth=0):
                 describe(prog, text, spec, run)
     if run.skipped:
         return "skipped"
+    if run.ok and spec.ok and "dropout" in text:
+        ev_run = run_eval(prog, prog.atom_env)
+        assert ev_run.ok or ev_run.skipped, "torch raises in eval mode but the checker accepts\n" + \
+            describe(prog, text, spec, ev_run)
     if run.ok:
         if spec.ok:
             assert got.get("y") == run.shapes["y"], describe(prog, text, spec, run)
@@ -1250,8 +1231,6 @@ def check_against_torch(prog: Program, depth=0):
         assert all(d.code != "E107" for d in spec.errors()), \
             "the checker cannot prove the generator's expect line\n" + describe(prog, text, spec, run)
         real, why = rejection_is_real(prog, spec)
-        if not real and AVOID_KNOWN_BUGS and rejection_is_real(prog, spec, fresh_layout=True)[0]:
-            return "known-layout"
         assert real, f"false rejection: {why}\n" + describe(prog, text, spec, run)
         return "rejected-real"
     assert not spec.ok, "torch raises but the checker accepts\n" + describe(prog, text, spec, run)
@@ -1392,10 +1371,7 @@ def test_bug_view_compares_raw_sizes_with_one(text, want):
 
 @pytest.mark.parametrize("pipeline", ["X -> transpose 0 1 -> relu -> view [-1]",
                                       "(X -> transpose 0 1) * 2 -> view [-1]",
-                                      pytest.param('X -> einsum "abc->cba" -> view [-1]',
-                                                   marks=pytest.mark.xfail(strict=True, reason=(
-                                                       "einsum's output layout is not modelled: "
-                                                       "a pure permutation returns a view in torch")))])
+                                      'X -> einsum "abc->cba" -> view [-1]'])
 def test_bug_elementwise_output_keeps_permuted_layout(pipeline):
     spec = _check(f"dim B, S, D\nexample B=2, S=3, D=4\ninput X: [B, S, D]\ny: {pipeline}\n")
     assert not spec.ok, f"torch raises on `{pipeline}`, the checker accepts it"
@@ -1407,11 +1383,9 @@ def test_bug_elementwise_layout_false_rejection():
     assert spec.ok, _codes(spec)
 
 
-@pytest.mark.xfail(strict=True, reason="reshape returns a view when the merged sizes are "
-                   "adjacent in memory, which depends on a size being 1: at E=1 the reshape below "
-                   "is a view and the later view fails in torch, at E=2 it copies; the checker "
-                   "assumes E > 1 and accepts a spec whose own example crashes")
 def test_bug_reshape_layout_depends_on_size_one():
+    """reshape returns a view when the merged sizes are adjacent in memory, which depends on
+    a size being 1: at E=1 the reshape below is a view and the later view fails in torch."""
     spec = _check("dim E, V, B, Q\nexample E=1, V=3, B=5, Q=3\ninput X: [E, V, B, Q]\n"
                   "y: X -> permute 3 1 0 2 -> reshape [Q, V, E*B] -> view [-1]\n")
     assert not spec.ok, "torch raises at the example sizes"
@@ -1492,11 +1466,6 @@ def test_bug_reversed_modulo_assumption():
     assert spec.ok, _codes(spec)
 
 
-@pytest.mark.xfail(strict=True, reason="gaps left in the elementwise layout model (layout.dense_like "
-                   "looks at the first operand only and gives up on strides with sums or zeros): "
-                   "TensorIterator also follows a broadcast or expanded first operand's partner, "
-                   "and keeps the order of strides such as I + E; the checker then calls the "
-                   "output contiguous and accepts a view that torch refuses")
 @pytest.mark.parametrize("text", [
     # the first operand broadcasts to more dims
     "dim Dk\nexample Dk=3\ninput X: [Dk, 2]\ninput M: [1, 2, 1]\ny: (X -> transpose 0 1) - M -> view [-1]\n",

@@ -1,6 +1,9 @@
 """The prover on its own: proved, refuted (with a real counterexample) and unknown."""
 import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from shapelang.checker.dims import _CMP
 from shapelang.checker.prover import Prover
 
 
@@ -103,3 +106,86 @@ def test_example_values_guide_the_counterexample():
     p, (D, H) = prover("D", "H", example={"D": 512, "H": 8})
     v = p.whole(D / H)
     assert v.counterexample["D"] == 512  # the learner's own D, with an H that breaks it
+
+
+# ---------------------------------------------------------------- combining assumptions
+
+def test_divisibility_with_an_upper_bound_gives_equality():
+    p, (Z, N) = prover("Z", "N")
+    p.assume(sp.Mod(Z, N), "==", sp.Integer(0), "assume Z % N == 0")
+    p.assume(Z, "<=", N, "assume Z <= N")
+    assert p.equal(Z, N).ok
+
+
+def test_divisibility_with_inequality_gives_at_least_twice():
+    p, (D, K) = prover("D", "K")
+    p.assume(sp.Mod(D, K), "==", sp.Integer(0), "assume D % K == 0")
+    p.assume(K, "!=", D, "assume K != D")
+    assert p.leq(2 * K, D).ok
+    v = p.leq(3 * K, D)
+    assert v.status == "refuted" and v.counterexample["D"] < 3 * v.counterexample["K"]
+
+
+def test_square_divisible_by_a_prime_gives_the_root_divisible():
+    p, (R,) = prover("R")
+    p.assume(sp.Mod(R ** 2, 2), "==", sp.Integer(0), "assume R**2 % 2 == 0")
+    assert p.whole(R / 2).ok
+    v = p.whole(R / 4)
+    assert v.status == "refuted" and v.counterexample["R"] % 4 != 0
+
+
+ASSUMPTIONS = [
+    lambda Z, N: (sp.Mod(Z, N), "==", 0), lambda Z, N: (sp.Mod(N, Z), "==", 0),
+    lambda Z, N: (Z, "<=", N), lambda Z, N: (Z, "<", 2 * N), lambda Z, N: (Z, "!=", N),
+    lambda Z, N: (Z, ">", N), lambda Z, N: (N, ">=", 3), lambda Z, N: (sp.Mod(Z ** 2, 4), "==", 0),
+    lambda Z, N: (2 * Z, "<=", N + 1), lambda Z, N: (Z, "!=", 2 * N),
+]
+CONDITIONS = [
+    ("equal", lambda Z, N: (Z, N)), ("equal", lambda Z, N: (Z, 2 * N)),
+    ("leq", lambda Z, N: (2 * N, Z)), ("leq", lambda Z, N: (Z, N)), ("whole", lambda Z, N: (Z / N,)),
+    ("whole", lambda Z, N: (Z / 2,)), ("positive", lambda Z, N: (Z - N,)),
+    ("positive", lambda Z, N: (N - Z,)),
+]
+HOLDS = {"equal": lambda a, b: a == b, "leq": lambda a, b: a <= b,
+         "whole": lambda a: a.denominator == 1, "positive": lambda a: a > 0}
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(range(len(ASSUMPTIONS))), max_size=3, unique=True),
+       st.sampled_from(range(len(CONDITIONS))))
+def test_verdicts_are_sound_against_brute_force(assumed, cond):
+    """proved: no small assignment that satisfies the assumptions breaks it; refuted: the
+    counterexample satisfies the assumptions and breaks it. Never a wrong claim."""
+    from fractions import Fraction
+    p, (Z, N) = prover("Z", "N")
+    rels = []
+
+    def value(e, z, n):
+        return Fraction(str(sp.sympify(e).subs({Z: z, N: n})))
+
+    def allowed(z, n):
+        return all(_CMP[cmp](value(a, z, n), value(b, z, n)) for a, cmp, b in rels)
+
+    for k in assumed:
+        a, cmp, b = ASSUMPTIONS[k](Z, N)
+        rels.append((sp.sympify(a), cmp, sp.sympify(b)))
+        try:
+            p.assume(sp.sympify(a), cmp, sp.sympify(b), f"assume {k}")
+        except ValueError:   # refused as impossible: it must be
+            assert not any(allowed(z, n) for z in range(1, 25) for n in range(1, 25)), assumed
+            return
+    kind, make = CONDITIONS[cond]
+    args = make(Z, N)
+    verdict = getattr(p, kind)(*args)
+
+    def breaks(z, n):
+        return not HOLDS[kind](*(value(e, z, n) for e in args))
+
+    if verdict.status == "proved":
+        bad = [(z, n) for z in range(1, 25) for n in range(1, 25) if allowed(z, n) and breaks(z, n)]
+        assert not bad, (assumed, kind, args, bad[:3])
+    elif verdict.status == "refuted":
+        cex = verdict.counterexample
+        z, n = cex.get("Z"), cex.get("N")
+        if z is not None and n is not None:
+            assert allowed(z, n) and breaks(z, n), (assumed, kind, args, cex)

@@ -79,11 +79,13 @@ class BlockCalls:
                 raise ShapeError("E113", f"block `{block.name}` expects `{decl.name}` with "
                                  f"{len(declared)} dims, got {c.show(t)}", span=span)
             for d, actual in zip(declared, t.shape):
-                d = d.xreplace(subst)
+                # a dim's first occurrence binds it; a repeated one (`[G, G]`) is compared
+                # with that binding, in the caller's terms
                 if d.is_Symbol and d in c.prover.user.values() and d not in subst \
                         and d not in c.prover.definition:
                     subst[d] = actual
                 else:
+                    d = d.xreplace(subst)
                     c.need_equal(d, actual, code="E113", span=span,
                                     message=lambda decl=decl, declared=declared, t=t:
                                     f"block `{block.name}` expects `{decl.name}` to be "

@@ -35,7 +35,7 @@ from . import fixes, ops
 from .blocks import BlockCalls
 from .facts import Facts
 from .ir import BindingIR, CheckedSpec, Decl, Step
-from .layout import TensorType, dense_like, fresh
+from .layout import Geometry, TensorType, dense_like, elementwise, fresh
 from .provenance import Provenance
 from .prover import Prover
 from .scope import Poisoned, Scope
@@ -412,9 +412,7 @@ class Checker(Facts):
         if ta and tb:
             shape = ops.broadcast(self.ctx, [a[0].shape, b[0].shape],
                                   [f"`{texts[0]}`", f"`{texts[1]}`"], node.span)
-            # TensorIterator lays the result out in the first operand's memory order
-            out = dense_like(a[0], self.prover.canon) if list(a[0].shape) == list(shape) \
-                else fresh(shape, a[0].dtype)
+            out = elementwise([a[0], b[0]], shape, Geometry(self.prover.canon, self.same))
             res = ops.Result((out,))
             return self.emit(names[node.op], text, node.span, [a[1], b[1]], res)[0]
         t, s = (a, b) if ta else (b, a)

@@ -55,9 +55,11 @@ class Facts:
                 value = self.out.definitions[d.name]
                 self.need(p.whole(value), "E104", d.value.span,
                           f"`{d.name} = {value}` is not always a whole number",
-                          help=self._divisibility_help(value))
+                          help=self._divisibility_help(value),
+                          claim=f"`{d.name} = {value}` is always a whole number")
                 self.need(p.positive(value), "E109", d.value.span,
-                          f"`{d.name} = {value}` is not always positive")
+                          f"`{d.name} = {value}` is not always positive",
+                          claim=f"`{d.name} = {value}` is always at least 1")
         examples = [s for s in stmts if isinstance(s, Example)]
         self._example(examples)
 
@@ -170,25 +172,30 @@ class Facts:
         """Cheap symbolic equality (no search): for layouts and fast paths."""
         return a == b or self.prover.same(a, b)
 
-    def need(self, verdict, code, span, message, help=None, expr=None) -> bool:
+    def need(self, verdict, code, span, message, help=None, expr=None, claim=None) -> bool:
         if verdict.ok:
             return True
         notes = self._verdict_notes(verdict)
-        self.error(code, message, span, help, notes, verdict.counterexample)
+        self.error(code, _unproved(verdict, message, claim), span, help, notes,
+                   verdict.counterexample)
         return False
 
     def _verdict_notes(self, verdict) -> list[str]:
         if verdict.status == "unknown":
-            return [("shapelang could not prove this from the assumptions, and found no "
-                     "counterexample among small sizes")]
+            return [("no counterexample either: every small assignment that satisfies the "
+                     "assumptions passes, so this may hold; shapelang accepts only what it "
+                     "can prove")]
         if verdict.counterexample:
             cex = ", ".join(f"{k}={v}" for k, v in verdict.counterexample.items())
             return [f"counterexample: {cex}"]
         return []
 
-    def _fail(self, verdict, code, message, help, span, extra_notes=()):
+    def _fail(self, verdict, code, message, help, span, extra_notes=(), claim=None):
+        """The error for a condition not proved: refuted ones state the problem with a
+        counterexample; undecided ones say "could not prove" and never claim an error."""
         notes = list(extra_notes) + self._verdict_notes(verdict)
-        return ShapeError(code, message, help, tuple(notes), verdict.counterexample, span)
+        return ShapeError(code, _unproved(verdict, message, claim), help, tuple(notes),
+                          verdict.counterexample, span)
 
     def need_equal(self, a, b, *, code, message, help=None, span=None, shapes=None,
                    broadcast=False):
@@ -201,9 +208,10 @@ class Facts:
         va, vb = self.ex(a), self.ex(b)
         if va is not None and vb is not None:
             notes.append(f"at the example sizes: {dimlib.fmt_value(va)} and {dimlib.fmt_value(vb)}")
-        if help is None and verdict.status == "unknown":
+        if verdict.status == "unknown":
             help = f"if they are always equal, say so: `assume {a} == {b}`"
-        raise self._fail(verdict, code, message, help, span, notes)
+        raise self._fail(verdict, code, message, help, span, notes,
+                         claim=f"{a} == {b} ({message})")
 
     def need_shape_equal(self, got, want, *, span, code, message):
         if len(got) != len(want):
@@ -227,19 +235,24 @@ class Facts:
             if alt:
                 notes.append(alt)
         raise self._fail(verdict, "E104", f"{_text(what)}, which is not always a whole number",
-                         self._divisibility_help(e), span, notes)
+                         self._divisibility_help(e), span, notes,
+                         claim=f"{e} is always a whole number ({_text(what)})")
 
-    def need_positive(self, e, span):
+    def need_positive(self, e, span, what=None):
         verdict = self.prover.positive(e)
         if not verdict.ok:
-            raise self._fail(verdict, "E109", f"the size {e} is not always positive",
-                             "sizes must be at least 1 for every allowed assignment", span)
+            subject = _text(what) if what is not None else f"the size {e}"
+            help = "sizes must be at least 1 for every allowed assignment"
+            if verdict.status == "unknown":
+                help = f"if it is, say so: `assume {e} >= 1`"
+            raise self._fail(verdict, "E109", f"{subject} is not always positive", help, span,
+                             claim=f"{subject} is always at least 1")
 
     def need_leq(self, a, b, *, span, message):
         verdict = self.prover.leq(a, b)
         if not verdict.ok:
             raise self._fail(verdict, "E105", _text(message), f"add `assume {a} <= {b}` if that is "
-                             "intended", span)
+                             "intended", span, claim=f"{a} <= {b} ({_text(message)})")
 
     def ex(self, e):
         if self.example_env is None:
@@ -262,3 +275,10 @@ class Facts:
 
 def _text(message) -> str:
     return message() if callable(message) else message
+
+
+def _unproved(verdict, message, claim) -> str:
+    if verdict.status != "unknown":
+        return _text(message)
+    return f"could not prove that {claim}" if claim else \
+        f"could not prove this holds for every allowed size: {_text(message)}"

@@ -6,16 +6,22 @@ symbolic size is not assumed to be 1).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sympy as sp
 
 
 @dataclass(frozen=True)
 class TensorType:
+    """A tensor's shape, strides and dtype. `alt` holds other strides the same tensor may
+    have at run time (dropout returns its input with p=0 and in eval mode, a new tensor
+    while training; a reshape is a view only where a size is 1): a later `view` must be
+    legal for every one of them. `why` says where the alternatives come from."""
     shape: tuple
     strides: tuple
     dtype: str = "float"
+    alt: tuple = ()
+    why: str = field(default="", compare=False)
 
     @property
     def rank(self) -> int:
@@ -23,8 +29,27 @@ class TensorType:
 
     def with_shape(self, shape, strides=None, dtype=None) -> TensorType:
         shape = tuple(shape)
-        return TensorType(shape, tuple(strides) if strides is not None else contiguous(shape),
-                          dtype or self.dtype)
+        if strides is None:
+            return TensorType(shape, contiguous(shape), dtype or self.dtype)
+        return TensorType(shape, tuple(strides), dtype or self.dtype, self.alt, self.why)
+
+    def restrided(self, shape, fn) -> TensorType:
+        """The same memory seen with a new shape: fn maps each possible strides tuple."""
+        main = tuple(fn(self.strides))
+        alt = []
+        for strides, subst in self.alt:
+            new = tuple(v.xreplace(dict(subst)) for v in fn(strides))
+            if (new, subst) not in alt and (subst or new != main):
+                alt.append((new, subst))
+        return TensorType(tuple(shape), main, self.dtype, tuple(alt), self.why if alt else "")
+
+    def layouts(self):
+        """Every possible (shape, strides) at run time, sizes substituted where an
+        alternative holds only at some sizes."""
+        yield self.shape, self.strides, {}
+        for strides, subst in self.alt:
+            sub = dict(subst)
+            yield tuple(d.xreplace(sub) for d in self.shape), strides, sub
 
     @property
     def is_contiguous(self) -> bool:
@@ -90,17 +115,272 @@ def _stride_key(stride):
         return None
 
 
-def dense_like(x: TensorType, canon) -> TensorType:
-    """The output of an elementwise op, as TensorIterator lays it out: dense, with the
-    dims in the input's memory order (a transposed input gives a transposed output)."""
-    if x.is_contiguous or any(s == 0 for s in x.strides):
+class Geometry:
+    """Generic comparisons of symbolic sizes and strides, as the layout rules need them:
+    `same` is proved equality; order is the generic one (see _stride_key); a symbolic size
+    is not 1 unless it is proved to be."""
+
+    def __init__(self, canon, same=None):
+        self.canon = canon
+        self._same = same
+
+    def same(self, a, b) -> bool:
+        if a == b:
+            return True
+        if self._same is not None:
+            return self._same(a, b)
+        return sp.expand(self.canon(a) - self.canon(b)) == 0
+
+    def is_one(self, e) -> bool:
+        return e == 1 or self.canon(e) == 1
+
+    def is_zero(self, e) -> bool:
+        return e == 0 or self.canon(e) == 0
+
+    def cmp(self, a, b) -> int:
+        """-1, 0 or 1: a against b for generic sizes (0 when equal or undecided)."""
+        if self.same(a, b):
+            return 0
+        ka, kb = _stride_key(self.canon(a)), _stride_key(self.canon(b))
+        if ka is None or kb is None or ka == kb:
+            return 0
+        return -1 if ka < kb else 1
+
+
+def torch_contiguous(shape, strides, g: Geometry) -> bool:
+    """Tensor.is_contiguous(): size-1 dims are ignored."""
+    expected = ONE
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if g.is_one(size):
+            continue
+        if not g.same(stride, expected):
+            return False
+        expected = expected * size
+    return True
+
+
+def _cl_order(rank: int) -> list[int]:
+    return [1, 3, 2, 0] if rank == 4 else [1, 4, 3, 2, 0]
+
+
+def channels_last(shape) -> tuple:
+    """Strides of a channels-last (NHWC / NDHWC) tensor of an NC.. shape."""
+    strides, acc = [ONE] * len(shape), ONE
+    for d in _cl_order(len(shape)):
+        strides[d] = acc
+        acc = acc * shape[d]
+    return tuple(strides)
+
+
+def channels_last_contiguous(shape, strides, g: Geometry) -> bool:
+    """Tensor.is_contiguous(memory_format=torch.channels_last) (channels_last_3d for 5 dims)."""
+    if len(shape) not in (4, 5):
+        return False
+    expected = ONE
+    for d in _cl_order(len(shape)):
+        if g.is_one(shape[d]):
+            continue
+        if not g.same(strides[d], expected):
+            return False
+        expected = expected * shape[d]
+    return True
+
+
+def suggests_channels_last(shape, strides, g: Geometry) -> bool:
+    """Tensor.suggest_memory_format() is channels_last(_3d): a port of
+    is_channels_last_strides_2d_s4 / _3d_s5 with generic magnitudes."""
+    if len(shape) not in (4, 5) or g.is_zero(strides[1]):
+        return False
+    low = sp.Integer(0)
+    for d in _cl_order(len(shape)):
+        if g.cmp(strides[d], low) < 0:
+            return False
+        if d == 0 and g.same(low, strides[1]):
+            return False
+        low = strides[d] * (1 if g.is_one(shape[d]) else shape[d])
+    return True
+
+
+def non_overlapping_and_dense(shape, strides, g: Geometry) -> bool:
+    if len(shape) == 1:
+        return g.is_one(shape[0]) or g.same(strides[0], ONE)
+    order = sorted(range(len(shape)), key=lambda d: (g.is_one(shape[d]), _stride_key(
+        g.canon(strides[d])) or 0))
+    expected = ONE
+    for d in order:
+        if g.is_one(shape[d]):
+            return True
+        if not g.same(strides[d], expected):
+            return False
+        expected = expected * shape[d]
+    return True
+
+
+def iterator_strides(operands, shape, g: Geometry) -> tuple:
+    """Strides of the output TensorIterator allocates for an elementwise op on `operands`
+    [(shape, strides)] broadcast to `shape`: its fast paths (all contiguous, all channels-last,
+    all dense with equal strides), else reorder_dimensions' insertion sort, which orders dims
+    by the operands' strides, the first operand first, skipping broadcast (stride 0) ones."""
+    n = len(shape)
+    if n == 0:
+        return ()
+    if all(len(s) == n and all(g.same(a, b) for a, b in zip(s, shape)) for s, _ in operands):
+        if all(torch_contiguous(s, st, g) for s, st in operands):
+            return contiguous(shape)
+        if all(channels_last_contiguous(s, st, g) for s, st in operands):
+            return channels_last(shape)
+        if all(non_overlapping_and_dense(s, st, g) for s, st in operands):
+            last = operands[-1][1]
+            if all(all(g.same(a, b) for a, b in zip(st, last)) for _, st in operands):
+                return tuple(last)
+    full = []
+    for s, st in operands:
+        lead = n - len(s)
+        row = [sp.Integer(0)] * lead
+        for k, (size, stride) in enumerate(zip(s, st)):
+            row.append(sp.Integer(0) if g.is_one(size) and not g.is_one(shape[lead + k]) else stride)
+        full.append(row)
+
+    def should_swap(d0, d1) -> int:
+        for row in full:
+            s0, s1 = row[d0], row[d1]
+            if g.is_zero(s0) or g.is_zero(s1):
+                continue
+            c = g.cmp(s0, s1)
+            if c:
+                return c
+            if g.cmp(shape[d0], shape[d1]) > 0:
+                return 1
+        return 0
+
+    perm = list(range(n - 1, -1, -1))
+    for i in range(1, n):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    if perm == list(range(n - 1, -1, -1)):
+        return contiguous(shape)
+    strides, acc = [ONE] * n, ONE
+    for d in perm:
+        strides[d] = acc
+        acc = acc * shape[d]
+    return tuple(strides)
+
+
+def elementwise(xs: list[TensorType], shape, g: Geometry) -> TensorType:
+    """The output of an elementwise op (unary or broadcasting), with the alternatives of
+    its inputs carried over."""
+    shape = tuple(shape)
+    if all(not x.alt and x.strides == contiguous(x.shape) for x in xs):
+        return fresh(shape, xs[0].dtype)   # contiguous inputs agree on the order: contiguous
+    main = iterator_strides([(x.shape, x.strides) for x in xs], shape, g)
+    alt = []
+    for k, x in enumerate(xs):
+        for s_shape, strides, subst in x.layouts():
+            if strides is x.strides and not subst:
+                continue
+            ops_ = [(y.shape, y.strides) for y in xs]
+            ops_[k] = (s_shape, strides)
+            out_shape = tuple(d.xreplace(subst) for d in shape)
+            new = iterator_strides(ops_, out_shape, g)
+            key = (new, tuple(sorted(subst.items(), key=str)))
+            if key not in alt and (subst or new != main):
+                alt.append(key)
+    why = next((x.why for x in xs if x.alt), "")
+    return TensorType(shape, main, xs[0].dtype, tuple(alt), why if alt else "")
+
+
+def dense_like(x: TensorType, canon, same=None) -> TensorType:
+    """The output of a unary elementwise op, as TensorIterator lays it out."""
+    if not x.alt and x.is_contiguous:
         return fresh(x.shape, x.dtype)
-    keys = [_stride_key(canon(s)) for s in x.strides]
-    if any(k is None for k in keys):
-        return fresh(x.shape, x.dtype)
-    order = sorted(range(x.rank), key=lambda d: (-keys[d], d))
-    dense = contiguous([x.shape[d] for d in order])
-    strides = [ONE] * x.rank
-    for position, d in enumerate(order):
-        strides[d] = dense[position]
-    return TensorType(x.shape, tuple(strides), x.dtype)
+    return elementwise([x], x.shape, Geometry(canon, same))
+
+
+def _label_index(ch: str) -> int:
+    """torch.einsum numbers labels A-Z then a-z; contraction dims follow that order."""
+    return ord(ch) - ord("A") if ch.isupper() else 26 + ord(ch) - ord("a")
+
+
+def einsum_strides(inputs, output: str, operands, sizes: dict, g: Geometry) -> tuple | None:
+    """Strides of torch.einsum's result (a port of at::einsum and sumproduct_pair for one or
+    two operands without repeated labels; None where not modelled: contiguous). One operand
+    and no sum: a permuted view of it. Two: a mul (TensorIterator), or a bmm whose output is
+    viewed and permuted back into the output's label order. Ellipsis dims are labels
+    ('.', j), right-aligned; summed ones come before the other summed labels, as in torch."""
+    if len(operands) > 2 or any(len(set(s)) != len(s) for s in inputs):
+        return None
+    n_ell = max((t.rank - len(s) + 1 for s, t in zip(inputs, operands) if "." in s), default=0)
+    ell = [(".", j) for j in range(n_ell)]
+
+    def expand(letters, rank):
+        k = rank - len(letters) + 1
+        return [x for ch in letters for x in (ell[n_ell - k:] if ch == "." else [ch])]
+
+    per_op = [expand(s, t.rank) for s, t in zip(inputs, operands)]
+    out_labels = expand(output, n_ell + len(output) - 1) if "." in output else list(output)
+    rest = [] if "." in output else ell
+    contracted = rest + sorted({ch for s in inputs for ch in s if ch not in output and ch != "."},
+                               key=_label_index)
+    labels = out_labels + contracted
+    last = {ch: max(i for i, op in enumerate(per_op) if ch in op) for ch in labels
+            if any(ch in op for op in per_op)}
+    labels = [ch for ch in labels if ch in last]
+    contracted = [ch for ch in contracted if ch in last]
+
+    def permuted(op, t):
+        return [(ch, t.shape[op.index(ch)], t.strides[op.index(ch)]) if ch in op
+                else (ch, ONE, ONE) for ch in labels]
+
+    def summed(dims):   # Tensor.sum over some dims: a new contiguous tensor
+        st = contiguous([s for _, s, _ in dims])
+        return [(ch, s, new) for (ch, s, _), new in zip(dims, st)]
+
+    result = permuted(per_op[0], operands[0])
+    for ch in contracted:
+        if last[ch] == 0:
+            k = next(i for i, d in enumerate(result) if d[0] == ch)
+            if g.is_one(result[k][1]):
+                del result[k]
+            else:
+                result = summed([d for i, d in enumerate(result) if i != k])
+    if len(operands) == 1:
+        return tuple(st for _, _, st in result)
+    other = [d for d in permuted(per_op[1], operands[1]) if d[0] in {r[0] for r in result}]
+    sum_dims = []
+    for ch in contracted:
+        if last[ch] != 1:
+            continue
+        k = next(i for i, d in enumerate(result) if d[0] == ch)
+        if g.is_one(result[k][1]):
+            other = summed([d for i, d in enumerate(other) if i != k])
+            del result[k]
+        elif g.is_one(other[k][1]):
+            result = summed([d for i, d in enumerate(result) if i != k])
+            del other[k]
+        else:
+            sum_dims.append(ch)
+    if not sum_dims:
+        shape = [r[1] if not g.is_one(r[1]) else o[1] for r, o in zip(result, other)]
+        return iterator_strides([([s for _, s, _ in result], [st for _, _, st in result]),
+                                 ([s for _, s, _ in other], [st for _, _, st in other])], shape, g)
+    if len(sum_dims) == len(result):
+        return ()
+    groups = {"lro": [], "lo": [], "ro": []}
+    for (ch, sl, _), (_, sr, _) in zip(result, other):
+        if ch in sum_dims:
+            continue
+        key = "lro" if not g.is_one(sl) and not g.is_one(sr) else "lo" if not g.is_one(sl) else "ro"
+        groups[key].append((ch, sl if key != "ro" else sr))
+    lo, ro = groups["lo"], groups["ro"]
+    position = {r[0]: i for i, r in enumerate(result)}
+    if lo and ro and position[ro[-1][0]] < position[lo[0][0]]:
+        lo, ro = ro, lo   # swap_lo_ro: bmm then gives the output's order directly
+    order = groups["lro"] + lo + [(ch, ONE) for ch in sum_dims] + ro
+    st = dict(zip((ch for ch, _ in order), contiguous([s for _, s in order])))
+    return tuple(st[ch] for ch, _, _ in result if ch not in sum_dims)

@@ -3,6 +3,7 @@ assignments that satisfy the assumptions, and searches counterexamples when it c
 from __future__ import annotations
 
 import functools
+import itertools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,20 +107,71 @@ class Prover:
             a, b, left, right = b, a, right, left
         # `X % Y == 0` with X a free size: X = Y * k
         if cmp == "==" and isinstance(a, sp.Mod) and b == 0:
-            x, y = a.args
+            x, y = _root_divisor(*a.args)
+            if y == 1:
+                return   # always true
             if x.is_Symbol and x in self._free() and x not in y.free_symbols:
                 k = sp.Symbol(f"{x}_over_{y}".replace(" ", ""), positive=True, integer=True)
                 k = sp.Dummy(str(k), positive=True, integer=True)
-                self.fresh[k] = left.args[0] / left.args[1] if isinstance(left, sp.Mod) else x / y
+                lx, ly = _root_divisor(*left.args) if isinstance(left, sp.Mod) else (x, y)
+                self.fresh[k] = lx / ly
                 self._substitute(x, y * k)
+                self._tighten()
                 return
         if cmp == "==":
             for x, other in ((b, a), (a, b)):
                 if x.is_Symbol and x in self._free() and x not in other.free_symbols:
                     self._substitute(x, other)
+                    self._tighten()
                     return
         self.relations.append(Relation(a, cmp, b, text))
         self._cache.clear()
+        self._tighten()
+
+    def _tighten(self) -> None:
+        """Combine assumptions into substitutions (a sound, cheap step, not a decision
+        procedure): a relation that bounds a free size v linearly, `A*v + B >= 0` with A of
+        one sign and -B/A a number c, gives v <= c or v >= c. Sizes are whole and at least 1, so
+        v <= 1 makes v = 1 (`Z % N == 0` with `Z <= N`: Z = N*k, k <= 1, Z = N), and for a
+        quotient k of a divisibility assumption v != 1 or v >= 2 makes k = k' + 1
+        (`D % K == 0` with `K != D`: D = K*(k' + 1) >= 2*K)."""
+        for _ in range(len(self.relations) + 4):   # each round substitutes one variable
+            if not self._tighten_once():
+                return
+
+    def _tighten_once(self) -> bool:
+        free = self._free()
+        for r in self.relations:
+            diff = r.left - r.right
+            slack, strict = {"<=": (-diff, False), "<": (-diff, True), ">=": (diff, False),
+                             ">": (diff, True), "!=": (diff, False)}.get(r.cmp, (None, False))
+            if slack is None or len(slack.free_symbols) > 6:
+                continue
+            for v in sorted(slack.free_symbols & free, key=str):
+                bound = _linear_bound(sp.expand(slack), v)
+                if bound is None:
+                    continue
+                sign, c = bound
+                if r.cmp == "!=":
+                    if c == 1 and v in self.fresh:
+                        return self._at_least_two(v)
+                    continue
+                if sign < 0:   # v <= c, or v < c
+                    most = sp.ceiling(c) - 1 if strict else sp.floor(c)
+                    if most < 1:
+                        raise ValueError(f"`{r.text}` forces a size below 1")
+                    if most == 1:
+                        self._substitute(v, sp.Integer(1))
+                        return True
+                elif v in self.fresh and (sp.floor(c) + 1 if strict else sp.ceiling(c)) >= 2:
+                    return self._at_least_two(v)
+        return False
+
+    def _at_least_two(self, k: sp.Symbol) -> bool:
+        k2 = sp.Dummy(f"{k}_minus_1", positive=True, integer=True)
+        self.fresh[k2] = self.fresh[k] - 1
+        self._substitute(k, k2 + 1)
+        return True
 
     def _free_user(self) -> set:
         return {s for s in self.user.values() if s not in self.subst}
@@ -322,6 +374,9 @@ class Prover:
                 for x in small[:6]:
                     for y in small[:6]:
                         yield {**base, v: x, w: y}
+        if len(focus) == 3:   # every triple of sizes 1..6: the search is exhaustive there
+            for values in itertools.product(small[:6], repeat=3):
+                yield {**base, **dict(zip(focus, values))}
         rng = random.Random(0)
         free = self.free_vars()
         while True:
@@ -346,6 +401,39 @@ class Prover:
             except (ZeroDivisionError, ValueError, KeyError, OverflowError):
                 continue
         return None
+
+
+def _root_divisor(x: sp.Expr, y: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """`v**n % m == 0` for a number m holds exactly when v % m' == 0, m' the product of
+    p**ceil(e/n) over m's prime powers p**e (R**2 even: R even)."""
+    if x.is_Pow and x.base.is_Symbol and x.exp.is_Integer and x.exp > 0 and \
+            y.is_Integer and 0 < y < 10 ** 12:
+        n = int(x.exp)
+        root = 1
+        for p, e in sp.factorint(int(y)).items():
+            root *= p ** (-(-e // n))
+        return x.base, sp.Integer(root)
+    return x, y
+
+
+def _linear_bound(slack: sp.Expr, v: sp.Symbol) -> tuple[int, sp.Rational] | None:
+    """slack = A*v + B with A of one sign for all sizes >= 1 and -B/A a number c: the sign
+    of A (v >= c when positive, v <= c when negative, for slack >= 0) and c."""
+    try:
+        poly = sp.Poly(slack, v)
+    except sp.PolynomialError:
+        return None
+    if poly.degree() != 1:
+        return None
+    a, b = poly.all_coeffs()
+    c = sp.cancel(-b / a)
+    if not c.is_Rational:
+        return None
+    if _shift_nonneg(a, strict=True):
+        return 1, c
+    if _shift_nonneg(-a, strict=True):
+        return -1, c
+    return None
 
 
 def divisor_alternatives(n: int, near: int, count: int = 3) -> list[int]:

@@ -7,7 +7,7 @@ import sympy as sp
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit
 from .. import patterns
-from ..layout import TensorType, fresh
+from ..layout import Geometry, TensorType, channels_last, einsum_strides, fresh, suggests_channels_last
 from .args import ONE, ZERO, Result, _ax, prod
 
 
@@ -32,6 +32,9 @@ def embed(c, x, a):
                          help="declare the ids as `input ids: [B, S] int`", span=a.op.span)
     if len(a.pos) == 2:
         vocab, width = a.dim_at(0), a.dim_at(1)
+        for k, (e, what) in enumerate(((vocab, "vocabulary size"), (width, "width"))):
+            c.need_whole(e, span=a.pos[k].span, what=lambda e=e, what=what: f"the {what} {e}")
+            c.need_positive(e, a.pos[k].span, what=lambda e=e, what=what: f"the {what} {e}")
         return Result((fresh(x.shape + (width,)),), params=vocab * width,
                       detail={"vocab": vocab, "dim": width, "table": None})
     table = a.tensor_at(0)
@@ -65,6 +68,10 @@ def concat_types(c, parts, axis: int, span, axis_span):
                                      f"along dim {d}: dim {k} differs")
     shape = list(parts[0].shape)
     shape[d] = sum((p.shape[d] for p in parts), ZERO)
+    # torch.cat: channels-last when every part suggests it, else contiguous (measured)
+    g = Geometry(c.prover.canon, c.same)
+    if all(suggests_channels_last(p.shape, p.strides, g) for p in parts):
+        return TensorType(tuple(shape), channels_last(shape), parts[0].dtype)
     return fresh(shape, parts[0].dtype)
 
 
@@ -79,6 +86,10 @@ def split(c, x, a):
     node = a.pos[0]
     if isinstance(node, ShapeLit):
         sizes = [c.dim(e) for e in node.dims]
+        for k, (e, piece) in enumerate(zip(node.dims, sizes)):
+            what = lambda k=k, piece=piece: f"piece {k} of `split` ({piece})"
+            c.need_whole(piece, span=e.span, what=what)
+            c.need_positive(piece, e.span, what=what)
         c.need_equal(sum(sizes, ZERO), size, code="E103", span=node.span,
                      message=lambda: f"the pieces {c.show_shape(sizes)} add up to {sum(sizes, ZERO)}, "
                              f"but dim {d} of {c.show(x)} is {size}")
@@ -90,6 +101,7 @@ def split(c, x, a):
                              "which is not a fixed whole number",
                              help="give the sizes explicitly, e.g. `split [D, D, D] -1`, or use `chunk`",
                              span=node.span)
+        c.need_whole(piece, span=node.span, what=lambda: f"the piece size {piece}")
         sizes = [piece] * int(count)
     return _pieces(x, d, sizes, {"sizes": tuple(sizes), "dim": d})
 
@@ -107,7 +119,7 @@ def chunk(c, x, a):
 
 
 def _pieces(x, d, sizes, detail):
-    outs = tuple(TensorType(x.shape[:d] + (s,) + x.shape[d + 1:], x.strides, x.dtype)
+    outs = tuple(x.restrided(x.shape[:d] + (s,) + x.shape[d + 1:], lambda st: st)
                  for s in sizes)
     return Result(outs, detail=detail)
 
@@ -160,7 +172,11 @@ def einsum_types(c, eq, operands, span):
     out = []
     for ch in spec.output:
         out.extend(ellipsis if ch == "." else [sizes[ch]])
-    return fresh(out, operands[0].dtype), prod(sizes.values()) * prod(ellipsis)
+    strides = einsum_strides(spec.inputs, spec.output, operands, sizes,
+                             Geometry(c.prover.canon, c.same))
+    t = TensorType(tuple(out), strides, operands[0].dtype) if strides is not None \
+        else fresh(out, operands[0].dtype)
+    return t, prod(sizes.values()) * prod(ellipsis)
 
 
 def broadcast(c, shapes, names, span) -> list:

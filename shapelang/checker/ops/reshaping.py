@@ -7,7 +7,7 @@ import sympy as sp
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit
 from .. import patterns
-from ..layout import TensorType, fresh, view_strides
+from ..layout import Geometry, TensorType, contiguous, fresh, torch_contiguous, view_strides
 from .args import ONE, ZERO, Args, Result, _ax, _is_minus_one, prod
 
 
@@ -27,16 +27,74 @@ def _reshape(c, x: TensorType, a: Args, *, view: bool) -> Result:
                      message=lambda: f"`{a.op.name}` cannot turn {c.show(x)} into {c.show_shape(target)}: "
                      f"{_count(numel)} elements cannot become {_count(prod(target))}",
                      help="the product of the new sizes must equal the product of the old ones")
-    strides = view_strides(x, target, c.same)
-    if view and strides is None:
+    out, copies, refused = regroup(c, x, target)
+    if view and (copies or refused):
+        notes = ["PyTorch raises: view size is not compatible with input tensor's size and stride"]
+        cex = None
+        if refused and not copies:
+            notes.insert(0, f"{x.why}: the view is legal for one of these layouts, not for all")
+            sub = next((s for s in refused if s), None)
+            if sub:
+                cex = {str(k): 1 for k, v in sub.items() if v == 1}
+                notes.insert(1, "counterexample: " + ", ".join(f"{k}={v}" for k, v in cex.items()))
         raise ShapeError(
             "E106", f"`view` cannot give {c.show(x)} the shape {c.show_shape(target)} without copying",
             help=f"the dims it merges or splits are not adjacent in memory (after a transpose or "
                  f"permute); use `reshape {_shape_src(target, infer)}`, or add `-> contiguous` first",
-            notes=("PyTorch raises: view size is not compatible with input tensor's size and stride",),
-            span=a.op.span)
-    out = TensorType(tuple(target), strides, x.dtype) if strides else fresh(target, x.dtype)
-    return Result((out,), detail={"shape": tuple(target), "infer": infer, "copies": strides is None})
+            notes=tuple(notes), counterexample=cex, span=a.op.span)
+    return Result((out,), detail={"shape": tuple(target), "infer": infer, "copies": copies})
+
+
+def regroup(c, x: TensorType, target, *, size_one: bool = True):
+    """x.reshape(target) as torch lays it out: a view where computeStride allows one, else
+    a contiguous copy, for every layout x may have. Returns the result, whether its main
+    layout copies, and the alternative layouts (their size substitutions) that copy: a
+    `view` fails at run time in any of them. A copy that is a view when a size is 1 gets
+    that view as an alternative layout (when it is not a contiguous one anyway)."""
+    target = tuple(target)
+    main = view_strides(x, target, c.same)
+    refused = []
+    alt = []
+    for shape, strides, subst in list(x.layouts())[1:]:
+        t = tuple(d.xreplace(subst) for d in target)
+        st = view_strides(TensorType(shape, strides), t, c.same)
+        if st is None:
+            refused.append(subst)
+            st = contiguous(t)
+        alt.append((tuple(st), tuple(subst.items())))
+    why = x.why
+    if main is None and size_one:
+        for sym, sub in _maybe_one(c, x):
+            shape = tuple(d.xreplace(sub) for d in x.shape)
+            t = tuple(d.xreplace(sub) for d in target)
+            st = view_strides(TensorType(shape, tuple(v.xreplace(sub) for v in x.strides)), t,
+                              c.same)
+            if st is not None and not torch_contiguous(t, st, Geometry(c.prover.canon, c.same)) \
+                    and not c.prover.leq(sp.Integer(2), sym).ok:   # sym may be 1
+                alt.append((tuple(st), tuple(sub.items())))
+                why = why or "`reshape` returns a view instead of a copy when a size it merges is 1"
+    strides = main if main is not None else contiguous(target)
+    alt = tuple(a for a in dict.fromkeys(alt) if a[1] or a[0] != tuple(strides))
+    return TensorType(target, tuple(strides), x.dtype, alt, why if alt else ""), main is None, refused
+
+
+def _maybe_one(c, x):
+    """The free sizes in x's shape, each with the substitution that sets it to 1 in every
+    dim that depends on it (the caller asks the prover whether it may be 1)."""
+    if any(v == 0 for v in x.strides):
+        return
+    p = c.prover
+    free = p._free_user()
+    syms = [s for d in x.shape for s in sorted(p.canon(d).free_symbols, key=str) if s in free]
+    for sym in list(dict.fromkeys(syms))[:6]:
+        sub = {u: p.canon(u).xreplace({sym: ONE}) for u in p.user.values()
+               if sym in p.canon(u).free_symbols}
+        sub[sym] = ONE
+        yield sym, sub
+
+
+def _paren(e) -> str:
+    return f"({e})" if e.is_Add else str(e)
 
 
 def _shape_src(target, infer) -> str:
@@ -81,17 +139,16 @@ def movedim(c, x, a):
 
 
 def _permuted(x, order, detail):
-    return Result((TensorType(tuple(x.shape[k] for k in order), tuple(x.strides[k] for k in order),
-                              x.dtype),), detail=detail)
+    return Result((x.restrided(tuple(x.shape[k] for k in order),
+                               lambda st: tuple(st[k] for k in order)),), detail=detail)
 
 
 def unsqueeze(c, x, a):
     a.count(1, usage="unsqueeze 1")
     d = a.axis_at(0, x.rank, extra=1)
-    stride = x.shape[d] * x.strides[d] if d < x.rank else ONE
     shape = x.shape[:d] + (ONE,) + x.shape[d:]
-    return Result((TensorType(shape, x.strides[:d] + (stride,) + x.strides[d:], x.dtype),),
-                  detail={"dim": d})
+    return Result((x.restrided(shape, lambda st: st[:d] + (
+        x.shape[d] * st[d] if d < x.rank else ONE,) + st[d:]),), detail={"dim": d})
 
 
 def squeeze(c, x, a):
@@ -113,8 +170,8 @@ def squeeze(c, x, a):
                              help="`squeeze` removes a dim of size 1; use `select` to pick one "
                                   "position, or `sum`/`mean` to reduce it", span=a.op.span)
         keep, dims = [k for k in range(x.rank) if k != d], d
-    return Result((TensorType(tuple(x.shape[k] for k in keep), tuple(x.strides[k] for k in keep),
-                              x.dtype),), detail={"dim": dims})
+    return Result((x.restrided(tuple(x.shape[k] for k in keep),
+                               lambda st: tuple(st[k] for k in keep)),), detail={"dim": dims})
 
 
 def flatten(c, x, a):
@@ -124,8 +181,7 @@ def flatten(c, x, a):
     if end < start:
         raise a.fail("`flatten` needs the start axis before the end axis")
     shape = x.shape[:start] + (prod(x.shape[start:end + 1]),) + x.shape[end + 1:]
-    strides = view_strides(x, shape, c.same)
-    out = TensorType(shape, strides, x.dtype) if strides else fresh(shape, x.dtype)
+    out, _, _ = regroup(c, x, shape)
     return Result((out,), detail={"start": start, "end": end})
 
 
@@ -135,29 +191,29 @@ def expand(c, x, a):
     if len(target) < x.rank:
         raise a.fail(f"`expand` needs at least {x.rank} sizes for {c.show(x)}")
     lead = len(target) - x.rank
-    shape, strides = [], []
+    shape, keep = [], []   # keep[j]: the input dim whose stride dim j keeps (None: stride 0)
     for j, t in enumerate(target):
         if j < lead:
             if t == -1:
                 raise a.fail("-1 can only keep an existing dim", span=a.pos[0].dims[j].span)
             shape.append(t)
-            strides.append(ZERO)
+            keep.append(None)
             continue
-        size, stride = x.shape[j - lead], x.strides[j - lead]
+        size = x.shape[j - lead]
         if t == -1 or c.same(t, size):
             shape.append(size)
-            strides.append(stride)
+            keep.append(j - lead)
         elif c.prover.is_one(size):
             shape.append(t)
-            strides.append(ZERO)
+            keep.append(None)
         else:
             c.need_equal(size, t, code="E102", span=a.pos[0].dims[j].span,
                          message=lambda j=j, size=size, t=t: f"`expand` cannot stretch dim {j - lead} of {c.show(x)} from "
                                  f"{size} to {t}: only size-1 dims expand",
                          help="use `repeat_interleave` to copy along a dim that is not 1", broadcast=True)
             shape.append(size)
-            strides.append(stride)
-    return Result((TensorType(tuple(shape), tuple(strides), x.dtype),),
+            keep.append(j - lead)
+    return Result((x.restrided(shape, lambda st: tuple(ZERO if k is None else st[k] for k in keep)),),
                   detail={"shape": tuple(target)})
 
 
@@ -165,7 +221,16 @@ def _shape_allow_minus_ones(c, a):
     node = a.pos[0]
     if not isinstance(node, ShapeLit):
         raise a.fail("`expand` needs a shape in brackets")
-    return [sp.Integer(-1) if _is_minus_one(d) else c.dim(d) for d in node.dims], None
+    out = []
+    for d in node.dims:
+        if _is_minus_one(d):
+            out.append(sp.Integer(-1))
+            continue
+        e = c.dim(d)
+        c.need_whole(e, span=d.span, what=lambda e=e: f"this size is {e}")
+        c.need_positive(e, d.span)
+        out.append(e)
+    return out, None
 
 
 def repeat_interleave(c, x, a):
@@ -186,6 +251,10 @@ def rearrange(c, x, a):
     except ValueError as err:
         raise ShapeError("E110", f"bad rearrange pattern: {err}", span=a.pos[0].span) from None
     given = {k: c.dim(v.value) for k, v in a.kw.items()}
+    for k, e in given.items():
+        span = a.kw[k].span
+        c.need_whole(e, span=span, what=lambda k=k, e=e: f"`{k}={e}`")
+        c.need_positive(e, span, what=lambda k=k, e=e: f"`{k}={e}`")
     left = pat.left
     n_ell = x.rank - (len(left) - (1 if "..." in left else 0))
     if n_ell < 0 or ("..." not in left and n_ell != 0):
@@ -209,7 +278,8 @@ def rearrange(c, x, a):
         if unknown:
             val = sp.cancel(size / known)
             c.need_whole(val, span=a.pos[0].span,
-                         what=lambda known=known, size=size, unknown=unknown, val=val: f"`{unknown[0]}` would be {size}/{known} = {val}")
+                         what=lambda known=known, size=size, unknown=unknown, val=val:
+                         f"`{unknown[0]}` would be {_paren(size)}/{_paren(known)} = {val}")
             sizes[unknown[0]] = c.prover.name_of(val)
         else:
             c.need_equal(known, size, code="E103", span=a.pos[0].span,
@@ -231,9 +301,7 @@ def rearrange(c, x, a):
     t = x
     copies = [None, None]  # per reshape stage: None (no stage), False (a view), True (a copy)
     if list(flat) != list(x.shape):
-        st = view_strides(x, flat, c.same)
-        copies[0] = st is None
-        t = TensorType(tuple(flat), st, x.dtype) if st else fresh(flat, x.dtype)
+        t, copies[0], _ = regroup(c, x, flat)
     order_names = [g for g in elementary]
     out_names = []
     for group in pat.right:
@@ -250,14 +318,12 @@ def rearrange(c, x, a):
         return [idx + (n_ell - 1 if ell_pos is not None and idx > ell_pos else 0)]
 
     perm = [p for nm in out_names for p in positions(nm)]
-    t = TensorType(tuple(t.shape[p] for p in perm), tuple(t.strides[p] for p in perm), t.dtype)
+    t = t.restrided(tuple(t.shape[p] for p in perm), lambda st: tuple(st[p] for p in perm))
     final = []
     for group in pat.right:
         final.extend(ell if group == "..." else [prod(sizes[ax] for ax in group)])
     if list(final) != list(t.shape):
-        st = view_strides(t, final, c.same)
-        copies[1] = st is None
-        t = TensorType(tuple(final), st, x.dtype) if st else fresh(final, x.dtype)
+        t, copies[1], _ = regroup(c, t, final)
     # flat/perm/final/copies: the three stages (reshape, permute, reshape) for codegen
     return Result((t,), detail={"pattern": text, "sizes": {k: v for k, v in given.items()},
                                 "flat": tuple(flat), "perm": tuple(perm), "final": tuple(final),

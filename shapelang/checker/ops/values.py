@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Num
-from ..layout import TensorType, dense_like, fresh
-from .args import ONE, Result
+from ..layout import Geometry, TensorType, channels_last, dense_like, fresh, suggests_channels_last
+from .args import ONE, ZERO, Result
 from .combine import broadcast
 
 
@@ -18,9 +18,13 @@ def softmax(c, x, a):
     return _same_shape(c, x, a, dim=a.axis_at(0, x.rank))
 
 
+def _geometry(c) -> Geometry:
+    return Geometry(c.prover.canon, c.same)
+
+
 def _pointwise(c, x, **detail):
     """Elementwise ops keep the input's memory order, as PyTorch's TensorIterator does."""
-    return Result((dense_like(x, c.prover.canon),), detail=detail)
+    return Result((dense_like(x, c.prover.canon, c.same),), detail=detail)
 
 
 def scale(c, x, a):
@@ -35,7 +39,18 @@ def dropout(c, x, a):
     if p is None or not 0 <= p < 1:
         raise a.fail("`dropout` takes a probability from 0 up to (not including) 1",
                      span=node.span)
-    return _pointwise(c, x, p=p)
+    # nn.Dropout returns its input itself with p=0 and in eval mode (gaps, expanded and
+    # permuted strides included), and a new tensor laid out as an elementwise op's while
+    # training: the result may have either layout, and a later `view` must suit both
+    if p == 0:
+        return Result((x,), detail={"p": p})
+    out = dense_like(x, c.prover.canon, c.same)
+    if out.strides != x.strides or out.alt != x.alt:
+        extra = tuple(a for a in ((x.strides, ()),) + x.alt if a not in out.alt)
+        out = TensorType(out.shape, out.strides, out.dtype, out.alt + extra,
+                         out.why or "`dropout` returns its input unchanged, strides included, "
+                         "with p=0 and in eval mode, and a new dense tensor while training")
+    return Result((out,), detail={"p": p})
 
 
 def elementwise(c, x, a):
@@ -51,9 +66,9 @@ def contiguous(c, x, a):
 def mask(c, x, a):
     a.count(1, usage="mask causal")
     node = a.pos[0]
-    if x.rank < 2:
-        raise a.fail(f"`mask` needs at least 2 dims, got {c.show(x)}")
     if isinstance(node, Name) and node.name == "causal" and not c.is_tensor_name("causal"):
+        if x.rank < 2:
+            raise a.fail(f"`mask causal` needs at least 2 dims (query and key), got {c.show(x)}")
         return _same_shape(c, x, a, kind="causal", rows=x.shape[-2], cols=x.shape[-1])
     m = a.tensor_at(0)
     if m.rank > x.rank:
@@ -72,7 +87,12 @@ def norm(c, x, a):
         raise a.fail(f"`{a.op.name}` needs at least one dim")
     d = x.shape[-1]
     learned = 2 * d if a.op.name == "layernorm" and a.kw_bool("bias", True) else d
-    return Result((fresh(x.shape, x.dtype),), params=learned,
+    # layer_norm returns a contiguous tensor; rms_norm keeps a channels-last memory format
+    # (Tensor.suggest_memory_format) and is contiguous otherwise: measured with torch
+    out = fresh(x.shape, x.dtype)
+    if a.op.name == "rmsnorm" and suggests_channels_last(x.shape, x.strides, _geometry(c)):
+        out = TensorType(x.shape, channels_last(x.shape), x.dtype)
+    return Result((out,), params=learned,
                   detail={"features": d, "bias": a.op.name == "layernorm" and a.kw_bool("bias", True)})
 
 
@@ -95,11 +115,14 @@ def select(c, x, a):
                    message=lambda: f"index {i} is before the start of dim {d} ({x.shape[d]}) "
                                    f"of {c.show(x)}")
         i = x.shape[d] + i
+    elif not i.is_Integer:   # a negative value would count from the end in torch
+        c.need_leq(ZERO, i, span=a.pos[1].span,
+                   message=lambda: f"the index {i} may be negative (torch then counts from the end)")
     c.need_leq(i + 1, x.shape[d], span=a.pos[1].span,
                message=lambda: f"index {i} may be past the end of dim {d} ({x.shape[d]}) of {c.show(x)}")
     keep = [k for k in range(x.rank) if k != d]
-    return Result((TensorType(tuple(x.shape[k] for k in keep), tuple(x.strides[k] for k in keep),
-                              x.dtype),), detail={"dim": d, "index": i})
+    return Result((x.restrided(tuple(x.shape[k] for k in keep),
+                               lambda st: tuple(st[k] for k in keep)),), detail={"dim": d, "index": i})
 
 
 def slice_(c, x, a):
@@ -110,11 +133,15 @@ def slice_(c, x, a):
         c.need_leq(-start, x.shape[d], span=a.pos[1].span,
                    message=lambda: f"the slice start {start} is before the start of dim {d}")
         start = x.shape[d] + start
+    elif not start.is_Integer:
+        c.need_leq(ZERO, start, span=a.pos[1].span,
+                   message=lambda: f"the slice start {start} may be negative (torch then counts "
+                                   "from the end)")
     c.need_leq(end, x.shape[d], span=a.pos[2].span,
                message=lambda: f"the slice end {end} may be past the end of dim {d} ({x.shape[d]}) of "
                        f"{c.show(x)}")
     length = end - start
     c.need_positive(length, a.op.span)
     shape = x.shape[:d] + (length,) + x.shape[d + 1:]
-    return Result((TensorType(shape, x.strides, x.dtype),),
+    return Result((x.restrided(shape, lambda st: st),),
                   detail={"dim": d, "start": start, "end": end})
