@@ -289,6 +289,11 @@ class Emitter:
             raise CodegenError(f"codegen does not know the operation `{s.op}`")
         args = [self.scope.refs.get(r, r) for r in s.inputs]
         xt = self.scope.types.get(s.inputs[0]) if s.inputs else None
-        return emitter(Op(self, unit, s, s.detail, out, attr, args, args[0] if args else "", xt,
-                          xt.rank if xt is not None else 0))
+        try:
+            return emitter(Op(self, unit, s, s.detail, out, attr, args, args[0] if args else "", xt,
+                              xt.rank if xt is not None else 0))
+        except CodegenError as err:
+            if str(err).startswith("line "):
+                raise
+            raise CodegenError(f"line {s.span.line}: `{s.text}`: {err}") from None
 
