@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import types
+import warnings
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,9 @@ def _refuse(*_a, **_k):
 
 def import_module_safely(source: str, name: str, monkeypatch) -> dict:
     """Execute generated source with os.system and subprocess patched to fail; its namespace."""
-    code = compile(source, f"<{name}>", "exec")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")        # an invalid escape sequence is a warning today
+        code = compile(source, f"<{name}>", "exec")
     module = types.ModuleType(name)
     monkeypatch.setitem(sys.modules, name, module)      # dataclasses look their module up
     with monkeypatch.context() as m:

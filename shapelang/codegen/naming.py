@@ -178,10 +178,10 @@ def safe_identifier(name: str, reserved=RESERVED, *, private: bool = True) -> st
     """
     name = unicodedata.normalize("NFKC", name).replace("'", "_prime")
     name = "".join(c if ("a" + c).isidentifier() else "_" for c in name)
-    if not name.isidentifier():
-        name = "n_" + name
     if _is_special(name) or (not private and name.startswith("_")):
-        name = name.strip("_") + "_" if name.strip("_") else "n_"
+        name = name.strip("_") + "_"
+    if not name.isidentifier() or not name.strip("_"):      # empty, `_`, or a leading digit
+        name = "n_" + name.lstrip("_")
     while keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in reserved:
         name += "_"
     return name
