@@ -35,7 +35,7 @@ CHAIN_SUFFIX = {"transpose": "t", "permute": "p", "linear": "proj", "layernorm":
 @dataclass(frozen=True)
 class Op:
     """One step being written: `out = <x>.op(...)`, in the unit's local names."""
-    g: object             # the Emitter writing it (unit_for, names, types, sizes)
+    em: object            # the Emitter writing it (unit_for, names, types, sizes)
     unit: Unit
     s: Step
     d: dict               # the step's resolved arguments
@@ -47,10 +47,10 @@ class Op:
     rank: int
 
     def local(self, e, **kw) -> str:
-        return self.g.sizes.local(self.unit, e, **kw)
+        return self.em.sizes.local(self.unit, e, **kw)
 
     def cfg(self, e) -> str:
-        return self.g.sizes.cfg(self.unit, e)
+        return self.em.sizes.cfg(self.unit, e)
 
     def axis(self, dim: int, rank: int | None = None) -> str:
         rank = self.rank if rank is None else rank
@@ -61,7 +61,7 @@ class Op:
                          for k, x in enumerate(sizes))
 
     def shape_comment(self, shape) -> str:
-        return self.g.sizes.shape_comment(self.unit, shape)
+        return self.em.sizes.shape_comment(self.unit, shape)
 
 
 def _view(o: Op) -> list[str]:
@@ -96,11 +96,11 @@ def _scale(o: Op) -> list[str]:
 
 def _mask(o: Op) -> list[str]:
     if o.d["kind"] == "causal":
-        o.g.uses_causal = True
+        o.em.uses_causal = True
         rows, cols = o.local(o.d["rows"]), o.local(o.d["cols"])
         return [f'{o.out} = {o.x}.masked_fill(causal_mask({rows}, {cols}, {o.x}.device), float("-inf"))']
     m = o.args[1]
-    mt = o.g.scope.types.get(o.s.inputs[1])
+    mt = o.em.scope.types.get(o.s.inputs[1])
     if mt is not None and mt.dtype != "bool":
         m = f"{m} != 0"
     return [f'{o.out} = {o.x}.masked_fill({m}, float("-inf"))']
@@ -168,18 +168,18 @@ def _binary(o: Op) -> list[str]:
 
 
 def _block(o: Op) -> list[str]:
-    child = o.g.unit_for(o.s.block)
+    child = o.em.unit_for(o.s.block)
     o.unit.children.append(child)
     o.unit.init.append(f"self.{o.attr} = \x00C{child.key}\x00(cfg)")
     return [f"{o.out} = self.{o.attr}({', '.join(o.args)})"]
 
 
 def _stack(o: Op) -> list[str]:
-    child = o.g.unit_for(o.s.block)
+    child = o.em.unit_for(o.s.block)
     o.unit.children.append(child)
     count = o.cfg(o.d["count"])
     o.unit.init.append(f"self.{o.attr} = nn.ModuleList([\x00C{child.key}\x00(cfg) for _ in range({count})])")
-    layer = o.g.scope.names.claim("layer")
+    layer = o.em.scope.names.claim("layer")
     lines = [] if o.out == o.x else [f"{o.out} = {o.x}"]
     extra = "".join(f", {a}" for a in o.args[1:])
     return lines + [f"for {layer} in self.{o.attr}:", f"    {o.out} = {layer}({o.out}{extra})"]
