@@ -277,3 +277,11 @@ def test_printer_refuses_what_is_not_finite():
         with pytest.raises(codegen.CodegenError):
             p(e)
     assert p(sp.Float(1e300)) == "1e+300"
+
+
+@pytest.mark.parametrize("step", ["chunk 1 -1", "split [D] -1", "split D -1", "chunk 1 0 -> relu"])
+def test_split_and_chunk_into_one_piece_give_a_tensor(step, monkeypatch):
+    spec = checked(BASE + f"y: x -> {step}\nz: y -> softmax -1\n")
+    source = codegen.generate(spec).source
+    import_module_safely(source, "one_piece", monkeypatch)
+    assert_runs(spec)

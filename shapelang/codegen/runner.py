@@ -364,6 +364,9 @@ def run_spec(spec: CheckedSpec, sizes: dict[str, int], *, seed: int = 0, check_c
             report.error = f"the module without the shape records failed: {_why(err)}"
             return report
         a, b = _outputs(out_i), _outputs(out_c)
+        if not all(isinstance(x, torch.Tensor) for x in a + b):
+            report.error = "forward returned something other than tensors"
+            return report
         report.clean_same = len(a) == len(b) and all(
             x.shape == y.shape and torch.allclose(x, y, equal_nan=True, rtol=0, atol=0)
             if x.is_floating_point() else torch.equal(x, y) for x, y in zip(a, b))

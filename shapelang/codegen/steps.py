@@ -138,7 +138,12 @@ def _split(o: Op) -> list[str]:
         what = o.local(sizes[0])
     else:
         what = "[" + ", ".join(o.local(z) for z in sizes) + "]"
-    return [f"{o.out} = {o.x}.split({what}, dim={o.axis(o.d['dim'])})"]
+    return [f"{o.out} = {o.x}.split({what}, dim={o.axis(o.d['dim'])}){_only(o)}"]
+
+
+def _only(o: Op) -> str:
+    """`[0]` when split or chunk makes a single piece: the step's value is that tensor, not a tuple."""
+    return "[0]" if len(o.s.outputs) == 1 else ""
 
 
 def _reduce(o: Op) -> list[str]:
@@ -238,7 +243,7 @@ EMITTERS = {
     "embed": _embed,
     "concat": lambda o: [f"{o.out} = torch.cat([{', '.join(o.args)}], dim={o.axis(o.d['dim'], o.s.out.rank)})"],
     "split": _split,
-    "chunk": lambda o: [f"{o.out} = {o.x}.chunk({o.d['chunks']}, dim={o.axis(o.d['dim'])})"],
+    "chunk": lambda o: [f"{o.out} = {o.x}.chunk({o.d['chunks']}, dim={o.axis(o.d['dim'])}){_only(o)}"],
     "sum": _reduce,
     "mean": _reduce,
     "var": _reduce,
