@@ -25,7 +25,7 @@ SPECS = sorted((ROOT / "specs").glob("*.shape")) + sorted((ROOT / "specs" / "pyt
 EXTRA_TOKENS = ["0", "1", "2", "-1", "1e300*1e300", "F", "nnf", "class", "__x", "_version", "return", '"""']
 APPENDED = ["relu", "chunk 1 -1", "split [D] -1", "transpose 0 1", "contiguous", "softmax 0", "scale 2",
             "mean -1", "sum 0 keepdim", "unsqueeze 0", "squeeze", "flatten 0", "dropout 0.0"]
-MUTANTS = 300
+MUTANTS = 200
 
 
 def mutate(text: str, rng: random.Random) -> str:
