@@ -1,7 +1,12 @@
-"""`shapelang codegen` and `shapelang run`: 0 ok, 1 findings, 2 usage or I/O."""
+"""`shapelang codegen` and `shapelang run`: 0 ok, 1 findings, 2 usage or I/O.
+
+Neither ever shows a traceback: a module that cannot be written, built or run
+is reported as a finding (exit 1).
+"""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from ..codegen.generator import generate, write_atomic
@@ -18,8 +23,42 @@ from ..codegen.runner import (
 from .common import checked_spec
 
 
+def _internal(what: str, path: str, err: Exception) -> int:
+    first = str(err).strip().split("\n")[0][:300]
+    print(f"shapelang: {what} {path} failed: {type(err).__name__}{': ' + first if first else ''} "
+          "(an internal error of shapelang; please report it with the spec)", file=sys.stderr)
+    return 1
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether writing to `a` would replace or write through to the file `b`."""
+    try:
+        if os.path.realpath(a) == os.path.realpath(b):
+            return True
+        return os.path.exists(a) and os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def _output_problem(output: str, spec_path: str) -> str | None:
+    """Why `-o output` cannot be written, before anything is generated (None: it can)."""
+    if os.path.isdir(output):
+        stem = os.path.splitext(os.path.basename(spec_path))[0] or "model"
+        return (f"{output} is a directory; give the file to write, e.g. "
+                f"-o {os.path.join(output, stem + '.py')}")
+    if _same_file(output, spec_path):
+        return f"{output} is the spec itself; give another file name (e.g. a .py file) for the module"
+    return None
+
+
 def codegen_command(args) -> int:
     """`shapelang codegen` and `shapelang run`: 0 ok, 1 findings, 2 usage or I/O."""
+    to_stdout = not args.output or args.output == "-"
+    if not to_stdout:
+        problem = _output_problem(args.output, args.file)
+        if problem:
+            print(f"shapelang: {problem}", file=sys.stderr)
+            return 2
     spec = checked_spec(args.file, out=sys.stderr,
                         refusal=f"shapelang: no code for {args.file}: it does not check")
     if isinstance(spec, int):
@@ -29,7 +68,9 @@ def codegen_command(args) -> int:
     except CodegenError as err:
         print(f"shapelang: cannot generate code for {args.file}: {err}", file=sys.stderr)
         return 1
-    if not args.output:
+    except Exception as err:  # noqa: BLE001 - never a traceback
+        return _internal("generating code for", args.file, err)
+    if to_stdout:
         sys.stdout.write(source)
         return 0
     try:
@@ -55,14 +96,15 @@ def run_command(args) -> int:
         return 2
     try:
         sizes = resolve_sizes(spec, parse_sizes(args.sizes))
+        rep = run_spec(spec, sizes)
     except SizesError as err:
         print(f"shapelang: {err}", file=sys.stderr)
         return 2
-    try:
-        rep = run_spec(spec, sizes)
     except CodegenError as err:
         print(f"shapelang: cannot generate code for {args.file}: {err}", file=sys.stderr)
         return 1
+    except Exception as err:  # noqa: BLE001 - never a traceback
+        return _internal("running", args.file, err)
     if getattr(args, "format", "text") == "json":
         sys.stdout.write(json.dumps(report_json(rep), indent=2) + "\n")
     else:

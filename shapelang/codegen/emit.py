@@ -1,45 +1,164 @@
-"""Codegen, one step: checked IR steps -> lines of PyTorch source.
+"""Codegen, one unit: checked IR bindings -> the lines of one nn.Module.
 
-Input: one binding of a checked unit (spec or block), its steps with their
-resolved arguments and output shapes. Output: the lines of `forward` (one
-operation per line, the shape as a trailing comment) and, for steps that own
-weights, the `__init__` lines creating the modules (`nn.Linear`, `nn.LayerNorm`,
-child blocks). `EmitMixin` is mixed into `codegen.Generator`; `STEPS`, at the
-end, is the table from IR operation to its emitter.
+Input: the checked IR of the spec or of one block instantiation. Output: a
+`Unit` with its `__init__` lines and its `forward` lines, one operation per
+line with its shape as a trailing comment, and the sizes each part uses (for
+`Sizes.classify`). Child blocks become units of their own, built on first use.
+The operations themselves are written by the emitters in `EMITTERS`
+(shapelang.codegen.steps), keyed by IR operation name.
 """
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 import sympy as sp
 
-from ..checker.ir import Step
-from .naming import CodegenError, _snake
+from ..checker.ir import BlockIR, CheckedSpec, Step
+from .naming import MODULE_ATTRS, RESERVED, CodegenError, Namer, _snake, _symbols_in, comment_text, py_str
+from .sizes import Sizes
+from .steps import BINARY, CHAIN_SUFFIX, EMITTERS, FUNCTIONAL, STEPS, UNARY, Op, _module_name
+from .units import Unit
 
-if TYPE_CHECKING:
-    from .generator import Unit
-
-FUNCTIONAL = "\x00F\x00"   # placeholder for the torch.nn.functional alias (F unless a spec name is F)
-UNARY = {"relu": "F.relu({})", "gelu": "F.gelu({})", "silu": "F.silu({})", "softplus": "F.softplus({})",
-         "tanh": "torch.tanh({})", "sigmoid": "torch.sigmoid({})", "exp": "torch.exp({})",
-         "sqrt": "torch.sqrt({})", "rsqrt": "torch.rsqrt({})", "log": "torch.log({})",
-         "abs": "torch.abs({})", "square": "torch.square({})", "neg": "-{}"}
-BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "floordiv": "//", "mod": "%",
-          "matmul": "@"}
-MODULE_OPS = {"linear": "linear", "layernorm": "ln", "rmsnorm": "norm", "dropout": "drop"}
-CHAIN_SUFFIX = {"transpose": "t", "permute": "p", "linear": "proj", "layernorm": "ln", "rmsnorm": "norm",
-                "embed": "emb", "matmul": "mm", "contiguous": "c"}
+__all__ = ["BINARY", "EMITTERS", "FUNCTIONAL", "STEPS", "UNARY", "Emitter", "Scope"]
 
 
+@dataclass
+class Scope:
+    """The names inside the unit being written: spec ref -> Python expression, its type,
+    the local names and the attribute names taken so far."""
+    names: Namer
+    attrs: Namer
+    refs: dict = field(default_factory=dict)
+    types: dict = field(default_factory=dict)
 
-class EmitMixin:
-    """The per-step half of `codegen.Generator`: bindings and operations -> source lines."""
+
+class Emitter:
+    """Writes the units of a spec: the top unit, then each block instantiation it uses."""
+
+    def __init__(self, spec: CheckedSpec, sizes: Sizes, *, instrument: bool, taken: set):
+        self.spec, self.sizes, self.instrument = spec, sizes, instrument
+        self.taken = set(taken)            # names no local may take (dims, classes)
+        self.units: dict = {}
+        self.order: list = []              # block units, children before parents
+        self.uses_causal = False
+        self.scope: Scope | None = None
+
+    def top(self, label: str) -> Unit:
+        """The unit of the whole spec, named `label`, and every block unit it uses."""
+        spec = self.spec
+        inputs = [(d.name, d.type, False) for d in spec.decls if d.kind == "input"]
+        for b in spec.bindings:
+            for s in b.steps:
+                if s.op == "input":
+                    inputs.append((s.ref, s.out, True))
+        top = Unit("top", label, None, inputs,
+                   [d for d in spec.decls if d.kind == "param"],
+                   [d for d in spec.decls if d.kind == "buffer"], spec.bindings)
+        self.units["top"] = top
+        self._build(top)
+        return top
+
+    def unit_for(self, ir: BlockIR) -> Unit:
+        key = id(ir)
+        if key in self.units:
+            return self.units[key]
+        # forward uses the block's own dims: `x: [B, S, D]` called with [B, T, D] reads S
+        rename, taken = {}, set()
+        for local_sym, outer in ir.binding_of_dims.items():
+            if outer not in rename and local_sym not in taken:
+                rename[outer] = local_sym
+                taken.add(local_sym)
+        # ... unless the block also uses the outer size of that name
+        present = set()
+        for d in ir.inputs + ir.params + ir.buffers:
+            for x in d.type.shape:
+                present |= sp.sympify(x).free_symbols
+        for b in ir.bindings:
+            for s in b.steps:
+                for t in s.outputs:
+                    for x in t.shape:
+                        present |= sp.sympify(x).free_symbols
+                present |= _symbols_in(s.detail)
+        rename = {o: loc for o, loc in rename.items() if loc not in present}
+        unit = Unit(key, ir.name, ir, [(d.name, d.type, False) for d in ir.inputs], ir.params,
+                    ir.buffers, ir.bindings, rename)
+        self.units[key] = unit
+        saved = self.scope
+        self._build(unit)
+        self.scope = saved
+        self.order.append(unit)
+        return unit
+
+    # -------------------------------------------------------------- pass 1: one unit
+    def _build(self, unit: Unit) -> None:
+        is_top = unit.block is None
+        names = Namer(self.taken)
+        attrs = Namer(reserved=RESERVED | MODULE_ATTRS)
+        self.scope = scope = Scope(names, attrs)
+        unit.arg_names = []
+        for ref, t, anon in unit.inputs:
+            if not anon:
+                py = names.claim(ref)
+                scope.refs[ref] = py
+                scope.types[ref] = t
+                unit.arg_names.append(py)
+        for d in unit.params + unit.buffers:
+            scope.refs[d.name] = "self." + attrs.claim(d.name)
+            scope.types[d.name] = d.type
+        # which binding results are used later (the rest are returned, or dead in a block)
+        used = set()
+        for b in unit.bindings:
+            for s in b.steps:
+                used |= set(s.inputs)
+        result_ref = unit.block.result if unit.block is not None else None
+        if result_ref:
+            used.add(result_ref)
+        binding_names = {}
+        for b in unit.bindings:
+            if b.names == ("return",):
+                if is_top:     # the spec's `return:` is an output like any other, named `out`
+                    binding_names["return"] = names.claim("out")
+                continue
+            for n, r in zip(b.names, b.results):
+                dead = r not in used and not is_top
+                binding_names[n] = names.claim(("_" if dead else "") + n)
+                if dead:
+                    unit.dead.add(n)
+        for ref, t, anon in unit.inputs:   # anonymous inputs: named after their binding
+            if anon:
+                owner = next(b for b in unit.bindings if any(s.ref == ref for s in b.steps))
+                py = names.claim(f"{owner.names[0]}_input")
+                scope.refs[ref] = py
+                scope.types[ref] = t
+                unit.arg_names.append(py)
+        for d in unit.params:
+            unit.init.append(f"{scope.refs[d.name]} = nn.Parameter({self._param_init(unit, d)})"
+                             f"  # {self.sizes.shape_comment(unit, d.type.shape)}")
+        for d in unit.buffers:
+            attr = scope.refs[d.name][5:]
+            unit.init.append(f"self.register_buffer({py_str(attr)}, {self._buffer_init(unit, d)})"
+                             f"  # {self.sizes.shape_comment(unit, d.type.shape)}, not learned: set its values")
+        for b in unit.bindings:
+            self._binding(unit, b, binding_names)
+        if is_top:
+            sinks = []
+            for k, b in enumerate(unit.bindings):
+                later = set()
+                for b2 in unit.bindings[k + 1:]:
+                    for s in b2.steps:
+                        later |= set(s.inputs)
+                for n, r in zip(b.names, b.results):
+                    if r not in later:
+                        sinks.append((n, binding_names[n], r))
+            unit.returns = sinks
+        else:
+            if result_ref is None:
+                raise CodegenError(f"block `{unit.label}` has no result")
+            unit.returns = [("return", scope.refs[result_ref], result_ref)]
 
     def _param_init(self, unit: Unit, d) -> str:
-        shape = ", ".join(self.cfg(unit, x) for x in d.type.shape)
+        shape = ", ".join(self.sizes.cfg(unit, x) for x in d.type.shape)
         if len(d.type.shape) == 0:
             return "torch.zeros(())"
         if len(d.type.shape) == 1:
@@ -48,11 +167,11 @@ class EmitMixin:
         return f"torch.randn({shape}) * 0.02"
 
     def _buffer_init(self, unit: Unit, d) -> str:
-        shape = ", ".join(self.cfg(unit, x) for x in d.type.shape)
+        shape = ", ".join(self.sizes.cfg(unit, x) for x in d.type.shape)
         if d.type.dtype == "int":
             if not d.type.shape:
                 return "torch.zeros((), dtype=torch.long)"
-            last = self.cfg(unit, d.type.shape[-1])
+            last = self.sizes.cfg(unit, d.type.shape[-1])
             if len(d.type.shape) == 1:
                 return f"torch.arange({last})"
             return f"torch.arange({last}).expand({shape}).clone()"
@@ -61,17 +180,18 @@ class EmitMixin:
         return f"torch.zeros({shape or '()'})"
 
     def _binding(self, unit: Unit, b, binding_names) -> None:
-        names, steps = self._names, b.steps
+        scope = self.scope
+        names, steps = scope.names, b.steps
         prefix = "out" if b.names == ("return",) else \
             ("".join(b.names) if all(len(n) == 1 for n in b.names) else "_".join(b.names))
         source = self._source_lines(b.span)
         if source:
-            unit.body.append(f"# {source}")
+            unit.body.append(f"# {comment_text(source)}")
         if not steps:
             for n, r in zip(b.names, b.results):
-                if n != "return":
-                    unit.body.append(f"{binding_names[n]} = {self.refs[r]}")
-                    self.refs.setdefault(n, binding_names[n])
+                if n in binding_names:
+                    unit.body.append(f"{binding_names[n]} = {scope.refs[r]}")
+                    scope.refs.setdefault(n, binding_names[n])
             return
         by_ref = {s.ref: s for s in steps}
         var: dict[int, str] = {}
@@ -90,11 +210,11 @@ class EmitMixin:
         final = steps[-1]
         for s in steps:
             if s.op == "input":
-                if s.ref not in self.refs:
+                if s.ref not in scope.refs:
                     raise CodegenError(f"line {s.span.line}: the shape literal {s.text} inside block "
                                        f"`{unit.label}` is an anonymous input, which a block cannot "
                                        "have; declare it as an input of the block")
-                var[s.id] = self.refs[s.ref]
+                var[s.id] = scope.refs[s.ref]
         if len(final.outputs) > 1:
             if len(b.names) == len(final.outputs):
                 pieces = [binding_names[n] for n in b.names]
@@ -102,12 +222,12 @@ class EmitMixin:
                 pieces = [names.claim(f"{prefix}_{k}") for k in range(len(final.outputs))]
             var[final.id] = ", ".join(pieces)
             for k, piece in enumerate(pieces):
-                self.refs[f"{final.ref}.{k}"] = piece
+                scope.refs[f"{final.ref}.{k}"] = piece
             p = pred(final)
             if p is not None:
                 assign_chain(p, names.claim(prefix))
         else:
-            main = binding_names.get(b.names[0]) if b.names != ("return",) else names.claim("out")
+            main = binding_names.get(b.names[0]) or names.claim("out")
             assign_chain(final, main)
         for s in reversed(steps):
             if s.id in var:
@@ -116,11 +236,11 @@ class EmitMixin:
             while pred(head) is not None:
                 head = pred(head)
             base = head.inputs[0] if head.inputs else prefix
-            base = self.refs.get(base, base)
+            base = scope.refs.get(base, base)
             if base.startswith(("self.", "%")) or "," in base:
                 base = base[5:] if base.startswith("self.") else prefix
             suffix = CHAIN_SUFFIX.get(s.op, _snake(s.detail.get("block", s.op)))
-            assign_chain(s, names.claim(f"{base.lstrip('_')}_{suffix}", escape=False))
+            assign_chain(s, names.claim(f"{base.lstrip('_')}_{suffix}"))
         module_count: dict[str, int] = {}
         for s in steps:
             short = _module_name(s)
@@ -129,7 +249,7 @@ class EmitMixin:
         seen: dict[str, int] = {}
         for s in steps:
             if s.op == "input":
-                self.types[s.ref] = s.out
+                scope.types[s.ref] = s.out
                 if self.instrument:
                     unit.body.append(f"_record({s.id}, {var[s.id]})")
                 continue
@@ -139,22 +259,22 @@ class EmitMixin:
             if short:
                 seen[short] = seen.get(short, 0) + 1
                 want = f"{prefix}_{short}" + (str(seen[short]) if module_count[short] > 1 else "")
-                attr = self._attrs.claim(want.lstrip("_"))
+                attr = scope.attrs.claim(want.lstrip("_"))
             lines = self._step(unit, s, out, attr)
-            comment = self.types_comment(unit, s.outputs)
+            comment = self.sizes.types_comment(unit, s.outputs)
             lines[-1] += f"  # {comment}"
             unit.body.extend(lines)
             if self.instrument:
                 rec = out if len(s.outputs) == 1 else f"({out})"
                 unit.body.append(f"_record({s.id}, {rec})")
             if len(s.outputs) == 1:
-                self.refs[s.ref] = out
+                scope.refs[s.ref] = out
             for k, t in enumerate(s.outputs):
-                self.types[f"{s.ref}.{k}"] = t
-            self.types[s.ref] = s.out
+                scope.types[f"{s.ref}.{k}"] = t
+            scope.types[s.ref] = s.out
         for n, r in zip(b.names, b.results):
             if n != "return":
-                self.refs.setdefault(n, binding_names[n])
+                scope.refs.setdefault(n, binding_names[n])
 
     def _source_lines(self, span) -> str:
         lines = self.spec.source.split("\n")
@@ -163,241 +283,17 @@ class EmitMixin:
         text = " ".join(line.strip() for line in lines[span.line - 1:span.end_line])
         return text.replace("\r", "").strip()
 
-    # -------------------------------------------------------------- one step
-    def _axis(self, d: int, rank: int) -> str:
-        return "-1" if rank >= 2 and d == rank - 1 else str(d)
-
-    def _sizes(self, unit: Unit, sizes, infer=None) -> str:
-        return ", ".join("-1" if (k == infer or (sp.sympify(x) == -1)) else self.local(unit, x)
-                         for k, x in enumerate(sizes))
-
     def _step(self, unit: Unit, s: Step, out: str, attr: str | None) -> list[str]:
-        emitter = STEPS.get(s.op) or (_unary if s.op in UNARY else _binary if s.op in BINARY else None)
+        emitter = EMITTERS.get(s.op)
         if emitter is None:
             raise CodegenError(f"codegen does not know the operation `{s.op}`")
-        args = [self.refs.get(r, r) for r in s.inputs]
-        xt = self.types.get(s.inputs[0]) if s.inputs else None
-        return emitter(Op(self, unit, s, s.detail, out, attr, args, args[0] if args else "", xt,
-                          xt.rank if xt is not None else 0))
+        args = [self.scope.refs.get(r, r) for r in s.inputs]
+        xt = self.scope.types.get(s.inputs[0]) if s.inputs else None
+        try:
+            return emitter(Op(self, unit, s, s.detail, out, attr, args, args[0] if args else "", xt,
+                              xt.rank if xt is not None else 0))
+        except CodegenError as err:
+            if str(err).startswith("line "):
+                raise
+            raise CodegenError(f"line {s.span.line}: `{s.text}`: {err}") from None
 
-    def _rearrange(self, unit: Unit, s: Step, out: str, x: str) -> list[str]:
-        d = s.detail
-        if "flat" not in d:
-            raise CodegenError("this checker gives no stages for `rearrange`")
-        lines = []
-        src = x
-        xt = self.types.get(s.inputs[0])
-        copies = d["copies"]
-        if copies[0] is not None:
-            how = "reshape" if copies[0] else "view"
-            lines.append(f"{out} = {src}.{how}({self._sizes(unit, d['flat'])})"
-                         f"  # {self.shape_comment(unit, d['flat'])}")
-            src = out
-        perm = list(d["perm"])
-        if perm != sorted(perm):
-            flat = d["flat"] if copies[0] is not None else xt.shape
-            lines.append(f"{out} = {src}.permute({', '.join(map(str, perm))})"
-                         f"  # {self.shape_comment(unit, [flat[p] for p in perm])}")
-            src = out
-        if copies[1] is not None:
-            how = "contiguous().view" if copies[1] else "view"
-            lines.append(f"{out} = {src}.{how}({self._sizes(unit, d['final'])})")
-            src = out
-        if src != out:
-            lines.append(f"{out} = {src}")
-        last = lines.pop()
-        lines.append(last.split("  # ")[0])
-        return lines
-
-# ------------------------------------------------------------------ one emitter per operation
-
-@dataclass(frozen=True)
-class Op:
-    """One step being written: `out = <x>.op(...)`, in the unit's local names."""
-    g: EmitMixin          # the Generator
-    unit: Unit
-    s: Step
-    d: dict               # the step's resolved arguments
-    out: str              # the variable(s) it assigns
-    attr: str | None      # the module attribute it owns (`linear`, `layernorm`, blocks)
-    args: list            # its inputs, as Python expressions
-    x: str                # the first input
-    xt: object            # the type of the first input
-    rank: int
-
-    def local(self, e, **kw) -> str:
-        return self.g.local(self.unit, e, **kw)
-
-    def cfg(self, e) -> str:
-        return self.g.cfg(self.unit, e)
-
-    def axis(self, dim: int, rank: int | None = None) -> str:
-        return self.g._axis(dim, self.rank if rank is None else rank)
-
-
-def _view(o: Op) -> list[str]:
-    shape = o.g._sizes(o.unit, o.d["shape"], o.d.get("infer"))
-    if o.s.op == "reshape" and o.d.get("copies"):
-        return [f"{o.out} = {o.x}.contiguous().view({shape})"]
-    return [f"{o.out} = {o.x}.view({shape})"]
-
-
-def _transpose(o: Op) -> list[str]:
-    i, j = o.d["dims"]
-    if o.rank >= 3 and {i, j} == {o.rank - 2, o.rank - 1}:
-        return [f"{o.out} = {o.x}.transpose(-2, -1)"]
-    return [f"{o.out} = {o.x}.transpose({i}, {j})"]
-
-
-def _squeeze(o: Op) -> list[str]:
-    dims = [o.d["dim"]] if o.d["dim"] is not None else \
-        [k for k, size in enumerate(o.xt.shape) if sp.sympify(size) == 1]
-    if len(dims) == 1:
-        return [f"{o.out} = {o.x}.squeeze({dims[0]})"]
-    return [f"{o.out} = {o.x}.squeeze(({', '.join(map(str, dims))}{',' if len(dims) == 1 else ''}))"]
-
-
-def _repeat_interleave(o: Op) -> list[str]:
-    return [f"{o.out} = {o.x}.repeat_interleave({o.local(o.d['repeats'])}, dim={o.axis(o.d['dim'])})"]
-
-
-def _scale(o: Op) -> list[str]:
-    return [f"{o.out} = {o.x} * {o.local(o.d['factor'], real=True, operand=True)}"]
-
-
-def _mask(o: Op) -> list[str]:
-    if o.d["kind"] == "causal":
-        o.g.uses_causal = True
-        rows, cols = o.local(o.d["rows"]), o.local(o.d["cols"])
-        return [f'{o.out} = {o.x}.masked_fill(causal_mask({rows}, {cols}, {o.x}.device), float("-inf"))']
-    m = o.args[1]
-    mt = o.g.types.get(o.s.inputs[1])
-    if mt is not None and mt.dtype != "bool":
-        m = f"{m} != 0"
-    return [f'{o.out} = {o.x}.masked_fill({m}, float("-inf"))']
-
-
-def _unary(o: Op) -> list[str]:
-    return [f"{o.out} = " + UNARY[o.s.op].replace("F.", FUNCTIONAL + ".").format(o.x)]
-
-
-def _module(o: Op, init: str) -> list[str]:
-    """A step that owns a module: `self.attr = init` in __init__, `out = self.attr(x)` in forward."""
-    o.unit.init.append(f"self.{o.attr} = {init}")
-    return [f"{o.out} = self.{o.attr}({o.x})"]
-
-
-def _layernorm(o: Op) -> list[str]:
-    bias = "" if o.d.get("bias", True) else ", bias=False"
-    return _module(o, f"nn.LayerNorm({o.cfg(o.d['features'])}{bias})")
-
-
-def _linear(o: Op) -> list[str]:
-    bias = "" if o.d["bias"] else ", bias=False"
-    return _module(o, f"nn.Linear({o.cfg(o.d['in'])}, {o.cfg(o.d['out'])}{bias})")
-
-
-def _embed(o: Op) -> list[str]:
-    if o.d.get("table") is None:
-        return _module(o, f"nn.Embedding({o.cfg(o.d['vocab'])}, {o.cfg(o.d['dim'])})")
-    return [f"{o.out} = {FUNCTIONAL}.embedding({o.x}, {o.args[1]})"]
-
-
-def _split(o: Op) -> list[str]:
-    sizes = o.d["sizes"]
-    if len(set(sizes)) == 1:
-        what = o.local(sizes[0])
-    else:
-        what = "[" + ", ".join(o.local(z) for z in sizes) + "]"
-    return [f"{o.out} = {o.x}.split({what}, dim={o.axis(o.d['dim'])})"]
-
-
-def _reduce(o: Op) -> list[str]:
-    keep = ", keepdim=True" if o.d.get("keepdim") else ""
-    return [f"{o.out} = {o.x}.{o.s.op}(dim={o.axis(o.d['dim'])}{keep})"]
-
-
-def _select(o: Op) -> list[str]:
-    index = [":"] * o.d["dim"] + [o.local(o.d["index"])]
-    return [f"{o.out} = {o.x}[{', '.join(index)}]"]
-
-
-def _slice(o: Op) -> list[str]:
-    start = o.local(o.d["start"]) if o.d["start"] != 0 else ""
-    index = [":"] * o.d["dim"] + [f"{start}:{o.local(o.d['end'])}"]
-    return [f"{o.out} = {o.x}[{', '.join(index)}]"]
-
-
-def _binary(o: Op) -> list[str]:
-    sign = BINARY[o.s.op]
-    if len(o.args) == 2:
-        return [f"{o.out} = {o.args[0]} {sign} {o.args[1]}"]
-    scalar = o.local(o.d["scalar"], real=True, operand=True)
-    if o.d.get("scalar_left"):
-        return [f"{o.out} = {scalar} {sign} {o.x}"]
-    return [f"{o.out} = {o.x} {sign} {scalar}"]
-
-
-def _block(o: Op) -> list[str]:
-    child = o.g._unit_for(o.s.block)
-    o.unit.children.append(child)
-    o.unit.init.append(f"self.{o.attr} = \x00C{child.key}\x00(cfg)")
-    return [f"{o.out} = self.{o.attr}({', '.join(o.args)})"]
-
-
-def _stack(o: Op) -> list[str]:
-    child = o.g._unit_for(o.s.block)
-    o.unit.children.append(child)
-    count = o.cfg(o.d["count"])
-    o.unit.init.append(f"self.{o.attr} = nn.ModuleList([\x00C{child.key}\x00(cfg) for _ in range({count})])")
-    layer = o.g._names.claim("layer", escape=False)
-    lines = [] if o.out == o.x else [f"{o.out} = {o.x}"]
-    extra = "".join(f", {a}" for a in o.args[1:])
-    return lines + [f"for {layer} in self.{o.attr}:", f"    {o.out} = {layer}({o.out}{extra})"]
-
-
-# IR operation -> emitter; every name in UNARY and BINARY goes to _unary and _binary
-STEPS = {
-    "view": _view,
-    "reshape": _view,
-    "transpose": _transpose,
-    "permute": lambda o: [f"{o.out} = {o.x}.permute({', '.join(map(str, o.d['dims']))})"],
-    "movedim": lambda o: [f"{o.out} = {o.x}.movedim({o.d['source']}, {o.d['destination']})"],
-    "unsqueeze": lambda o: [f"{o.out} = {o.x}.unsqueeze({o.d['dim']})"],
-    "squeeze": _squeeze,
-    "flatten": lambda o: [f"{o.out} = {o.x}.flatten({o.d['start']}, {o.d['end']})"],
-    "expand": lambda o: [f"{o.out} = {o.x}.expand({o.g._sizes(o.unit, o.d['shape'])})"],
-    "repeat_interleave": _repeat_interleave,
-    "softmax": lambda o: [f"{o.out} = {FUNCTIONAL}.softmax({o.x}, dim={o.axis(o.d['dim'])})"],
-    "log_softmax": lambda o: [f"{o.out} = {FUNCTIONAL}.log_softmax({o.x}, dim={o.axis(o.d['dim'])})"],
-    "scale": _scale,
-    "mask": _mask,
-    "contiguous": lambda o: [f"{o.out} = {o.x}.contiguous()"],
-    "layernorm": _layernorm,
-    "rmsnorm": lambda o: _module(o, f"nn.RMSNorm({o.cfg(o.d['features'])})"),
-    "linear": _linear,
-    "dropout": lambda o: _module(o, f"nn.Dropout({o.d['p']!r})"),
-    "embed": _embed,
-    "concat": lambda o: [f"{o.out} = torch.cat([{', '.join(o.args)}], dim={o.axis(o.d['dim'], o.s.out.rank)})"],
-    "split": _split,
-    "chunk": lambda o: [f"{o.out} = {o.x}.chunk({o.d['chunks']}, dim={o.axis(o.d['dim'])})"],
-    "sum": _reduce,
-    "mean": _reduce,
-    "var": _reduce,
-    "amax": _reduce,
-    "select": _select,
-    "slice": _slice,
-    "einsum": lambda o: [f"{o.out} = torch.einsum({json.dumps(o.d['equation'])}, {', '.join(o.args)})"],
-    "rearrange": lambda o: o.g._rearrange(o.unit, o.s, o.out, o.x),
-    "block": _block,
-    "stack": _stack,
-}
-
-
-def _module_name(s) -> str | None:
-    """The attribute name of the submodule a step owns (linear, embed, a block), or None."""
-    if s.op in ("block", "stack"):
-        return _snake(s.block.name) + ("s" if s.op == "stack" else "")
-    if s.op == "embed" and s.detail.get("table") is None:
-        return "embed"
-    return MODULE_OPS.get(s.op)

@@ -1,30 +1,47 @@
-"""Codegen, sizes and names: checked dims -> Python expressions and identifiers.
+"""Codegen, names and sizes as Python text: the lowest layer of the code generator.
 
-Input: the sympy sizes and scalars of a `CheckedSpec` and the spec's names.
-Output: Python text for them (`Printer`: `D // H`, `1 / math.sqrt(Dk)`),
-collision-free identifiers (`Namer`), and the split of sizes into
-hyper-parameters of the config and sizes read from the inputs in `forward`
-(`SizesMixin`, mixed into `codegen.Generator`), with the `forward` preamble that
-binds them (`B, S, D = x.shape`).
+Spec text reaches the generated source only through this module:
+
+- every spec name becomes an identifier through `Namer` / `safe_identifier`,
+  which keeps clear of Python keywords and soft keywords, builtins, dunder and
+  name-mangled (`__x`) names, the attributes of nn.Module, the internals of
+  dataclasses and the module's own names (`torch`, `nn`, `math`, `cfg`, ...);
+- every string becomes a literal through `py_str` (repr), text inside a
+  docstring through `doc_text`, and text in a comment through `comment_text`;
+- every number through `Printer`, which refuses what is not finite.
+
+`Printer` turns sympy sizes and scalars into Python (`D // H`, `1 / math.sqrt(Dk)`).
 """
 from __future__ import annotations
 
-import json
+import builtins
 import keyword
+import math
 import re
-from typing import TYPE_CHECKING
+import unicodedata
 
 import sympy as sp
 
-if TYPE_CHECKING:
-    from .generator import Unit
-
-RESERVED = {"self", "cfg", "torch", "nn", "math", "dataclass", "causal_mask", "super", "float", "int",
-            "range", "len", "min", "max", "property", "print", "dict", "tuple", "list", "_",
-            "l", "O", "I", "_record", "True", "False", "None"}
-# attributes of nn.Module that a parameter or submodule must not shadow
-MODULE_ATTRS = {
-    "T_destination", "add_module", "apply", "bfloat16", "buffers", "call_super_init", "children",
+# the names the generated module itself defines or uses at module level
+MODULE_NAMES = {"torch", "nn", "math", "dataclass", "causal_mask", "_record", "F"}
+# never a name of ours: the module's names, keywords, builtins, and names ruff finds ambiguous
+RESERVED = ({"self", "cfg", "_", "l", "O", "I"} | (MODULE_NAMES - {"F"}) | set(keyword.kwlist)
+            | set(keyword.softkwlist) | {n for n in dir(builtins) if not n.startswith("_")})
+# what a dataclass defines or uses inside the methods it writes (`_type_D`, `_dflt_D`, MISSING):
+# a config field never starts with `_`, and never takes one of these
+DATACLASS_NAMES = {"MISSING", "KW_ONLY", "InitVar", "ClassVar", "field", "fields"}
+# dir(torch.nn.Module) and dir(torch.nn.Module()) of PyTorch 2.13, without its dunders (a test
+# compares the list with the installed torch); a parameter, buffer or submodule must not shadow them
+NN_MODULE_ATTRS = {
+    "T_destination", "_apply", "_backward_hooks", "_backward_pre_hooks", "_buffers", "_call_impl",
+    "_compiled_call_impl", "_forward_hooks", "_forward_hooks_always_called", "_forward_hooks_with_kwargs",
+    "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_get_backward_hooks",
+    "_get_backward_pre_hooks", "_get_name", "_is_full_backward_hook", "_load_from_state_dict",
+    "_load_state_dict_post_hooks", "_load_state_dict_pre_hooks", "_maybe_warn_non_full_backward_hook",
+    "_modules", "_named_members", "_non_persistent_buffers_set", "_parameters",
+    "_register_load_state_dict_pre_hook", "_register_state_dict_hook", "_replicate_for_data_parallel",
+    "_save_to_state_dict", "_slow_forward", "_state_dict_hooks", "_state_dict_pre_hooks", "_version",
+    "_wrapped_call_impl", "add_module", "apply", "bfloat16", "buffers", "call_super_init", "children",
     "compile", "cpu", "cuda", "double", "dump_patches", "eval", "extra_repr", "float", "forward",
     "get_buffer", "get_extra_state", "get_parameter", "get_submodule", "half", "ipu", "load_state_dict",
     "modules", "mtia", "named_buffers", "named_children", "named_modules", "named_parameters",
@@ -33,7 +50,9 @@ MODULE_ATTRS = {
     "register_load_state_dict_post_hook", "register_load_state_dict_pre_hook", "register_module",
     "register_parameter", "register_state_dict_post_hook", "register_state_dict_pre_hook",
     "requires_grad_", "set_extra_state", "set_submodule", "share_memory", "state_dict", "to",
-    "to_empty", "train", "training", "type", "xpu", "zero_grad", "cfg"}
+    "to_empty", "train", "training", "type", "xpu", "zero_grad"}
+# attribute names a module of ours must not take (keywords are refused by safe_identifier)
+MODULE_ATTRS = NN_MODULE_ATTRS | {"cfg"}
 
 
 class CodegenError(Exception):
@@ -58,6 +77,8 @@ class Printer:
 
     def __call__(self, e) -> str:
         e = sp.sympify(e)
+        if e.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
+            raise CodegenError(f"`{e}` is not a finite number")
         if not self.real and e.is_Add and any(sp.fraction(t)[1] != 1 for t in e.args):
             e = sp.together(e)
         text, self.prec = self._expr(e)
@@ -77,6 +98,8 @@ class Printer:
             return str(int(e)), ATOM if e >= 0 else UNARY_P
         if e.is_Float:
             v = float(e)
+            if not math.isfinite(v):
+                raise CodegenError(f"the number {sp.Float(e, 6)} is beyond the range of a Python float")
             return repr(v), ATOM if v >= 0 else UNARY_P
         if e.is_Rational:
             return self._div(sp.Integer(e.p), sp.Integer(e.q))
@@ -138,11 +161,34 @@ def _symbols_in(value) -> set:
     return set()
 
 
-def _identifier(name: str) -> str:
-    name = name.replace("'", "_prime")
-    if keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in RESERVED:
+
+
+def _is_special(name: str) -> bool:
+    """Dunder names and names Python mangles inside a class body (`__x`)."""
+    return name.startswith("__")
+
+
+def safe_identifier(name: str, reserved=RESERVED, *, private: bool = True) -> str:
+    """A Python identifier for a spec name: valid, no keyword, no special name, none of `reserved`.
+
+    Ordinary names come back unchanged; `D'` becomes `D_prime`. A name Python would
+    treat specially loses its leading underscores (`__slots__` -> `slots_`, `__tbl`
+    -> `tbl_`), and so does any `_name` when `private` is False; a keyword or a
+    reserved name gets a trailing `_`.
+    """
+    name = unicodedata.normalize("NFKC", name).replace("'", "_prime")
+    name = "".join(c if ("a" + c).isidentifier() else "_" for c in name)
+    if _is_special(name) or (not private and name.startswith("_")):
+        name = name.strip("_") + "_"
+    if not name.isidentifier() or not name.strip("_"):      # empty, `_`, or a leading digit
+        name = "n_" + name.lstrip("_")
+    while keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in reserved:
         name += "_"
     return name
+
+
+def _identifier(name: str) -> str:
+    return safe_identifier(name)
 
 
 def _snake(name: str) -> str:
@@ -157,180 +203,58 @@ def _camel(stem: str) -> str:
     return "Spec" + name if name[0].isdigit() else name
 
 
-class Namer:
-    def __init__(self, taken=()):
-        self.taken = set(taken)
+def class_name(label: str, reserved=RESERVED) -> str:
+    """A class name for a block: its own name, or `<name>Block` if that name is not safe."""
+    if safe_identifier(label, reserved) == label:
+        return label
+    return (safe_identifier(label, reserved).strip("_") or "Spec") + "Block"
 
-    def claim(self, want: str, *, escape: bool = True) -> str:
-        base = _identifier(want) if escape else want
+
+class Namer:
+    """Hands out distinct safe identifiers: `x`, then `x_2`, `x_3`, ..."""
+
+    def __init__(self, taken=(), *, reserved=RESERVED, private: bool = True):
+        self.taken = set(taken)
+        self.reserved, self.private = reserved, private
+
+    def claim(self, want: str) -> str:
+        base = safe_identifier(want, self.reserved, private=self.private)
         name, n = base, 2
         while name in self.taken:
             name, n = f"{base}_{n}", n + 1
         self.taken.add(name)
         return name
 
-class SizesMixin:
-    """The sizes half of `codegen.Generator`: printing sizes, and which are hyper-parameters."""
 
-    # -------------------------------------------------------------- helpers
-    def fold(self, e):
-        e = sp.sympify(e)
-        for value, sym in self.folds:
-            if value.free_symbols <= e.free_symbols:
-                e = e.subs(value, sym)
-        return e
+# ------------------------------------------------------------------ text in the source
 
-    def base_syms(self, s, depth=0) -> set:
-        if s not in self.definitions or depth > 50:
-            return {s}
-        out = set()
-        for t in self.definitions[s].free_symbols:
-            out |= self.base_syms(t, depth + 1)
-        return out
+def py_str(text: str) -> str:
+    """A Python string literal for `text` (repr), in double quotes when that needs no escape."""
+    r = repr(str(text))
+    if r.startswith("'") and '"' not in text:
+        r = '"' + r[1:-1] + '"'
+    return r
 
-    def local(self, unit: Unit, e, *, real=False, compact=False, record=True, operand=False):
-        """Print a size (or scalar) of the forward pass in the unit's local names.
 
-        `operand`: it is the right operand of `*` or another binary operator (parenthesised
-        unless it is an atom or a power).
-        """
-        e = self.fold(sp.sympify(e).xreplace(unit.rename) if unit.rename else e)
-        p = Printer(lambda s: self.dim_py[s] if not compact else str(s), real=real, compact=compact)
-        text = p(e)
-        if operand and p.prec <= MUL:
-            text = f"({text})"
-        if record and not compact:
-            unit.needed |= p.used
-        if "math." in text:
-            self.uses_math = True
-        return text
+def doc_text(text: str) -> str:
+    """`text` as the content of a \"\"\"docstring\"\"\": quotes, backslashes and control characters
+    escaped, so the docstring's value is `text` and nothing ends it early."""
+    out = []
+    for c in str(text):
+        if c in '\\"':
+            out.append("\\" + c)
+        elif not c.isprintable():
+            out.append(repr(c)[1:-1])
+        else:
+            out.append(c)
+    return "".join(out)
 
-    def cfg(self, unit: Unit, e, prefix="cfg.") -> str:
-        """Print a size of __init__ (a hyper-parameter) as `cfg.D`."""
-        p = Printer(lambda s: prefix + self.dim_py[s])
-        text = p(self.fold(e))
-        unit.init_syms |= p.used
-        return text
 
-    def shape_comment(self, unit: Unit, shape) -> str:
-        return "(" + ", ".join(self.local(unit, d, compact=True) for d in shape) + ")"
+def comment_text(text: str) -> str:
+    """`text` for a `# comment`: one line, control characters (NUL, line breaks) escaped."""
+    return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in str(text))
 
-    def types_comment(self, unit: Unit, types) -> str:
-        shown = [self.shape_comment(unit, t.shape) for t in types]
-        if len(shown) > 1 and len(set(shown)) == 1:
-            return f"{shown[0]} each"
-        return ", ".join(shown)
 
-    # -------------------------------------------------------------- sizes: hyper-parameters
-    def _readable(self, unit: Unit) -> None:
-        unit.readable = {}
-        for k, (ref, t, _anon) in enumerate(unit.inputs):
-            for axis, size in enumerate(t.shape):
-                size = sp.sympify(size).xreplace(unit.rename) if unit.rename else sp.sympify(size)
-                if size.is_Symbol and size not in unit.readable:
-                    unit.readable[size] = (k, axis)
-
-    def _classify(self) -> None:
-        units = [self.units["top"]] + self.order
-        for u in units:
-            self._readable(u)
-        fields = set()
-        for u in units:
-            for s in u.init_syms:
-                fields |= self.base_syms(s)
-        top = self.units["top"]
-        self.init_asserts, self.forward_asserts = [], []
-        while True:
-            changed = False
-            for u in units:
-                for s in sorted(u.needed, key=str):
-                    if not self._available(u, s, fields):
-                        fields |= {b for b in self.base_syms(s) if not self._available(u, b, fields)}
-                        changed = True
-            init_asserts, forward_asserts = [], []
-            for a, cmp, b, stmt in self.spec.assumptions:
-                syms = sp.sympify(a).free_symbols | sp.sympify(b).free_symbols
-                if all(self._in_config(x, fields) for x in syms):
-                    init_asserts.append((a, cmp, b, stmt))
-                else:
-                    forward_asserts.append((a, cmp, b, stmt))
-                    if not syms <= top.needed:
-                        top.needed |= syms
-                        changed = True
-            if not changed:
-                break
-        self.fields = fields
-        self.init_asserts, self.forward_asserts = init_asserts, forward_asserts
-
-    def _in_config(self, s, fields) -> bool:
-        return s in fields or (s in self.definitions and self.base_syms(s) <= fields)
-
-    def _available(self, u: Unit, s, fields, depth=0) -> bool:
-        if s in u.readable or self._in_config(s, fields):
-            return True
-        if s in self.definitions and depth < 50:
-            return all(self._available(u, t, fields, depth + 1) for t in self.definitions[s].free_symbols)
-        return False
-
-    def _preamble(self, unit: Unit) -> list[str]:
-        fields = self.fields
-        bound, plan = set(), {}
-
-        def need(s, depth=0):
-            if s in plan or depth > 50:
-                return
-            # a hyper-parameter is read from the first input (`B, S, D = x.shape`), else from the config
-            in_config = self._in_config(s, fields)
-            if s in unit.readable and (unit.readable[s][0] == 0 or not in_config):
-                plan[s] = "input"
-            elif in_config:
-                plan[s] = "config"
-            else:
-                plan[s] = "derived"
-                for t in sorted(self.definitions[s].free_symbols, key=str):
-                    need(t, depth + 1)
-
-        for s in sorted(unit.needed, key=str):
-            need(s)
-        lines = []
-        for k, (ref, t, _anon) in enumerate(unit.inputs):
-            names = []
-            for axis, size in enumerate(t.shape):
-                size = sp.sympify(size).xreplace(unit.rename) if unit.rename else sp.sympify(size)
-                if size.is_Symbol and plan.get(size) == "input" and unit.readable[size] == (k, axis):
-                    names.append(self.dim_py[size])
-                    bound.add(size)
-                else:
-                    names.append("_")
-            if any(n != "_" for n in names):
-                arg = unit.arg_names[k]
-                if len(names) == 1:
-                    lines.append(f"{names[0]} = {arg}.shape[0]")
-                elif sum(n != "_" for n in names) == 1 and len(names) > 3:
-                    axis = next(a for a, n in enumerate(names) if n != "_")
-                    lines.append(f"{names[axis]} = {arg}.shape[{axis}]")
-                else:
-                    lines.append(f"{', '.join(names)} = {arg}.shape")
-        order = [self.syms[n] for n in self.spec.dims]
-        config = [s for s in order if plan.get(s) == "config"]
-        if config:
-            lhs = ", ".join(self.dim_py[s] for s in config)
-            rhs = ", ".join(f"self.cfg.{self.dim_py[s]}" for s in config)
-            lines.append(f"{lhs} = {rhs}")
-        done = bound | set(config)
-        pending = [s for s in order if plan.get(s) == "derived"]
-        while pending:
-            for s in pending:
-                if self.definitions[s].free_symbols <= done:
-                    p = Printer(lambda x: self.dim_py[x])
-                    lines.append(f"{self.dim_py[s]} = {p(self.definitions[s])}")
-                    done.add(s)
-                    pending.remove(s)
-                    break
-            else:
-                raise CodegenError("cannot order the derived sizes")
-        if unit.block is None:
-            for a, cmp, b, stmt in self.forward_asserts:
-                p = Printer(lambda x: self.dim_py[x])
-                lines.append(f"assert {p(a)} {cmp} {p(b)}, {json.dumps(stmt.text)}")
-        return lines
+def module_name(stem: str) -> str:
+    """A plain ASCII module name for a file stem (for sys.modules, never for the source)."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", _identifier(stem)) or "spec"

@@ -41,6 +41,8 @@ def parse_sizes(text: str | None) -> dict[str, int]:
         m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*'?)\s*=\s*(-?[0-9]+)", item)
         if not m:
             raise SizesError(f"cannot read `{item}`: write sizes as NAME=NUMBER, e.g. --sizes B=2,S=7")
+        if len(m.group(2).lstrip("-0")) > 18:
+            raise SizesError(f"`{item}`: the size is too large to build")
         out[m.group(1)] = int(m.group(2))
     return out
 
@@ -327,36 +329,85 @@ def run_spec(spec: CheckedSpec, sizes: dict[str, int], *, seed: int = 0, check_c
             r.got.append([list(t.shape) for t in tensors])
             r.dtype_ok = r.dtype_ok and all(_dtype_kind(t) == r.dtype for t in tensors)
 
+    check_budget(spec, sizes, rows)
     cache = {} if cache is None else cache
     if "generated" not in cache:
         cache["generated"] = (generate(spec, instrument=True), generate(spec) if check_clean else None)
     gen_i, gen_c = cache["generated"]
     key = tuple(sizes[n] for n, _py in gen_i.fields)
-    if key not in cache:
-        mod, model = build(gen_i, sizes, seed=seed)
-        clean = None
-        if gen_c is not None:
-            _mod, clean = build(gen_c, sizes, meta=True)
-            clean.load_state_dict(model.state_dict(), assign=True)
-        cache[key] = (mod, model, clean)
-    mod, model, clean = cache[key]
-    mod._record = record
-    report.params_got = sum(p.numel() for p in model.parameters())
-    inputs = make_inputs(spec, gen_i, sizes, seed=seed)
+    try:
+        if key not in cache:
+            mod, model = build(gen_i, sizes, seed=seed)
+            clean = None
+            if gen_c is not None:
+                _mod, clean = build(gen_c, sizes, meta=True)
+                clean.load_state_dict(model.state_dict(), assign=True)
+            cache[key] = (mod, model, clean)
+        mod, model, clean = cache[key]
+        mod._record = record
+        report.params_got = sum(p.numel() for p in model.parameters())
+        inputs = make_inputs(spec, gen_i, sizes, seed=seed)
+    except Exception as err:  # noqa: BLE001 - reported to the user
+        report.error = f"building the module failed: {_why(err)}"
+        return report
     try:
         with torch.no_grad():
             out_i = model(*inputs)
     except Exception as err:  # noqa: BLE001 - reported to the user
-        report.error = f"forward failed: {type(err).__name__}: {err}"
+        report.error = f"forward failed{_at(rows)}: {_why(err)}"
         return report
     if check_clean and clean is not None:
-        with torch.no_grad():
-            out_c = clean(*inputs)
+        try:
+            with torch.no_grad():
+                out_c = clean(*inputs)
+        except Exception as err:  # noqa: BLE001 - reported to the user
+            report.error = f"the module without the shape records failed: {_why(err)}"
+            return report
         a, b = _outputs(out_i), _outputs(out_c)
+        if not all(isinstance(x, torch.Tensor) for x in a + b):
+            report.error = "forward returned something other than tensors"
+            return report
         report.clean_same = len(a) == len(b) and all(
             x.shape == y.shape and torch.allclose(x, y, equal_nan=True, rtol=0, atol=0)
             if x.is_floating_point() else torch.equal(x, y) for x, y in zip(a, b))
     return report
+
+
+def _why(err: BaseException) -> str:
+    """One line for an exception raised by PyTorch or the generated code (no C++ frames)."""
+    text = str(err).strip().split("\n")[0][:300]
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def _at(rows: list[Row]) -> str:
+    """Where forward stopped: the first step that produced nothing."""
+    for r in rows:
+        if not r.got:
+            return f" at step %{r.step} (line {r.line}: {r.where}: {r.op})"
+    return ""
+
+
+MAX_ELEMENTS = 1 << 28     # per tensor: 1 GB of float32
+MAX_PARAMS = 1 << 29       # in all: 2 GB of float32
+
+
+def check_budget(spec: CheckedSpec, sizes: dict[str, int], rows: list[Row] | None = None) -> None:
+    """Refuse sizes that would make a tensor of more than MAX_ELEMENTS numbers (SizesError)."""
+    shapes = [(f"step %{r.step} (line {r.line})", shape) for r in rows or _rows(spec, sizes)
+              for shape in r.expected]
+    decls = [d for d in spec.decls if d.kind in ("input", "param", "buffer")]
+    shapes += [(f"{d.kind} {d.name}", [value_at(x, spec, sizes) for x in d.type.shape]) for d in decls]
+    for what, shape in shapes:
+        n = 1
+        for x in shape:
+            n *= max(int(x), 0)
+        if n > MAX_ELEMENTS:
+            raise SizesError(f"at these sizes {what} has {n:,} elements, more than `run` builds "
+                             f"({MAX_ELEMENTS:,}); choose smaller sizes with --sizes")
+    total = value_at(spec.total_params, spec, sizes)
+    if total > MAX_PARAMS:
+        raise SizesError(f"at these sizes the module has {total:,} parameters, more than `run` builds "
+                         f"({MAX_PARAMS:,}); choose smaller sizes with --sizes")
 
 
 def _outputs(out) -> list:

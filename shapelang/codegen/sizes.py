@@ -1,0 +1,198 @@
+"""Codegen, sizes: which sizes are hyper-parameters, and sizes as Python text.
+
+Input: the sympy sizes and scalars of a `CheckedSpec` and the units being
+written. Output: Python text for a size in a unit's local names (`local`) or in
+the config (`cfg`), shape comments, the split of sizes into config fields and
+sizes read from the inputs in `forward`, and the `forward` preamble that binds
+them (`B, S, D = x.shape`).
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+from ..checker.ir import CheckedSpec
+from .naming import DATACLASS_NAMES, MUL, RESERVED, CodegenError, Namer, Printer, py_str
+from .units import Unit
+
+
+class Sizes:
+    """The sizes of one spec: their Python names, how to print them, and which are
+    hyper-parameters (config fields) and which `forward` reads from its inputs."""
+
+    def __init__(self, spec: CheckedSpec):
+        self.spec = spec
+        self.prover = spec.prover
+        self.syms = dict(self.prover.user) if self.prover else {}
+        self.definitions = {self.syms[k]: v for k, v in spec.definitions.items()}
+        self.folds = [(v, self.syms[k]) for k, v in spec.definitions.items()
+                      if v.free_symbols and not v.is_Symbol]
+        # a dim is a config field and a local of forward: no `_x`, nothing a dataclass uses
+        names = Namer(reserved=RESERVED | DATACLASS_NAMES, private=False)
+        self.dim_py = {self.syms[n]: names.claim(n) for n in spec.dims}
+        self.fields: set = set()
+        self.init_asserts: list = []
+        self.forward_asserts: list = []
+        self.uses_math = False
+
+    # -------------------------------------------------------------- helpers
+    def fold(self, e):
+        e = sp.sympify(e)
+        for value, sym in self.folds:
+            if value.free_symbols <= e.free_symbols:
+                e = e.subs(value, sym)
+        return e
+
+    def base_syms(self, s, depth=0) -> set:
+        if s not in self.definitions or depth > 50:
+            return {s}
+        out = set()
+        for t in self.definitions[s].free_symbols:
+            out |= self.base_syms(t, depth + 1)
+        return out
+
+    def local(self, unit: Unit, e, *, real=False, compact=False, record=True, operand=False):
+        """Print a size (or scalar) of the forward pass in the unit's local names.
+
+        `operand`: it is the right operand of `*` or another binary operator (parenthesised
+        unless it is an atom or a power).
+        """
+        e = self.fold(sp.sympify(e).xreplace(unit.rename) if unit.rename else e)
+        p = Printer(lambda s: self.dim_py[s] if not compact else str(s), real=real, compact=compact)
+        text = p(e)
+        if operand and p.prec <= MUL:
+            text = f"({text})"
+        if record and not compact:
+            unit.needed |= p.used
+        if "math." in text:
+            self.uses_math = True
+        return text
+
+    def cfg(self, unit: Unit, e, prefix="cfg.") -> str:
+        """Print a size of __init__ (a hyper-parameter) as `cfg.D`."""
+        p = Printer(lambda s: prefix + self.dim_py[s])
+        text = p(self.fold(e))
+        unit.init_syms |= p.used
+        return text
+
+    def shape_comment(self, unit: Unit, shape) -> str:
+        return "(" + ", ".join(self.local(unit, d, compact=True) for d in shape) + ")"
+
+    def types_comment(self, unit: Unit, types) -> str:
+        shown = [self.shape_comment(unit, t.shape) for t in types]
+        if len(shown) > 1 and len(set(shown)) == 1:
+            return f"{shown[0]} each"
+        return ", ".join(shown)
+
+    # -------------------------------------------------------------- sizes: hyper-parameters
+    def readable(self, unit: Unit) -> None:
+        unit.readable = {}
+        for k, (ref, t, _anon) in enumerate(unit.inputs):
+            for axis, size in enumerate(t.shape):
+                size = sp.sympify(size).xreplace(unit.rename) if unit.rename else sp.sympify(size)
+                if size.is_Symbol and size not in unit.readable:
+                    unit.readable[size] = (k, axis)
+
+    def classify(self, units: list[Unit]) -> None:
+        """Decide the config fields and where each assumption is asserted (units[0]: the top)."""
+        for u in units:
+            self.readable(u)
+        fields = set()
+        for u in units:
+            for s in u.init_syms:
+                fields |= self.base_syms(s)
+        top = units[0]
+        self.init_asserts, self.forward_asserts = [], []
+        while True:
+            changed = False
+            for u in units:
+                for s in sorted(u.needed, key=str):
+                    if not self._available(u, s, fields):
+                        fields |= {b for b in self.base_syms(s) if not self._available(u, b, fields)}
+                        changed = True
+            init_asserts, forward_asserts = [], []
+            for a, cmp, b, stmt in self.spec.assumptions:
+                syms = sp.sympify(a).free_symbols | sp.sympify(b).free_symbols
+                if all(self._in_config(x, fields) for x in syms):
+                    init_asserts.append((a, cmp, b, stmt))
+                else:
+                    forward_asserts.append((a, cmp, b, stmt))
+                    if not syms <= top.needed:
+                        top.needed |= syms
+                        changed = True
+            if not changed:
+                break
+        self.fields = fields
+        self.init_asserts, self.forward_asserts = init_asserts, forward_asserts
+
+    def _in_config(self, s, fields) -> bool:
+        return s in fields or (s in self.definitions and self.base_syms(s) <= fields)
+
+    def _available(self, u: Unit, s, fields, depth=0) -> bool:
+        if s in u.readable or self._in_config(s, fields):
+            return True
+        if s in self.definitions and depth < 50:
+            return all(self._available(u, t, fields, depth + 1) for t in self.definitions[s].free_symbols)
+        return False
+
+    def preamble(self, unit: Unit) -> list[str]:
+        fields = self.fields
+        bound, plan = set(), {}
+
+        def need(s, depth=0):
+            if s in plan or depth > 50:
+                return
+            # a hyper-parameter is read from the first input (`B, S, D = x.shape`), else from the config
+            in_config = self._in_config(s, fields)
+            if s in unit.readable and (unit.readable[s][0] == 0 or not in_config):
+                plan[s] = "input"
+            elif in_config:
+                plan[s] = "config"
+            else:
+                plan[s] = "derived"
+                for t in sorted(self.definitions[s].free_symbols, key=str):
+                    need(t, depth + 1)
+
+        for s in sorted(unit.needed, key=str):
+            need(s)
+        lines = []
+        for k, (ref, t, _anon) in enumerate(unit.inputs):
+            names = []
+            for axis, size in enumerate(t.shape):
+                size = sp.sympify(size).xreplace(unit.rename) if unit.rename else sp.sympify(size)
+                if size.is_Symbol and plan.get(size) == "input" and unit.readable[size] == (k, axis):
+                    names.append(self.dim_py[size])
+                    bound.add(size)
+                else:
+                    names.append("_")
+            if any(n != "_" for n in names):
+                arg = unit.arg_names[k]
+                if len(names) == 1:
+                    lines.append(f"{names[0]} = {arg}.shape[0]")
+                elif sum(n != "_" for n in names) == 1 and len(names) > 3:
+                    axis = next(a for a, n in enumerate(names) if n != "_")
+                    lines.append(f"{names[axis]} = {arg}.shape[{axis}]")
+                else:
+                    lines.append(f"{', '.join(names)} = {arg}.shape")
+        order = [self.syms[n] for n in self.spec.dims]
+        config = [s for s in order if plan.get(s) == "config"]
+        if config:
+            lhs = ", ".join(self.dim_py[s] for s in config)
+            rhs = ", ".join(f"self.cfg.{self.dim_py[s]}" for s in config)
+            lines.append(f"{lhs} = {rhs}")
+        done = bound | set(config)
+        pending = [s for s in order if plan.get(s) == "derived"]
+        while pending:
+            for s in pending:
+                if self.definitions[s].free_symbols <= done:
+                    p = Printer(lambda x: self.dim_py[x])
+                    lines.append(f"{self.dim_py[s]} = {p(self.definitions[s])}")
+                    done.add(s)
+                    pending.remove(s)
+                    break
+            else:
+                raise CodegenError("cannot order the derived sizes")
+        if unit.block is None:
+            for a, cmp, b, stmt in self.forward_asserts:
+                p = Printer(lambda x: self.dim_py[x])
+                lines.append(f"assert {p(a)} {cmp} {p(b)}, {py_str(stmt.text)}")
+        return lines

@@ -1,0 +1,270 @@
+"""Codegen, one operation: the table from IR operation to its emitter.
+
+Each emitter gets one `Op` (a step of the checked IR with its inputs already
+named) and returns the `forward` lines for it (`out = x.view(B, S, H, Dh)`); an
+emitter of a step that owns weights also appends the `__init__` line creating
+the module (`nn.Linear`, `nn.LayerNorm`, child blocks). `EMITTERS` maps every
+IR operation name to its emitter; adding an operation means one entry here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from ..checker.ir import Step
+from .naming import CodegenError, _snake, py_str
+from .units import Unit
+
+FUNCTIONAL = "\x00F\x00"   # placeholder for the torch.nn.functional alias (F unless a spec name is F)
+UNARY = {"relu": "F.relu({})", "gelu": "F.gelu({})", "silu": "F.silu({})", "softplus": "F.softplus({})",
+         "tanh": "torch.tanh({})", "sigmoid": "torch.sigmoid({})", "exp": "torch.exp({})",
+         "sqrt": "torch.sqrt({})", "rsqrt": "torch.rsqrt({})", "log": "torch.log({})",
+         "abs": "torch.abs({})", "square": "torch.square({})", "neg": "-{}"}
+BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "floordiv": "//", "mod": "%",
+          "matmul": "@"}
+MODULE_OPS = {"linear": "linear", "layernorm": "ln", "rmsnorm": "norm", "dropout": "drop"}
+CHAIN_SUFFIX = {"transpose": "t", "permute": "p", "linear": "proj", "layernorm": "ln", "rmsnorm": "norm",
+                "embed": "emb", "matmul": "mm", "contiguous": "c"}
+
+
+
+
+# ------------------------------------------------------------------ one emitter per operation
+
+@dataclass(frozen=True)
+class Op:
+    """One step being written: `out = <x>.op(...)`, in the unit's local names."""
+    em: object            # the Emitter writing it (unit_for, names, types, sizes)
+    unit: Unit
+    s: Step
+    d: dict               # the step's resolved arguments
+    out: str              # the variable(s) it assigns
+    attr: str | None      # the module attribute it owns (`linear`, `layernorm`, blocks)
+    args: list            # its inputs, as Python expressions
+    x: str                # the first input
+    xt: object            # the type of the first input
+    rank: int
+
+    def local(self, e, **kw) -> str:
+        return self.em.sizes.local(self.unit, e, **kw)
+
+    def cfg(self, e) -> str:
+        return self.em.sizes.cfg(self.unit, e)
+
+    def axis(self, dim: int, rank: int | None = None) -> str:
+        rank = self.rank if rank is None else rank
+        return "-1" if rank >= 2 and dim == rank - 1 else str(dim)
+
+    def sizes(self, sizes, infer=None) -> str:
+        return ", ".join("-1" if (k == infer or (sp.sympify(x) == -1)) else self.local(x)
+                         for k, x in enumerate(sizes))
+
+    def shape_comment(self, shape) -> str:
+        return self.em.sizes.shape_comment(self.unit, shape)
+
+
+def _view(o: Op) -> list[str]:
+    shape = o.sizes(o.d["shape"], o.d.get("infer"))
+    if o.s.op == "reshape" and o.d.get("copies"):
+        return [f"{o.out} = {o.x}.contiguous().view({shape})"]
+    return [f"{o.out} = {o.x}.view({shape})"]
+
+
+def _transpose(o: Op) -> list[str]:
+    i, j = o.d["dims"]
+    if o.rank >= 3 and {i, j} == {o.rank - 2, o.rank - 1}:
+        return [f"{o.out} = {o.x}.transpose(-2, -1)"]
+    return [f"{o.out} = {o.x}.transpose({i}, {j})"]
+
+
+def _squeeze(o: Op) -> list[str]:
+    dims = [o.d["dim"]] if o.d["dim"] is not None else \
+        [k for k, size in enumerate(o.xt.shape) if sp.sympify(size) == 1]
+    if len(dims) == 1:
+        return [f"{o.out} = {o.x}.squeeze({dims[0]})"]
+    return [f"{o.out} = {o.x}.squeeze(({', '.join(map(str, dims))}{',' if len(dims) == 1 else ''}))"]
+
+
+def _repeat_interleave(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x}.repeat_interleave({o.local(o.d['repeats'])}, dim={o.axis(o.d['dim'])})"]
+
+
+def _scale(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x} * {o.local(o.d['factor'], real=True, operand=True)}"]
+
+
+def _mask(o: Op) -> list[str]:
+    if o.d["kind"] == "causal":
+        o.em.uses_causal = True
+        rows, cols = o.local(o.d["rows"]), o.local(o.d["cols"])
+        return [f'{o.out} = {o.x}.masked_fill(causal_mask({rows}, {cols}, {o.x}.device), float("-inf"))']
+    m = o.args[1]
+    mt = o.em.scope.types.get(o.s.inputs[1])
+    if mt is not None and mt.dtype != "bool":
+        m = f"{m} != 0"
+    return [f'{o.out} = {o.x}.masked_fill({m}, float("-inf"))']
+
+
+def _unary(o: Op) -> list[str]:
+    return [f"{o.out} = " + UNARY[o.s.op].replace("F.", FUNCTIONAL + ".").format(o.x)]
+
+
+def _module(o: Op, init: str) -> list[str]:
+    """A step that owns a module: `self.attr = init` in __init__, `out = self.attr(x)` in forward."""
+    o.unit.init.append(f"self.{o.attr} = {init}")
+    return [f"{o.out} = self.{o.attr}({o.x})"]
+
+
+def _layernorm(o: Op) -> list[str]:
+    bias = "" if o.d.get("bias", True) else ", bias=False"
+    return _module(o, f"nn.LayerNorm({o.cfg(o.d['features'])}{bias})")
+
+
+def _linear(o: Op) -> list[str]:
+    bias = "" if o.d["bias"] else ", bias=False"
+    return _module(o, f"nn.Linear({o.cfg(o.d['in'])}, {o.cfg(o.d['out'])}{bias})")
+
+
+def _embed(o: Op) -> list[str]:
+    if o.d.get("table") is None:
+        return _module(o, f"nn.Embedding({o.cfg(o.d['vocab'])}, {o.cfg(o.d['dim'])})")
+    return [f"{o.out} = {FUNCTIONAL}.embedding({o.x}, {o.args[1]})"]
+
+
+def _split(o: Op) -> list[str]:
+    sizes = o.d["sizes"]
+    if len(set(sizes)) == 1:
+        what = o.local(sizes[0])
+    else:
+        what = "[" + ", ".join(o.local(z) for z in sizes) + "]"
+    return [f"{o.out} = {o.x}.split({what}, dim={o.axis(o.d['dim'])}){_only(o)}"]
+
+
+def _only(o: Op) -> str:
+    """`[0]` when split or chunk makes a single piece: the step's value is that tensor, not a tuple."""
+    return "[0]" if len(o.s.outputs) == 1 else ""
+
+
+def _reduce(o: Op) -> list[str]:
+    keep = ", keepdim=True" if o.d.get("keepdim") else ""
+    return [f"{o.out} = {o.x}.{o.s.op}(dim={o.axis(o.d['dim'])}{keep})"]
+
+
+def _select(o: Op) -> list[str]:
+    index = [":"] * o.d["dim"] + [o.local(o.d["index"])]
+    return [f"{o.out} = {o.x}[{', '.join(index)}]"]
+
+
+def _slice(o: Op) -> list[str]:
+    start = o.local(o.d["start"]) if o.d["start"] != 0 else ""
+    index = [":"] * o.d["dim"] + [f"{start}:{o.local(o.d['end'])}"]
+    return [f"{o.out} = {o.x}[{', '.join(index)}]"]
+
+
+def _binary(o: Op) -> list[str]:
+    sign = BINARY[o.s.op]
+    if len(o.args) == 2:
+        return [f"{o.out} = {o.args[0]} {sign} {o.args[1]}"]
+    scalar = o.local(o.d["scalar"], real=True, operand=True)
+    if o.d.get("scalar_left"):
+        return [f"{o.out} = {scalar} {sign} {o.x}"]
+    return [f"{o.out} = {o.x} {sign} {scalar}"]
+
+
+def _block(o: Op) -> list[str]:
+    child = o.em.unit_for(o.s.block)
+    o.unit.children.append(child)
+    o.unit.init.append(f"self.{o.attr} = \x00C{child.key}\x00(cfg)")
+    return [f"{o.out} = self.{o.attr}({', '.join(o.args)})"]
+
+
+def _stack(o: Op) -> list[str]:
+    child = o.em.unit_for(o.s.block)
+    o.unit.children.append(child)
+    count = o.cfg(o.d["count"])
+    o.unit.init.append(f"self.{o.attr} = nn.ModuleList([\x00C{child.key}\x00(cfg) for _ in range({count})])")
+    layer = o.em.scope.names.claim("layer")
+    lines = [] if o.out == o.x else [f"{o.out} = {o.x}"]
+    extra = "".join(f", {a}" for a in o.args[1:])
+    return lines + [f"for {layer} in self.{o.attr}:", f"    {o.out} = {layer}({o.out}{extra})"]
+
+
+def _rearrange(o: Op) -> list[str]:
+    d, out, x = o.d, o.out, o.x
+    if "flat" not in d:
+        raise CodegenError("this checker gives no stages for `rearrange`")
+    lines = []
+    src = x
+    xt = o.xt
+    copies = d["copies"]
+    if copies[0] is not None:
+        how = "reshape" if copies[0] else "view"
+        lines.append(f"{out} = {src}.{how}({o.sizes(d['flat'])})"
+                     f"  # {o.shape_comment(d['flat'])}")
+        src = out
+    perm = list(d["perm"])
+    if perm != sorted(perm):
+        flat = d["flat"] if copies[0] is not None else xt.shape
+        lines.append(f"{out} = {src}.permute({', '.join(map(str, perm))})"
+                     f"  # {o.shape_comment([flat[p] for p in perm])}")
+        src = out
+    if copies[1] is not None:
+        how = "contiguous().view" if copies[1] else "view"
+        lines.append(f"{out} = {src}.{how}({o.sizes(d['final'])})")
+        src = out
+    if src != out:
+        lines.append(f"{out} = {src}")
+    last = lines.pop()
+    lines.append(last.split("  # ")[0])
+    return lines
+
+
+# IR operation -> emitter
+EMITTERS = {
+    "view": _view,
+    "reshape": _view,
+    "transpose": _transpose,
+    "permute": lambda o: [f"{o.out} = {o.x}.permute({', '.join(map(str, o.d['dims']))})"],
+    "movedim": lambda o: [f"{o.out} = {o.x}.movedim({o.d['source']}, {o.d['destination']})"],
+    "unsqueeze": lambda o: [f"{o.out} = {o.x}.unsqueeze({o.d['dim']})"],
+    "squeeze": _squeeze,
+    "flatten": lambda o: [f"{o.out} = {o.x}.flatten({o.d['start']}, {o.d['end']})"],
+    "expand": lambda o: [f"{o.out} = {o.x}.expand({o.sizes(o.d['shape'])})"],
+    "repeat_interleave": _repeat_interleave,
+    "softmax": lambda o: [f"{o.out} = {FUNCTIONAL}.softmax({o.x}, dim={o.axis(o.d['dim'])})"],
+    "log_softmax": lambda o: [f"{o.out} = {FUNCTIONAL}.log_softmax({o.x}, dim={o.axis(o.d['dim'])})"],
+    "scale": _scale,
+    "mask": _mask,
+    "contiguous": lambda o: [f"{o.out} = {o.x}.contiguous()"],
+    "layernorm": _layernorm,
+    "rmsnorm": lambda o: _module(o, f"nn.RMSNorm({o.cfg(o.d['features'])})"),
+    "linear": _linear,
+    "dropout": lambda o: _module(o, f"nn.Dropout({o.d['p']!r})"),
+    "embed": _embed,
+    "concat": lambda o: [f"{o.out} = torch.cat([{', '.join(o.args)}], dim={o.axis(o.d['dim'], o.s.out.rank)})"],
+    "split": _split,
+    "chunk": lambda o: [f"{o.out} = {o.x}.chunk({o.d['chunks']}, dim={o.axis(o.d['dim'])}){_only(o)}"],
+    "sum": _reduce,
+    "mean": _reduce,
+    "var": _reduce,
+    "amax": _reduce,
+    "select": _select,
+    "slice": _slice,
+    "einsum": lambda o: [f"{o.out} = torch.einsum({py_str(o.d['equation'])}, {', '.join(o.args)})"],
+    "rearrange": _rearrange,
+    "block": _block,
+    "stack": _stack,
+    **{op: _unary for op in UNARY},
+    **{op: _binary for op in BINARY},
+}
+STEPS = EMITTERS
+
+
+def _module_name(s) -> str | None:
+    """The attribute name of the submodule a step owns (linear, embed, a block), or None."""
+    if s.op in ("block", "stack"):
+        return _snake(s.block.name) + ("s" if s.op == "stack" else "")
+    if s.op == "embed" and s.detail.get("table") is None:
+        return "embed"
+    return MODULE_OPS.get(s.op)

@@ -1,0 +1,46 @@
+"""Codegen, the data passed between its parts: one `Unit` per nn.Module class being
+written, and the `Generated` result. Plain data, no behaviour."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..checker.ir import BlockIR
+
+
+@dataclass
+class Unit:
+    """One nn.Module class: the whole spec (`block` None) or one instantiation of a block."""
+    key: object
+    label: str
+    block: BlockIR | None
+    inputs: list                      # (ref, TensorType, is_anonymous)
+    params: list
+    buffers: list
+    bindings: list
+    rename: dict = field(default_factory=dict)   # outer size -> the block's own dim (forward only)
+    # pass 1 (the emitter)
+    arg_names: list = field(default_factory=list)
+    init: list = field(default_factory=list)      # __init__ lines after super().__init__()
+    body: list = field(default_factory=list)      # forward lines
+    needed: set = field(default_factory=set)      # sizes the forward body uses (local names)
+    init_syms: set = field(default_factory=set)   # sizes __init__ uses (spec names)
+    readable: dict = field(default_factory=dict)  # size -> (arg index, axis)
+    returns: list = field(default_factory=list)   # (name, code) returned by forward
+    children: list = field(default_factory=list)  # child units, in order
+    dead: set = field(default_factory=set)
+    names: set = field(default_factory=set)       # every local name forward may use
+    # pass 2 (the generator)
+    class_name: str = ""
+    text: str = ""
+
+
+@dataclass
+class Generated:
+    source: str
+    module_name: str
+    top_class: str
+    config_class: str
+    fields: list          # (dim name, python field name) of the config
+    args: list            # (python name, TensorType, ref) of the top forward, in order
+    outputs: list         # (name, ref) returned by the top forward
+    returns_dict: bool
