@@ -125,3 +125,14 @@ def test_no_import_circles():
 def test_no_module_is_over_500_lines(module):
     n = len(_modules()[module].read_text().splitlines())
     assert n <= MAX_LINES, f"{module} has {n} lines: split it by responsibility"
+
+
+def test_every_package_is_shipped():
+    """A non-editable install (CI's) ships only the packages pyproject.toml lists."""
+    import tomllib
+
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
+                 ["tool"]["setuptools"]["packages"])
+    found = {".".join(["shapelang", *p.parent.relative_to(PACKAGE).parts])
+             for p in PACKAGE.rglob("__init__.py")}
+    assert found <= listed, f"add to pyproject.toml's packages: {sorted(found - listed)}"
