@@ -8,9 +8,9 @@ import re
 from lsprotocol import types as t
 
 from ..checker.ops.table import TABLE
+from ..render.common import _shape
 from .documents import Analysis
 from .hover import _typed
-from ..render.common import _shape
 
 _AFTER_ARROW = re.compile(r"->\s*([A-Za-z_]\w*)?$")
 _IN_OP = re.compile(r"->\s*([A-Za-z_]\w*)((?:\s+[^\s>-][^\s]*|\s+-\d+)*)\s*$")
@@ -51,8 +51,11 @@ def _names(an: Analysis, line: int) -> list[t.CompletionItem]:
     return items
 
 
+MAX_LOOKBEHIND = 240   # characters before the cursor that completion looks at
+
+
 def complete(an: Analysis, line: int, col: int) -> list[t.CompletionItem]:
-    before = an.lines.line(line)[:col - 1]
+    before = an.lines.line(line)[:col - 1][-MAX_LOOKBEHIND:]
     if _AFTER_ARROW.search(before):
         return _ops(an)
     items = _names(an, line)
@@ -63,7 +66,7 @@ def complete(an: Analysis, line: int, col: int) -> list[t.CompletionItem]:
 
 def signature(an: Analysis, line: int, col: int) -> t.SignatureHelp | None:
     """The usage of the operation being written at the cursor (after `-> name `)."""
-    before = an.lines.line(line)[:col - 1]
+    before = an.lines.line(line)[:col - 1][-MAX_LOOKBEHIND:]
     m = _IN_OP.search(before)
     if m is None or m.group(1) not in TABLE:
         return None

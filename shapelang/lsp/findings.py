@@ -37,7 +37,7 @@ class CodeDocs:
             base = _DOCS.as_uri()
             text = _DOCS.read_text(encoding="utf-8", errors="replace")
         self.base = base
-        for m in re.finditer(r"^#+\s+([EW]\d{3})\b(.*)$", text, re.M):
+        for m in re.finditer(r"^#+\s+([EW]\d{3})\b(.*)$", text, re.MULTILINE):
             slug = re.sub(r"[^\w\- ]", "", (m.group(1) + m.group(2)).strip().lower()).replace(" ", "-")
             self.anchors.setdefault(m.group(1), slug)
 

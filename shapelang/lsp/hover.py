@@ -9,7 +9,7 @@ for each distinct call of the block.
 from __future__ import annotations
 
 from ..checker.ir import CheckedSpec
-from ..render.common import _ex, _num, _shape
+from ..render.common import _ex, _num, _shape, _types
 from .documents import Analysis
 from .positions import contains, size
 from .symbols import Symbol
@@ -76,27 +76,28 @@ def _src(e) -> str:
     return getattr(e, "name", None) or getattr(e, "text", None) or "…"
 
 
-def _steps(spec: CheckedSpec):
-    for b in spec.bindings:
-        yield from b.steps
+def _scopes(spec: CheckedSpec):
+    """(types by ref, bindings) of the top level and of every block instance."""
+    yield _types(spec, spec.decls, spec.bindings), spec.bindings
     for insts in spec.blocks.values():
         for ir in insts:
-            for b in ir.bindings:
-                yield from b.steps
+            yield _types(spec, ir.inputs + ir.params + ir.buffers, ir.bindings), ir.bindings
 
 
 def _step(spec: CheckedSpec, line: int, col: int) -> str | None:
-    hits = [s for s in _steps(spec) if contains(s.span, line, col)]
+    hits = [(s, types) for types, bindings in _scopes(spec) for b in bindings for s in b.steps
+            if contains(s.span, line, col)]
     if not hits:
         return None
-    best = min(size(s.span) for s in hits)
+    best = min(size(s.span) for s, _ in hits)
     rows = []
-    for s in hits:
+    for s, types in hits:
         if size(s.span) != best:
             continue
-        outs = " , ".join(_shape(o.shape) for o in s.outputs)
+        outs = ", ".join(_shape(o.shape) for o in s.outputs)
         ex = _at_example(spec, s.out.shape) if len(s.outputs) == 1 else ""
-        row = f"`{s.text}` ({s.op}): {outs}{ex}"
+        ins = [_shape(types[r].shape) for r in s.inputs if r in types]
+        row = f"`{s.text}` ({s.op}): " + (f"{', '.join(ins)} → " if ins else "") + f"{outs}{ex}"
         if s.params != 0:
             row += f"; params {s.params}"
         if row not in rows:

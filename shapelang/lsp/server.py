@@ -65,6 +65,12 @@ class ShapeServer:
             return   # the editor has moved on; the newer version publishes its own
         self.ls.text_document_publish_diagnostics(
             t.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
+        self._run(self._index, uri)   # ready for the hover or jump that usually follows
+
+    def _index(self, uri: str) -> None:
+        an = self.store.analysis(uri)
+        if an is not None:
+            an.index  # noqa: B018 - built and cached on first use
 
     def _schedule(self, uri: str, delay: float) -> None:
         old = self.pending.pop(uri, None)
@@ -77,7 +83,7 @@ class ShapeServer:
         return an.lines.from_lsp(pos.line, pos.character)
 
     # ---- features
-    def _register(self) -> None:  # noqa: C901 - one small handler per LSP method
+    def _register(self) -> None:
         ls = self.ls
 
         @ls.feature(t.INITIALIZE)
