@@ -60,3 +60,13 @@ def test_index_scopes_and_definitions():
 def test_index_of_a_broken_document_keeps_the_statements_that_parse():
     ix = build("dim B\ninput x: [B, 3]\ny: x -> ) oops\nz: x -> relu\n")
     assert {s.name for s in ix.symbols.values()} >= {"B", "x", "z"}
+
+
+def test_lsp_without_the_extra_says_what_to_install(monkeypatch, capsys):
+    import sys
+
+    from shapelang.cli import main
+
+    monkeypatch.setitem(sys.modules, "pygls", None)   # as if pygls were not installed
+    assert main(["lsp"]) == 2
+    assert "pip install 'shapelang[lsp]'" in capsys.readouterr().err

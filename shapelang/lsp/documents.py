@@ -56,9 +56,6 @@ class DocumentStore:
         self.texts.pop(uri, None)
         self.cache.pop(uri, None)
 
-    def version(self, uri: str) -> int | None:
-        return self.texts.get(uri, (None, ""))[0]
-
     def analysis(self, uri: str) -> Analysis | None:
         """The analysis of the document's current text (checked now if it is not cached)."""
         if uri not in self.texts:

@@ -60,8 +60,10 @@ class ShapeServer:
         if result is None:
             return
         version, diags = result
-        current = self.store.version(uri)
-        if version is not None and current is not None and version < current:
+        current = self.ls.workspace.text_documents.get(uri)
+        if current is None:
+            return   # closed meanwhile
+        if version is not None and current.version is not None and version < current.version:
             return   # the editor has moved on; the newer version publishes its own
         self.ls.text_document_publish_diagnostics(
             t.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
