@@ -67,8 +67,10 @@ def _block(spec: CheckedSpec, sym: Symbol) -> str:
     out = [f"```shapelang\nblock {sym.name}({sig})\n```"]
     for ir in spec.blocks.get(sym.name, []):
         if ir.output is not None:
-            out.append(f"call at line {ir.span.line}: returns {_shape(ir.output.shape)}"
-                       f"{_at_example(spec, ir.output.shape)}; params {ir.total_params}")
+            row = (f"returns {_shape(ir.output.shape)}{_at_example(spec, ir.output.shape)}; "
+                   f"params {ir.total_params}")
+            if row not in out:
+                out.append(row)
     return "\n\n".join(out)
 
 
