@@ -21,7 +21,8 @@ ALLOWED = {
     "codegen": {"syntax", "checker"},
     "teaching": {"syntax", "checker", "render"},
     "api": {"syntax", "checker", "render", "codegen", "teaching"},
-    "cli": {"api", "syntax", "checker", "render", "codegen", "teaching"},
+    "lsp": {"api", "syntax", "checker", "render"},
+    "cli": {"api", "syntax", "checker", "render", "codegen", "teaching", "lsp"},
     "__init__": {"api"},
     "__main__": {"cli"},
 }

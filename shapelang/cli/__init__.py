@@ -45,6 +45,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="ask for the shape after every step")
     m.add_argument("--force", action="store_true")
 
+    sub.add_parser("lsp", help="run the language server over stdio (needs the `lsp` extra)",
+                   description="a language server over stdio for editors: diagnostics as you type, "
+                   "hover, definitions, references, completion and quick fixes")
+
     from .grade import add_parser as add_grade_parser
     add_grade_parser(sub)
     return p
@@ -82,8 +86,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         from .codegen import run_command
         return run_command(args)
+    if args.command == "lsp":
+        return _lsp()
     from .grade import command
     return command(args)
+
+
+def _lsp() -> int:
+    try:
+        import pygls  # noqa: F401
+    except ImportError:
+        print("shapelang: the language server needs pygls: pip install 'shapelang[lsp]'", file=sys.stderr)
+        return 2
+    from ..lsp import main as lsp_main
+    return lsp_main()
 
 
 def entry() -> None:

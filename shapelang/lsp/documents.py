@@ -1,0 +1,76 @@
+"""Open documents and their analyses, cached per text.
+
+An `Analysis` is one version of a document checked: the checked IR (exactly
+what `shapelang check` computes for that text), the symbol index and the line
+map. The store keeps the analyses of the last few texts of every document, so
+that a request for a version already checked (a hover after the diagnostics,
+an undo back to an earlier text) costs nothing. Only the server's one worker
+thread calls into the store.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from urllib.parse import unquote, urlparse
+
+from ..api import check
+from ..checker.ir import CheckedSpec
+from .positions import LineMap, normalise
+from .symbols import SymbolIndex, build
+
+KEEP = 4   # analyses kept per document
+
+
+@dataclass
+class Analysis:
+    uri: str
+    version: int | None
+    text: str
+    spec: CheckedSpec
+    lines: LineMap
+    _index: SymbolIndex | None = field(default=None, repr=False)
+
+    @property
+    def index(self) -> SymbolIndex:
+        if self._index is None:
+            self._index = build(self.text)
+        return self._index
+
+
+def path_of(uri: str) -> str:
+    """The file path `shapelang check` would be given, for a file URI; the URI otherwise."""
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" else uri
+
+
+class DocumentStore:
+    def __init__(self):
+        self.texts: dict[str, tuple[int | None, str]] = {}   # uri -> (version, text)
+        self.cache: dict[str, OrderedDict] = {}              # uri -> text -> Analysis
+        self.checks = 0                                      # full checks run (for tests, bench)
+
+    def update(self, uri: str, version: int | None, text: str) -> None:
+        self.texts[uri] = (version, normalise(text))
+
+    def close(self, uri: str) -> None:
+        self.texts.pop(uri, None)
+        self.cache.pop(uri, None)
+
+    def analysis(self, uri: str) -> Analysis | None:
+        """The analysis of the document's current text (checked now if it is not cached)."""
+        if uri not in self.texts:
+            return None
+        version, text = self.texts[uri]
+        cached = self.cache.setdefault(uri, OrderedDict())
+        hit = cached.get(text)
+        if hit is not None:
+            cached.move_to_end(text)
+            hit.version = version
+            return hit
+        self.checks += 1
+        spec = check(text, path_of(uri))
+        hit = Analysis(uri, version, text, spec, LineMap(text))
+        cached[text] = hit
+        while len(cached) > KEEP:
+            cached.popitem(last=False)
+        return hit

@@ -1,0 +1,127 @@
+"""Hover: what is under the cursor, symbolic and at the example sizes.
+
+A dim shows its definition and example value; a declared tensor its declared
+shape; a binding's name its proved shape; a block its signature and the shapes
+of its calls; anywhere else, the step (operation) whose span holds the cursor
+shows its input and output shapes. Names and steps inside a block are shown
+for each distinct call of the block.
+"""
+from __future__ import annotations
+
+from ..checker.ir import CheckedSpec
+from ..render.common import _ex, _num, _shape, _types
+from .documents import Analysis
+from .positions import contains, size
+from .symbols import Symbol
+
+
+def _at_example(spec: CheckedSpec, shape) -> str:
+    ex = _ex(spec, shape)
+    return "" if ex is None else f"  (example: [{', '.join(map(str, ex))}])"
+
+
+def _typed(spec, name: str, decls, bindings):
+    for d in decls:
+        if d.name == name:
+            return d.type
+    for b in bindings:
+        if name in b.names:
+            return b.types[b.names.index(name)]
+    return None
+
+
+def _dim(spec: CheckedSpec, sym: Symbol) -> str:
+    head = f"dim {sym.name}"
+    if sym.name in spec.definitions:
+        head += f" = {spec.definitions[sym.name]}"
+    lines = [f"```shapelang\n{head}\n```"]
+    value = spec.example.get(sym.name)
+    if value is None and sym.name in spec.definitions:
+        value = _num(spec, spec.definitions[sym.name])
+    if value is not None:
+        lines.append(f"example: `{sym.name} = {value}`")
+    return "\n\n".join(lines)
+
+
+def _tensor(spec: CheckedSpec, sym: Symbol) -> str | None:
+    if sym.scope is None:
+        ty = _typed(spec, sym.name, spec.decls, spec.bindings)
+        if ty is None:
+            return None
+        return f"```shapelang\n{sym.kind} {sym.name}: {_shape(ty.shape)}\n```{_at_example(spec, ty.shape)}"
+    rows = []
+    for k, ir in enumerate(spec.blocks.get(sym.scope, [])):
+        ty = _typed(spec, sym.name, ir.inputs + ir.params + ir.buffers, ir.bindings)
+        if ty is not None:
+            row = f"`{sym.name}: {_shape(ty.shape)}`{_at_example(spec, ty.shape)}"
+            if row not in rows:
+                rows.append(row)
+    if not rows:
+        return None
+    return f"{sym.kind} of block `{sym.scope}`\n\n" + "\n\n".join(rows)
+
+
+def _block(spec: CheckedSpec, sym: Symbol) -> str:
+    node = sym.node
+    sig = ", ".join(f"{d.name}: [{', '.join(_src(e) for e in d.shape.dims)}]" for d in node.inputs)
+    out = [f"```shapelang\nblock {sym.name}({sig})\n```"]
+    for ir in spec.blocks.get(sym.name, []):
+        if ir.output is not None:
+            row = (f"returns {_shape(ir.output.shape)}{_at_example(spec, ir.output.shape)}; "
+                   f"params {ir.total_params}")
+            if row not in out:
+                out.append(row)
+    return "\n\n".join(out)
+
+
+def _src(e) -> str:
+    return getattr(e, "name", None) or getattr(e, "text", None) or "…"
+
+
+def _scopes(spec: CheckedSpec):
+    """(types by ref, bindings) of the top level and of every block instance."""
+    yield _types(spec, spec.decls, spec.bindings), spec.bindings
+    for insts in spec.blocks.values():
+        for ir in insts:
+            yield _types(spec, ir.inputs + ir.params + ir.buffers, ir.bindings), ir.bindings
+
+
+def _step(spec: CheckedSpec, line: int, col: int) -> str | None:
+    hits = [(s, types) for types, bindings in _scopes(spec) for b in bindings for s in b.steps
+            if contains(s.span, line, col)]
+    if not hits:
+        return None
+    best = min(size(s.span) for s, _ in hits)
+    rows = []
+    for s, types in hits:
+        if size(s.span) != best:
+            continue
+        outs = ", ".join(_shape(o.shape) for o in s.outputs)
+        ex = _at_example(spec, s.out.shape) if len(s.outputs) == 1 else ""
+        ins = [_shape(types[r].shape) for r in s.inputs if r in types]
+        row = f"`{s.text}` ({s.op}): " + (f"{', '.join(ins)} → " if ins else "") + f"{outs}{ex}"
+        if s.params != 0:
+            row += f"; params {s.params}"
+        if row not in rows:
+            rows.append(row)
+    return "\n\n".join(rows)
+
+
+def hover(an: Analysis, line: int, col: int) -> tuple[str, object] | None:
+    """(markdown, span) for 1-based (line, column), or None."""
+    spec, index = an.spec, an.index
+    occ = index.at(line, col)
+    sym = index.resolve(occ) if occ is not None else None
+    text = None
+    if sym is not None:
+        if sym.kind == "dim":
+            text = _dim(spec, sym)
+        elif sym.kind == "block":
+            text = _block(spec, sym)
+        else:
+            text = _tensor(spec, sym)
+        if text is not None:
+            return text, occ.span
+    text = _step(spec, line, col)
+    return (text, None) if text else None
+

@@ -1,0 +1,176 @@
+"""The server: pygls (2.x) wiring, a worker thread for checking, debouncing.
+
+Every piece of shapelang work (checking, indexing, features) runs on one worker
+thread, in the order the messages arrived; the event loop only reads and
+writes messages, so it stays responsive while a large spec is checked.
+Changes are debounced: diagnostics are published `DEBOUNCE` seconds after the
+last change of a document, for the version then current, and a result for a
+version the editor has already replaced is not published.
+"""
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+from lsprotocol import types as t
+from pygls.lsp.server import LanguageServer
+
+from .. import __version__
+from . import completion, findings, hover, navigation
+from .documents import DocumentStore
+from .findings import lsp_range
+
+DEBOUNCE = 0.15   # seconds after the last change before the document is checked
+
+
+class ShapeServer:
+    def __init__(self):
+        self.ls = LanguageServer("shapelang", __version__,
+                                 text_document_sync_kind=t.TextDocumentSyncKind.Incremental)
+        self.store = DocumentStore()
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shapelang-check")
+        self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.docs = findings.CodeDocs()
+        self.debounce = DEBOUNCE
+        self._register()
+
+    # ---- the worker
+    def _run(self, fn, *args) -> asyncio.Future:
+        return asyncio.get_running_loop().run_in_executor(self.worker, fn, *args)
+
+    def _sync(self, uri: str) -> None:
+        """Queue the workspace's current text of `uri` for the worker."""
+        doc = self.ls.workspace.get_text_document(uri)
+        self._run(self.store.update, uri, doc.version, doc.source)
+
+    async def _on(self, uri: str, feature, *args):
+        """`feature(analysis, *args)` on the worker, for the document's current text."""
+        def job():
+            an = self.store.analysis(uri)
+            return None if an is None else feature(an, *args)
+        return await self._run(job)
+
+    async def publish(self, uri: str) -> None:
+        self.pending.pop(uri, None)
+
+        def job():
+            an = self.store.analysis(uri)
+            return None if an is None else (an.version, findings.diagnostics(an, self.docs))
+        result = await self._run(job)
+        if result is None:
+            return
+        version, diags = result
+        current = self.ls.workspace.text_documents.get(uri)
+        if current is None:
+            return   # closed meanwhile
+        if version is not None and current.version is not None and version < current.version:
+            return   # the editor has moved on; the newer version publishes its own
+        self.ls.text_document_publish_diagnostics(
+            t.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
+        self._run(self._index, uri)   # ready for the hover or jump that usually follows
+
+    def _index(self, uri: str) -> None:
+        an = self.store.analysis(uri)
+        if an is not None:
+            an.index  # noqa: B018 - built and cached on first use
+
+    def _schedule(self, uri: str, delay: float) -> None:
+        old = self.pending.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        loop = asyncio.get_running_loop()
+        self.pending[uri] = loop.call_later(delay, lambda: asyncio.ensure_future(self.publish(uri)))
+
+    def _position(self, an, pos: t.Position) -> tuple[int, int]:
+        return an.lines.from_lsp(pos.line, pos.character)
+
+    # ---- features
+    def _register(self) -> None:
+        ls = self.ls
+
+        @ls.feature(t.INITIALIZE)
+        def initialize(params: t.InitializeParams):
+            opts = params.initialization_options if isinstance(params.initialization_options, dict) else {}
+            if isinstance(opts.get("diagnosticsDocs"), str):
+                self.docs = findings.CodeDocs(opts["diagnosticsDocs"])
+            if isinstance(opts.get("debounceMs"), (int, float)) and 0 <= opts["debounceMs"] <= 5000:
+                self.debounce = opts["debounceMs"] / 1000
+
+        @ls.feature(t.TEXT_DOCUMENT_DID_OPEN)
+        async def did_open(params: t.DidOpenTextDocumentParams):
+            self._sync(params.text_document.uri)
+            self._schedule(params.text_document.uri, 0)
+
+        @ls.feature(t.TEXT_DOCUMENT_DID_CHANGE)
+        async def did_change(params: t.DidChangeTextDocumentParams):
+            self._sync(params.text_document.uri)
+            self._schedule(params.text_document.uri, self.debounce)
+
+        @ls.feature(t.TEXT_DOCUMENT_DID_SAVE)
+        async def did_save(params: t.DidSaveTextDocumentParams):
+            self._sync(params.text_document.uri)
+            self._schedule(params.text_document.uri, 0)
+
+        @ls.feature(t.TEXT_DOCUMENT_DID_CLOSE)
+        async def did_close(params: t.DidCloseTextDocumentParams):
+            uri = params.text_document.uri
+            handle = self.pending.pop(uri, None)
+            if handle is not None:
+                handle.cancel()
+            self._run(self.store.close, uri)
+            ls.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+        @ls.feature(t.TEXT_DOCUMENT_HOVER)
+        async def on_hover(params: t.HoverParams):
+            def feature(an):
+                found = hover.hover(an, *self._position(an, params.position))
+                if found is None:
+                    return None
+                text, span = found
+                return t.Hover(contents=t.MarkupContent(t.MarkupKind.Markdown, text),
+                               range=lsp_range(an, span) if span is not None else None)
+            return await self._on(params.text_document.uri, feature)
+
+        @ls.feature(t.TEXT_DOCUMENT_DEFINITION)
+        async def on_definition(params: t.DefinitionParams):
+            def feature(an):
+                span = navigation.definition(an, *self._position(an, params.position))
+                return None if span is None else t.Location(an.uri, lsp_range(an, span))
+            return await self._on(params.text_document.uri, feature)
+
+        @ls.feature(t.TEXT_DOCUMENT_REFERENCES)
+        async def on_references(params: t.ReferenceParams):
+            def feature(an):
+                spans = navigation.references(an, *self._position(an, params.position),
+                                              params.context.include_declaration)
+                return [t.Location(an.uri, lsp_range(an, s)) for s in spans]
+            return await self._on(params.text_document.uri, feature)
+
+        @ls.feature(t.TEXT_DOCUMENT_COMPLETION, t.CompletionOptions(trigger_characters=[">"]))
+        async def on_completion(params: t.CompletionParams):
+            def feature(an):
+                items = completion.complete(an, *self._position(an, params.position))
+                return t.CompletionList(is_incomplete=False, items=items)
+            return await self._on(params.text_document.uri, feature)
+
+        @ls.feature(t.TEXT_DOCUMENT_SIGNATURE_HELP, t.SignatureHelpOptions(trigger_characters=[" "]))
+        async def on_signature(params: t.SignatureHelpParams):
+            def feature(an):
+                return completion.signature(an, *self._position(an, params.position))
+            return await self._on(params.text_document.uri, feature)
+
+        @ls.feature(t.TEXT_DOCUMENT_CODE_ACTION,
+                    t.CodeActionOptions(code_action_kinds=[t.CodeActionKind.QuickFix]))
+        async def on_code_action(params: t.CodeActionParams):
+            def feature(an):
+                return findings.code_actions(an, params.range, self.docs)
+            return await self._on(params.text_document.uri, feature)
+
+
+def serve() -> int:
+    server = ShapeServer()
+    try:
+        server.ls.start_io()
+    finally:
+        server.worker.shutdown(wait=False, cancel_futures=True)
+    return 0

@@ -1,0 +1,107 @@
+"""A real LSP client session with `python -m shapelang lsp` over stdio, for the tests.
+
+Uses pygls's own client (the server's `lsp` extra): every request and
+notification is a JSON-RPC message on the server process's stdin/stdout.
+"""
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from lsprotocol import types as t
+from pygls.lsp.client import LanguageClient
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Session:
+    """`async with Session() as s:` starts the server and initializes it; leaves it shut down."""
+
+    def __init__(self, init_options: dict | None = None):
+        self.client = LanguageClient("shapelang-tests", "1")
+        self.published: dict[str, list] = {}
+        self.arrived = asyncio.Event()
+        self.init_options = init_options
+
+        @self.client.feature(t.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def on_diagnostics(params: t.PublishDiagnosticsParams):
+            self.published.setdefault(params.uri, []).append(params)
+            self.arrived.set()
+
+    async def __aenter__(self):
+        await self.client.start_io(sys.executable, "-m", "shapelang", "lsp", cwd=str(ROOT))
+        self.capabilities = (await self.client.initialize_async(t.InitializeParams(
+            capabilities=t.ClientCapabilities(), process_id=None, root_uri=ROOT.as_uri(),
+            initialization_options=self.init_options))).capabilities
+        self.client.initialized(t.InitializedParams())
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        try:
+            await asyncio.wait_for(self.client.shutdown_async(None), 10)
+            self.client.exit(None)
+        finally:
+            await self.client.stop()
+
+    # ---- documents
+    def open(self, uri: str, text: str, version: int = 1) -> None:
+        self.client.text_document_did_open(t.DidOpenTextDocumentParams(
+            t.TextDocumentItem(uri=uri, language_id="shapelang", version=version, text=text)))
+
+    def replace(self, uri: str, text: str, version: int) -> None:
+        """didChange with the whole new text."""
+        self.client.text_document_did_change(t.DidChangeTextDocumentParams(
+            t.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            [t.TextDocumentContentChangeWholeDocument(text=text)]))
+
+    def edit(self, uri: str, version: int, edits: list[t.TextEdit]) -> None:
+        """didChange with incremental edits (as an editor applying a quick fix sends them)."""
+        self.client.text_document_did_change(t.DidChangeTextDocumentParams(
+            t.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            [t.TextDocumentContentChangePartial(range=e.range, text=e.new_text) for e in edits]))
+
+    async def diagnostics(self, uri: str, version: int, timeout: float = 30) -> list[t.Diagnostic]:
+        """The diagnostics published for `version` of the document."""
+        async def wait():
+            while True:
+                for p in self.published.get(uri, []):
+                    if p.version == version:
+                        return p.diagnostics
+                self.arrived.clear()
+                await self.arrived.wait()
+        return await asyncio.wait_for(wait(), timeout)
+
+    # ---- requests
+    def _doc(self, uri):
+        return t.TextDocumentIdentifier(uri=uri)
+
+    async def hover(self, uri, line, character):
+        return await self.client.text_document_hover_async(
+            t.HoverParams(self._doc(uri), t.Position(line, character)))
+
+    async def definition(self, uri, line, character):
+        return await self.client.text_document_definition_async(
+            t.DefinitionParams(self._doc(uri), t.Position(line, character)))
+
+    async def references(self, uri, line, character, declaration=True):
+        return await self.client.text_document_references_async(t.ReferenceParams(
+            context=t.ReferenceContext(include_declaration=declaration),
+            text_document=self._doc(uri), position=t.Position(line, character)))
+
+    async def completion(self, uri, line, character):
+        return await self.client.text_document_completion_async(
+            t.CompletionParams(self._doc(uri), t.Position(line, character)))
+
+    async def signature(self, uri, line, character):
+        return await self.client.text_document_signature_help_async(
+            t.SignatureHelpParams(self._doc(uri), t.Position(line, character)))
+
+    async def code_actions(self, uri, rng: t.Range, diagnostics):
+        return await self.client.text_document_code_action_async(t.CodeActionParams(
+            self._doc(uri), rng, t.CodeActionContext(diagnostics=diagnostics)))
+
+
+def run(coro_fn, *args, timeout: float = 60):
+    """Run an async scenario to completion, bounded."""
+    return asyncio.run(asyncio.wait_for(coro_fn(*args), timeout))

@@ -1,0 +1,76 @@
+"""The server's features on every spec of the repository, in process (the stdio
+session is tests/test_lsp.py): quick fixes give the proved rewrite and clear the
+finding, diagnostics carry check's codes and messages, and no position of any
+spec makes a feature fail."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("lsprotocol", reason="the language server needs the `lsp` extra")
+from lsprotocol import types as t
+
+import shapelang
+from shapelang.lsp import completion, findings, hover, navigation
+from shapelang.lsp.documents import DocumentStore
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = sorted((ROOT / "specs").glob("*.shape")) + sorted((ROOT / "tests" / "cases").glob("*.shape"))
+BUGS = sorted((ROOT / "tests" / "provenance" / "bugs").glob("*.shape"))
+EVERYTHING = t.Range(t.Position(0, 0), t.Position(10**6, 0))
+
+
+def _analysis(path: Path):
+    store = DocumentStore()
+    store.update(path.as_uri(), 1, path.read_text(encoding="utf-8"))
+    return store.analysis(path.as_uri())
+
+
+def _apply(text: str, edit: t.TextEdit) -> str:
+    """An editor's application of a TextEdit: positions in UTF-16 code units."""
+    lines = text.split("\n")
+
+    def offset(p: t.Position) -> int:
+        before = "\n".join(lines[:p.line])
+        units = lines[p.line].encode("utf-16-le")[:2 * p.character].decode("utf-16-le")
+        return len(before) + (1 if p.line else 0) + len(units)
+    return text[:offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end):]
+
+
+def test_every_proved_fix_is_a_quick_fix_that_clears_its_finding():
+    docs = findings.CodeDocs()
+    applied = 0
+    for path in BUGS:
+        an = _analysis(path)
+        actions = findings.code_actions(an, EVERYTHING, docs)
+        proved = [d for d in an.spec.diagnostics if d.fix is not None]
+        assert len(actions) == len(proved), path.name
+        for action, d in zip(actions, proved):
+            (edit,) = action.edit.changes[an.uri]
+            new_text = _apply(an.text, edit)
+            line = new_text.split("\n")[d.span.line - 1]
+            assert d.fix[2] in line, path.name
+            again = shapelang.check(new_text)
+            assert (d.code, d.span.line) not in {(x.code, x.span.line) for x in again.diagnostics}
+            assert again.ok or not an.spec.ok, path.name
+            applied += 1
+    assert applied >= 5
+
+
+@pytest.mark.parametrize("path", SPECS + BUGS[:8], ids=lambda p: p.name)
+def test_features_answer_at_every_position(path):
+    an = _analysis(path)
+    got = findings.diagnostics(an, findings.CodeDocs())
+    assert [(d.code, d.message) for d in got] == [(d.code, d.message) for d in an.spec.diagnostics]
+    hovered = 0
+    for k, line in enumerate(an.text.split("\n"), 1):
+        for col in range(1, len(line) + 2):
+            if hover.hover(an, k, col) is not None:
+                hovered += 1
+            span = navigation.definition(an, k, col)
+            if span is not None:
+                assert span in navigation.references(an, k, col)
+            completion.complete(an, k, col)
+            completion.signature(an, k, col)
+    assert hovered > 0
