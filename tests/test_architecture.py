@@ -22,7 +22,8 @@ ALLOWED = {
     "teaching": {"syntax", "checker", "render"},
     "api": {"syntax", "checker", "render", "codegen", "teaching"},
     "cli": {"api", "syntax", "checker", "render", "codegen", "teaching"},
-    "__init__": {"api"},
+    "notebook": {"api", "syntax", "checker", "render", "teaching"},
+    "__init__": {"api", "notebook"},
     "__main__": {"cli"},
 }
 MAX_LINES = 500
