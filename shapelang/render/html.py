@@ -9,6 +9,8 @@ from the network; every piece of spec text is escaped.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 from html import escape
 
 import sympy as sp
@@ -60,6 +62,7 @@ document.querySelectorAll('[data-toggle]').forEach(function (b) {
 });
 """
 
+SCRIPT_HASH = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
 MAX_OPEN_STEPS = 60     # bindings open by default until this many steps are shown
 
 
@@ -247,7 +250,7 @@ def trace_html(spec: CheckedSpec) -> str:
     title = f"trace of {spec.path}"
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-            "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+            f"style-src 'unsafe-inline'; script-src 'sha256-{SCRIPT_HASH}'\">"
             f"<title>{escape(title)}</title><style>body{{margin:16px}}{CSS}</style></head><body>"
             f'<div class="shapelang-trace">{page.header(title)}'
             '<div><button type="button" data-toggle="open">expand all</button>'

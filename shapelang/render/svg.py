@@ -134,7 +134,7 @@ def changes(op: str, ins: list[list[Axis]], out: list[Axis]) -> tuple[list, list
     kept = {a.atoms for a in out}
     gone = []
     if op in CONTRACT_OPS or op in REDUCE_OPS:
-        word = "contracted" if op in CONTRACT_OPS else "reduced"
+        word = "looked up" if op == "embed" else "contracted" if op in CONTRACT_OPS else "reduced"
         for axes in ins:
             for a in axes:
                 if a.atoms not in kept and a.atoms and all(a.atoms != g.atoms for g in gone):
@@ -143,9 +143,9 @@ def changes(op: str, ins: list[list[Axis]], out: list[Axis]) -> tuple[list, list
 
 
 def _box_width(a: Axis) -> int:
-    text = max(len(a.size), len(a.label), len(str(a.ex or "")))
+    text = max(len(a.size), len(str(a.ex or "")))
     ex = a.ex if isinstance(a.ex, int) and a.ex > 1 else 2
-    return int(min(150, max(52, 8 * text + 20, 40 + 9 * math.log2(ex))))
+    return int(min(150, max(52, 8 * text + 20, 7 * len(a.tag) + 12, 40 + 9 * math.log2(ex))))
 
 
 def _text(x, y, s, cls="", anchor="middle") -> str:
@@ -165,7 +165,7 @@ def _boxes(axes, x, y, colours, gone=False) -> tuple[list, int]:
         parts.append(f'<g data-axis="{escape(a.label)}" data-tag="{a.tag}"><title>{escape(title)}</title>'
                      f'<rect{stroke} x="{x}" y="{y}" width="{w}" height="{BOX_H}" rx="4" '
                      f'fill="{colours.fill(a)}"{dash}/>'
-                     + _text(x + w / 2, y + 19, a.size, "size")
+                     + _text(x + w / 2, y + 19, a.size if len(a.size) <= 17 else a.size[:16] + "…", "size")
                      + _text(x + w / 2, y + 36, a.ex if a.ex is not None else "?", "ex")
                      + (_text(x + w / 2, y + BOX_H + 15, a.tag, "tag") if a.tag else "") + "</g>")
         x += w + GAP
