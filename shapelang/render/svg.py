@@ -112,9 +112,7 @@ def changes(op: str, ins: list[list[Axis]], out: list[Axis]) -> tuple[list, list
             elif (src := _split_source(first, a)) is not None or len(same_root) == 1 and \
                     same_root[0].depth < a.depth and (src := same_root[0]):
                 a.tag, cut = "split", cut or src
-            elif a.atoms != ("1",) and a.atoms:
-                a.tag = "new"
-            elif op == "unsqueeze":
+            elif a.atoms != ("1",) and a.atoms or op == "unsqueeze":
                 a.tag = "new"
     elif op in ("add", "sub", "mul", "div", "mask", "where") or op.startswith("binary"):
         for axes in ins:

@@ -37,11 +37,11 @@ import time
 from contextlib import contextmanager
 
 from ..syntax.parser import MAX_BYTES, MAX_LINES, ParseFailure
-from .notebook import NotebookError, read_limit, submission_text
 from .engines import FastEngine, FullEngine, Reference, filled_text
 from .exercise import Answer, ExerciseError, extract, load_template
 from .feedback import Feedback, with_help
 from .judge import Judge, fill_answers
+from .notebook import NotebookError, read_limit, submission_text
 from .results import (
     GRADER_FAILED,
     MAX_NOTES,

@@ -74,7 +74,7 @@ def _cell(kind: str, source: str, number: int) -> dict:
 def exercise_notebook(text: str, title: str = "") -> dict:
     """The exercise as a notebook (nbformat 4): one `%%shapelang` cell per part."""
     if not title:
-        m = re.search(r"^#\s*@title:\s*(.+)$", text, re.M)
+        m = re.search(r"^#\s*@title:\s*(.+)$", text, re.MULTILINE)
         title = m.group(1).strip() if m else ""
     parts = parts_of(text)
     intro = (f"# {title}\n\n" if title else "") + (
