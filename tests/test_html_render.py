@@ -149,3 +149,37 @@ def test_cli_writes_html_and_svg(tmp_path):
     assert r.returncode == 1 and 'data-line="3"' in (tmp_path / "bad.html").read_text()
     r = _cli("trace", "--format", "html", str(bad), "specs/mha_self_attention.shape", "-o", "x.html")
     assert r.returncode == 2 and "one FILE" in r.stderr
+
+
+def _tags(page: str, spec, binding: str) -> list:
+    b = next(b for b in spec.bindings if ", ".join(b.names) == binding)
+    return [re.findall(r'data-axis="([^"]*)" data-tag="([a-z ]+)"', _step(page, s.ref)) for s in b.steps]
+
+
+@pytest.mark.parametrize("name, binding, want", [
+    # grouped-query attention: kv heads repeated, a new axis, broadcast, merged back
+    ("grouped_query_attention", "k_rep", [[("G·Nrep", "repeated")]]),
+    ("grouped_query_attention", "scores", [[("Dh", "moved"), ("S", "moved")], [("Dh", "contracted")], [],
+                                           [], []]),
+    ("grouped_query_attention", "heads", [[("S", "contracted")]]),
+    # patches: (h p1) (w p2) regrouped into tokens × patch features
+    ("vit_patch_embedding", "patches", [[("Nh·Nw", "merged"), ("P·P·C", "merged")]]),
+    ("layernorm_projections", "mu", [[("D", "reduced")]]),
+    ("layernorm_projections", "x_hat", [[("D", "broadcast")], [], [], [("D", "broadcast")]]),
+])
+def test_what_a_step_changes_is_named(name, binding, want):
+    spec = shapelang.check_file(str(ROOT / "specs" / f"{name}.shape"))
+    page = trace_html(spec)
+    got = _tags(page, spec, binding)
+    assert got[: len(want)] == want
+
+
+def test_a_learned_map_makes_new_features_and_a_new_axis_is_not_a_split():
+    text = ("dim B\ndim S\ndim D\nexample B=2, S=3, D=8\ninput X: [B, S, D]\n"
+            "Y: X -> linear D\nZ: X -> unsqueeze 1\nq, k, v: X -> linear 3*D -> chunk 3 -1\n")
+    spec = shapelang.check(text)
+    page = trace_html(spec)
+    assert _tags(page, spec, "Y") == [[("D", "new"), ("D", "contracted")]]
+    z = _step(page, next(b for b in spec.bindings if b.names == ("Z",)).steps[0].ref)
+    assert re.findall(r'data-tag="([a-z ]+)"', z) == ["new"] and "cut into" not in z
+    assert _tags(page, spec, "q, k, v")[1] == [("D", "split")] * 3

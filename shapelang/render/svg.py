@@ -21,8 +21,7 @@ BOX_H = 46
 GAP = 8
 MAX_CELLS = 12          # cells drawn per side of a grid; larger sizes are elided
 PALETTE = (210, 30, 120, 280, 0, 170, 50, 330, 250, 90, 190, 15)
-LAYOUT_OPS = {"view", "reshape", "flatten", "rearrange", "unsqueeze", "squeeze", "split", "chunk",
-              "unflatten"}
+LAYOUT_OPS = {"view", "reshape", "flatten", "rearrange", "unsqueeze", "squeeze", "unflatten"}
 MOVE_OPS = {"transpose", "permute", "movedim", "rearrange"}
 REDUCE_OPS = {"sum", "mean", "var", "amax", "select"}
 CONTRACT_OPS = {"matmul", "linear", "einsum", "embed"}
@@ -94,26 +93,40 @@ def _split_source(ins: list, axis: Axis):
     return None
 
 
+RESIZE_WORDS = {"expand": "broadcast", "repeat_interleave": "repeated", "concat": "concatenated",
+                "slice": "sliced", "chunk": "split", "split": "split"}
+CUT_OPS = {"view", "reshape", "unflatten", "rearrange"}
+
+
+def _regrouped(op, first, a):
+    """The tag of output axis `a` of a regrouping step, and the input axis it was cut from."""
+    if not a.atoms:
+        return ("new" if op == "unsqueeze" else ""), None
+    same_root = [b for b in first if b.root is not None and b.root == a.root]
+    if len(a.atoms) > 1 or len(same_root) > 1 and all(b.depth > a.depth for b in same_root):
+        return "merged", None
+    src = _split_source(first, a)
+    if src is None and len(same_root) == 1 and same_root[0].depth < a.depth:
+        src = same_root[0]
+    if src is not None:
+        return "split", src if op in CUT_OPS and not src.tag else None
+    return "new", None
+
+
 def changes(op: str, ins: list[list[Axis]], out: list[Axis]) -> tuple[list, list, Axis | None]:
     """Tag the output axes the step changes; return (out, gone axes, the axis that was cut)."""
     first = ins[0] if ins else []
-    seen = {a.atoms for axes in ins for a in axes}
     cut = None
+    gone = []
     if op in LAYOUT_OPS or op in MOVE_OPS:
         pos_in = [a.atoms for a in first]
         for k, a in enumerate(out):
-            same_root = [b for b in first if b.root is not None and b.root == a.root]
             if a.atoms in pos_in:
                 if op in MOVE_OPS and (k >= len(pos_in) or pos_in[k] != a.atoms):
                     a.tag = "moved"
-            elif len(a.atoms) > 1 and all(any(t in b.atoms for b in first) for t in a.atoms) \
-                    or len(same_root) > 1 and all(b.depth > a.depth for b in same_root):
-                a.tag = "merged"
-            elif (src := _split_source(first, a)) is not None or len(same_root) == 1 and \
-                    same_root[0].depth < a.depth and (src := same_root[0]):
-                a.tag, cut = "split", cut or src
-            elif a.atoms != ("1",) and a.atoms or op == "unsqueeze":
-                a.tag = "new"
+                continue
+            a.tag, src = _regrouped(op, first, a)
+            cut = cut or src
     elif op in ("add", "sub", "mul", "div", "mask", "where") or op.startswith("binary"):
         for axes in ins:
             shift = len(out) - len(axes)
@@ -121,18 +134,27 @@ def changes(op: str, ins: list[list[Axis]], out: list[Axis]) -> tuple[list, list
                 j = k - shift
                 if (j < 0 or axes[j].ex == 1 and a.ex != 1 or axes[j].size == "1" and a.size != "1"):
                     a.tag = "broadcast"
-    elif op in ("expand", "repeat_interleave", "concat", "slice", "stack", "block"):
+    elif op in RESIZE_WORDS:
         for k, a in enumerate(out):
             if k < len(first) and (first[k].size != a.size):
-                a.tag = "broadcast" if op == "expand" else "resized"
-    else:
+                a.tag = RESIZE_WORDS[op]
+    elif op in ("linear", "matmul") and first and out:
+        # the product sums over the last axis of the left operand; a learned map (a 2-D weight)
+        # gives the last axis new features
+        gone.append(Axis(first[-1].size, first[-1].ex, first[-1].atoms, first[-1].root,
+                         first[-1].depth, "contracted"))
+        if op == "linear" or len(ins) > 1 and len(ins[1]) == 2:
+            out[-1].tag = "new"
+        return out, gone, None
+    elif op not in ("block", "stack"):
+        seen = {a.atoms for axes in ins for a in axes}
         for a in out:
             if a.atoms and a.atoms not in seen:
                 a.tag = "new"
     kept = {a.atoms for a in out}
-    gone = []
     if op in CONTRACT_OPS or op in REDUCE_OPS:
-        word = "looked up" if op == "embed" else "contracted" if op in CONTRACT_OPS else "reduced"
+        word = "looked up" if op == "embed" else "contracted" if op in CONTRACT_OPS else \
+            "indexed" if op == "select" else "reduced"
         for axes in ins:
             for a in axes:
                 if a.atoms not in kept and a.atoms and all(a.atoms != g.atoms for g in gone):
