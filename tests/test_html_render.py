@@ -183,3 +183,18 @@ def test_a_learned_map_makes_new_features_and_a_new_axis_is_not_a_split():
     z = _step(page, next(b for b in spec.bindings if b.names == ("Z",)).steps[0].ref)
     assert re.findall(r'data-tag="([a-z ]+)"', z) == ["new"] and "cut into" not in z
     assert _tags(page, spec, "q, k, v")[1] == [("D", "split")] * 3
+
+
+def test_blocks_called_many_times_are_drawn_once():
+    # each block calls the next twice: drawing every call would double the page per level
+    levels = 12
+    lines = ["dim B", "dim D", "example B=2, D=4", "block L0(x: [B, D]):", "  return x -> relu", "end"]
+    for k in range(1, levels):
+        lines += [f"block L{k}(x: [B, D]):", f"  a: L{k - 1}(x)", f"  return L{k - 1}(a)", "end"]
+    lines += ["input X: [B, D]", f"Y: L{levels - 1}(X)", f"Z: L{levels - 1}(Y)"]
+    spec = shapelang.check("\n".join(lines) + "\n")
+    assert spec.ok, shapelang.render_check(spec)
+    page = trace_html(spec)
+    assert len(page) < 200_000
+    for k in range(levels):
+        assert page.count(f'data-block="L{k}"') == 1

@@ -91,6 +91,7 @@ class _Page:
                 continue
             self.by_line.setdefault(d.span.line, []).append(d)
         self.placed: set = set()
+        self.drawn_blocks: dict = {}    # id(BlockIR) -> line of the call that drew it
 
     # -------------------------------------------------------------- pieces
     def diagnostics_at(self, first: int, last: int) -> str:
@@ -176,7 +177,13 @@ class _Page:
                 + self.diagnostics_at(b.span.line, last) + "</details>")
 
     def block(self, ir, call) -> str:
+        """A block instance, drawn once (a block called again at the same shapes, or called
+        from a block called many times, refers to the drawing: the page stays linear)."""
         spec = self.spec
+        if id(ir) in self.drawn_blocks:
+            return (f'<div class="nums" data-block-ref="{escape(ir.name)}">block {escape(ir.name)} at these '
+                    f'shapes: drawn under line {self.drawn_blocks[id(ir)]}</div>')
+        self.drawn_blocks[id(ir)] = call.span.line
         args = ", ".join(f"{d.name}: {_shape(d.type.shape)}" for d in ir.inputs)
         count = call.detail.get("count")
         times = f" × {dimlib.show(count)}" if count is not None else ""
