@@ -22,3 +22,10 @@ def __getattr__(name: str):
 
         return getattr(api, name)
     raise AttributeError(f"module 'shapelang' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext shapelang`: the `%%shapelang` cell magic (IPython is imported only here)."""
+    from .notebook import load_ipython_extension as load
+
+    load(ipython)

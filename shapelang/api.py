@@ -25,6 +25,7 @@ from .checker.checker import check_file as _check_file
 from .checker.checker import check_text as _check_text
 from .checker.ir import CheckedSpec
 from .codegen.naming import CodegenError
+from .render import html as _html  # noqa: F401  (gives CheckedSpec its notebook picture)
 from .syntax.diagnostics import Diagnostic
 
 __all__ = [

@@ -23,7 +23,8 @@ ALLOWED = {
     "api": {"syntax", "checker", "render", "codegen", "teaching"},
     "lsp": {"api", "syntax", "checker", "render"},
     "cli": {"api", "syntax", "checker", "render", "codegen", "teaching", "lsp"},
-    "__init__": {"api"},
+    "notebook": {"api", "syntax", "checker", "render", "teaching"},
+    "__init__": {"api", "notebook"},
     "__main__": {"cli"},
 }
 MAX_LINES = 500

@@ -133,5 +133,12 @@ class CheckedSpec(Totals):
                                  {self.prover.user[k]: v for k, v in self.example.items()
                                   if k in self.prover.user})
 
+    html_renderer = None   # set by shapelang.render.html: a renderer imports the checker, not back
+
+    def _repr_html_(self) -> str | None:
+        """Notebooks show a checked spec as its trace picture."""
+        render = type(self).html_renderer
+        return render(self) if render is not None else None
+
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.severity == "error"]

@@ -20,11 +20,15 @@ def _parser() -> argparse.ArgumentParser:
         c = sub.add_parser(name, help=help_text, description=help_text + "; exit 0 clean (warnings "
                            "allowed), 1 errors (or warnings with --strict), 2 usage or I/O error")
         c.add_argument("files", nargs="+", metavar="FILE")
-        c.add_argument("--format", choices=["text", "json"], default="text")
+        c.add_argument("--format", choices=["text", "json"] + (["html", "svg"] if name == "trace" else []),
+                       default="text", help="text, json" + (", html (a self-contained page) or svg "
+                                                             "(one figure)" if name == "trace" else ""))
         c.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
         if name == "trace":
             c.add_argument("--provenance", action="store_true",
                            help="add a column: where the elements of each axis come from")
+            c.add_argument("-o", "--output", metavar="OUT",
+                           help="write here instead of stdout (one FILE only)")
 
     c = sub.add_parser("codegen", help="emit a PyTorch module for a checked spec")
     c.add_argument("file", metavar="FILE")
@@ -44,6 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--all-shapes", action="store_true",
                    help="ask for the shape after every step")
     m.add_argument("--force", action="store_true")
+    m.add_argument("--notebook", action="store_true",
+                   help="write a Jupyter notebook (one %%%%shapelang cell per part) instead of a .shape file")
 
     sub.add_parser("lsp", help="run the language server over stdio (needs the `lsp` extra)",
                    description="a language server over stdio for editors: diagnostics as you type, "
@@ -58,7 +64,12 @@ def _check(args) -> int:
     from .. import render
     from ..api import check_file
 
+    output = getattr(args, "output", None)
+    if output and len(args.files) != 1:
+        print("shapelang: -o takes one FILE", file=sys.stderr)
+        return 2
     status = 0
+    written = []
     for path in args.files:
         try:
             spec = check_file(path)
@@ -68,11 +79,23 @@ def _check(args) -> int:
         if not spec.ok or (args.strict and spec.diagnostics):
             status = 1
         if args.format == "json":
-            sys.stdout.write(render.to_json(render.spec_json(spec, args.command == "trace")))
+            written.append(render.to_json(render.spec_json(spec, args.command == "trace")))
+        elif args.format in ("html", "svg"):
+            from ..render import html
+            written.append(html.trace_html(spec) if args.format == "html" else html.trace_svg(spec))
         elif args.command == "check":
-            sys.stdout.write(render.check_text(spec))
+            written.append(render.check_text(spec))
         else:
-            sys.stdout.write(render.trace_text(spec, provenance=args.provenance))
+            written.append(render.trace_text(spec, provenance=args.provenance))
+        if not output:
+            sys.stdout.write(written.pop())
+    if output:
+        try:
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(written[0])
+        except OSError as err:
+            print(f"shapelang: cannot write {output}: {err.strerror}", file=sys.stderr)
+            return 2
     return status
 
 

@@ -99,6 +99,9 @@ def _make_cli(args) -> int:
         return 1
     for w in warnings:
         print(f"shapelang: note: {w}", file=sys.stderr)
+    if getattr(args, "notebook", False):
+        from ..teaching.notebook import notebook_json
+        out = notebook_json(out)
     try:
         write_output(args.output, out)
     except OSError as err:
@@ -142,7 +145,7 @@ def _grade_cli(args) -> int:
         print(f"shapelang: note: {w}", file=sys.stderr)
     ex = Path(args.exercise).resolve()
     exclude = {str(ex), str(Path(solution).resolve()), str(ex.parent / "solutions")}
-    match = (lambda rel: rel.endswith(".shape")) if args.file is None else \
+    match = (lambda rel: rel.endswith((".shape", ".ipynb"))) if args.file is None else \
         (lambda rel: rel == args.file or os.path.basename(rel) == args.file)
     try:
         found = scan(args.submissions, exclude, match)

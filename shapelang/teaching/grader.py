@@ -41,6 +41,7 @@ from .engines import FastEngine, FullEngine, Reference, filled_text
 from .exercise import Answer, ExerciseError, extract, load_template
 from .feedback import Feedback, with_help
 from .judge import Judge, fill_answers
+from .notebook import NotebookError, read_limit, submission_text
 from .results import (
     GRADER_FAILED,
     MAX_NOTES,
@@ -212,7 +213,7 @@ class Grader:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return self.refuse(path, "the submission is not a regular file")
             with os.fdopen(fd, "rb", closefd=False) as fh:
-                data = fh.read(MAX_BYTES + 1)
+                data = fh.read(read_limit(path, MAX_BYTES) + 1)
         except OSError as err:
             return self.refuse(path, f"cannot read the submission: {err.strerror}")
         finally:
@@ -220,6 +221,11 @@ class Grader:
         return self.grade_bytes(data, path)
 
     def grade_bytes(self, data: bytes, path: str = "<submission>") -> SubmissionResult:
+        if str(path).endswith(".ipynb"):       # a notebook: its %%shapelang cells are the text
+            try:
+                return self.grade_text(submission_text(data), path)
+            except NotebookError as err:
+                return self.refuse(path, str(err))
         if len(data) > MAX_BYTES:
             return self.refuse(path, f"the submission is larger than {MAX_BYTES // 1024} KB; "
                                      "submit the exercise file with your answers filled in")

@@ -1,0 +1,303 @@
+"""HTML renderer: the trace as a picture, a self-contained page (no network access).
+
+`trace_html` gives the page `shapelang trace --format html` writes; `trace_fragment` the same
+walk-through as one <div> for notebooks (`CheckedSpec._repr_html_`); `trace_svg` one SVG
+figure. Declarations and bindings appear in file order; each binding is a collapsible block
+of its steps, each step its output tensor drawn axis by axis (shapelang.render.svg), with
+its parameters and FLOPs; a diagnostic sits on the line where it occurs. Nothing is loaded
+from the network; every piece of spec text is escaped.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+from html import escape
+
+import sympy as sp
+
+from ..checker import dims as dimlib
+from ..checker.ir import CheckedSpec
+from .common import _num, _shape
+from .svg import Colours, axes_of, changes, step_svg
+from .text import diagnostic_text
+
+CSS = """
+.shapelang-trace{font:14px/1.4 system-ui,-apple-system,'Segoe UI',sans-serif;color:#222;max-width:1100px}
+.shapelang-trace h1{font-size:20px;margin:4px 0}
+.shapelang-trace .meta{color:#555;margin:2px 0}
+.shapelang-trace details{border-left:3px solid #ccd;margin:6px 0;padding-left:8px}
+.shapelang-trace details.block{border-left-color:#a8c}
+.shapelang-trace summary{cursor:pointer;font-weight:600}
+.shapelang-trace summary .shape,.shapelang-trace .shape{font-family:ui-monospace,Menlo,Consolas,monospace;
+ font-weight:400;color:#335}
+.shapelang-trace .step{margin:6px 0 10px 0}
+.shapelang-trace .op{font-family:ui-monospace,Menlo,Consolas,monospace;background:#f3f3f8;padding:1px 4px}
+.shapelang-trace .nums{color:#555;font-size:13px}
+.shapelang-trace .changed-names{color:#b22;font-size:13px}
+.shapelang-trace svg.fig{display:block;max-width:100%;height:auto;margin:4px 0}
+.shapelang-trace svg text{font:12px system-ui,sans-serif;fill:#222}
+.shapelang-trace svg text.size{font-weight:600}
+.shapelang-trace svg text.ex{fill:#444}
+.shapelang-trace svg text.tag{fill:#b22;font-weight:600}
+.shapelang-trace svg text.cap{font-weight:600}
+.shapelang-trace svg text.note{fill:#555}
+.shapelang-trace svg rect.axis{stroke:#556;stroke-width:1}
+.shapelang-trace svg rect.axis.changed{stroke:#c22;stroke-width:3}
+.shapelang-trace svg rect.slice{stroke:#fff;stroke-width:1}
+.shapelang-trace .diag{border:1px solid #e99;background:#fff4f4;padding:4px 8px;margin:6px 0;overflow-x:auto}
+.shapelang-trace .diag.warning{border-color:#db8;background:#fffaf0}
+.shapelang-trace .diag pre{margin:0;font:12px/1.35 ui-monospace,Menlo,Consolas,monospace;white-space:pre}
+.shapelang-trace .legend span{display:inline-block;padding:1px 6px;margin:2px;border:1px solid #999;
+ border-radius:3px;font-size:12px}
+.shapelang-trace .decl{margin:3px 0}
+.shapelang-trace button{font-size:12px;margin-right:6px}
+"""
+
+SCRIPT = """
+document.querySelectorAll('[data-toggle]').forEach(function (b) {
+  b.addEventListener('click', function () {
+    var open = b.getAttribute('data-toggle') === 'open';
+    document.querySelectorAll('.shapelang-trace details').forEach(function (d) { d.open = open; });
+  });
+});
+"""
+
+SCRIPT_HASH = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+MAX_OPEN_STEPS = 60     # bindings open by default until this many steps are shown
+
+
+def _n(spec, e) -> str:
+    if e == 0:
+        return ""
+    n = _num(spec, e)
+    sym = dimlib.show(e)
+    if n is None:
+        return sym
+    return f"{n:,}" if sym == str(n) else f"{sym} = {n:,}"
+
+
+class _Page:
+    """Builds the walk-through of one checked spec."""
+
+    def __init__(self, spec: CheckedSpec, lines: tuple | None = None):
+        self.spec = spec
+        self.lines = lines      # (first, last): draw only what is written on these lines
+        self.colours = Colours()
+        self.types: dict = {}
+        self.open_steps = 0
+        self.by_line: dict[int, list] = {}
+        for d in spec.diagnostics:
+            if lines is not None and not lines[0] <= d.span.line <= lines[1]:
+                continue
+            self.by_line.setdefault(d.span.line, []).append(d)
+        self.placed: set = set()
+        self.drawn_blocks: dict = {}    # id(BlockIR) -> line of the call that drew it
+
+    # -------------------------------------------------------------- pieces
+    def diagnostics_at(self, first: int, last: int) -> str:
+        out = []
+        for line in range(first, last + 1):
+            for d in self.by_line.get(line, ()):
+                if id(d) not in self.placed:
+                    self.placed.add(id(d))
+                    out.append(self.diagnostic(d))
+        return "".join(out)
+
+    def diagnostic(self, d) -> str:
+        text = diagnostic_text(d, self.spec.path, self.spec.source)
+        return (f'<div class="diag {escape(d.severity)}" data-diagnostic="{escape(d.code)}" '
+                f'data-line="{d.span.line}"><pre>{escape(text)}</pre></div>')
+
+    def remember(self, decls, bindings):
+        for dcl in decls:
+            self.types[dcl.name] = (dcl.type.shape, None)
+        for b in bindings:
+            for s in b.steps:
+                tps = s.provenance or ()
+                for k, t in enumerate(s.outputs):
+                    tp = tps[k] if k < len(tps) else None
+                    self.types[f"{s.ref}.{k}"] = (t.shape, tp)
+                self.types[s.ref] = (s.out.shape, tps[0] if tps else None)
+
+    def decl(self, dcl) -> str:
+        spec = self.spec
+        axes = axes_of(spec, dcl.type.shape, None)
+        svg, _, _ = step_svg(spec, dcl.kind, [], axes, None, self.colours)
+        n = sp.Integer(1)
+        for x in dcl.type.shape:
+            n *= x
+        params = f' <span class="nums">params {escape(_n(spec, n))}</span>' if dcl.kind == "param" else ""
+        kind = dcl.kind + ("" if dcl.type.dtype == "float" else f" {dcl.type.dtype}")
+        return (f'<div class="decl" data-binding="{escape(dcl.name)}" data-kind="{escape(dcl.kind)}">'
+                f'<b>{escape(dcl.name)}</b> <span class="nums">{escape(kind)}, line {dcl.span.line}</span> '
+                f'<span class="shape">{escape(_shape(dcl.type.shape))}</span>{params}{svg}'
+                + self.diagnostics_at(dcl.span.line, dcl.span.line) + "</div>")
+
+    def step(self, s) -> str:
+        spec = self.spec
+        ins = [axes_of(spec, *self.types[r]) for r in s.inputs if r in self.types]
+        tps = s.provenance or ()
+        blocks = []
+        for k, t in enumerate(s.outputs):
+            out = axes_of(spec, t.shape, tps[k] if k < len(tps) else None)
+            out, gone, cut = changes(s.op, ins, out)
+            svg, _, _ = step_svg(spec, s.op, ins, out, tps[k] if k < len(tps) else None, self.colours,
+                                 gone, cut)
+            named = [f"{a.tag}: {a.size}" for a in out if a.tag] + [f"{a.tag}: {a.size}" for a in gone]
+            label = f"output {k + 1}: " if len(s.outputs) > 1 else ""
+            blocks.append(f'<div class="shape">{escape(label)}{escape(_shape(t.shape))}</div>'
+                          + (f'<div class="changed-names">{escape("; ".join(named))}</div>' if named else "")
+                          + svg)
+        nums = []
+        if s.params != 0:
+            nums.append(f"params {_n(spec, s.params)}")
+        if s.flops != 0:
+            nums.append(f"FLOPs {_n(spec, s.flops)}")
+        in_shapes = "; ".join(_shape(self.types[r][0]) for r in s.inputs if r in self.types)
+        return (f'<div class="step" data-step="{escape(s.ref)}" data-op="{escape(s.op)}">'
+                f'<span class="op">{escape(s.text)}</span> <span class="nums">line {s.span.line}'
+                + (f", from {escape(in_shapes)}" if in_shapes else "") + "</span>"
+                + (f' <span class="nums">{escape(", ".join(nums))}</span>' if nums else "")
+                + "".join(blocks) + "</div>")
+
+    def binding(self, b, in_block=False) -> str:
+        name = ", ".join(b.names)
+        shapes = " | ".join(_shape(t.shape) for t in b.types)
+        self.open_steps += len(b.steps)
+        opened = " open" if not in_block and self.open_steps <= MAX_OPEN_STEPS else ""
+        last = max([b.span.end_line or b.span.line] + [s.span.line for s in b.steps])
+        body = "".join(self.step(s) for s in b.steps)
+        for s in b.steps:
+            if s.block is not None:
+                body += self.block(s.block, s)
+        return (f'<details class="binding"{opened} data-binding="{escape(name)}">'
+                f'<summary>{escape(name)} <span class="shape">{escape(shapes)}</span> '
+                f'<span class="nums">line {b.span.line}, {len(b.steps)} step'
+                f'{"s" if len(b.steps) != 1 else ""}</span></summary>{body}'
+                + self.diagnostics_at(b.span.line, last) + "</details>")
+
+    def block(self, ir, call) -> str:
+        """A block instance, drawn once (a block called again at the same shapes, or called
+        from a block called many times, refers to the drawing: the page stays linear)."""
+        spec = self.spec
+        if id(ir) in self.drawn_blocks:
+            return (f'<div class="nums" data-block-ref="{escape(ir.name)}">block {escape(ir.name)} at these '
+                    f'shapes: drawn under line {self.drawn_blocks[id(ir)]}</div>')
+        self.drawn_blocks[id(ir)] = call.span.line
+        args = ", ".join(f"{d.name}: {_shape(d.type.shape)}" for d in ir.inputs)
+        count = call.detail.get("count")
+        times = f" × {dimlib.show(count)}" if count is not None else ""
+        self.remember(ir.inputs + ir.params + ir.buffers, ir.bindings)
+        items = [(d.span.line, self.decl(d)) for d in ir.params + ir.buffers]
+        items += [(b.span.line, self.binding(b, in_block=True)) for b in ir.bindings]
+        items.sort(key=lambda t: t[0])
+        return (f'<details class="block" data-block="{escape(ir.name)}"><summary>block '
+                f'{escape(ir.name)}({escape(args)}){escape(times)} <span class="nums">params per '
+                f'instance {escape(_n(spec, ir.total_params) or "0")}</span></summary>'
+                + "".join(html for _, html in items) + "</details>")
+
+    # -------------------------------------------------------------- whole
+    def body(self) -> str:
+        spec = self.spec
+        self.remember(spec.decls, spec.bindings)
+        items = [(d.span.line, self.decl(d)) for d in spec.decls]
+        items += [(b.span.line, self.binding(b)) for b in spec.bindings]
+        items.sort(key=lambda t: t[0])
+        if self.lines is not None:
+            items = [(ln, h) for ln, h in items if self.lines[0] <= ln <= self.lines[1]]
+        html = []
+        for line, item in items:
+            html.append(self.diagnostics_before(line))
+            html.append(item)
+        html.append(self.diagnostics_before(None))
+        return "".join(html)
+
+    def diagnostics_before(self, line) -> str:
+        out = []
+        for ln in sorted(self.by_line):
+            if line is not None and ln >= line:
+                break
+            out.append(self.diagnostics_at(ln, ln))
+        return "".join(out)
+
+    def header(self, title: str) -> str:
+        spec = self.spec
+        given = ", ".join(f"{k}={v}" for k, v in spec.example.items() if k in spec.dims)
+        n_err = len(spec.errors())
+        n_warn = len(spec.diagnostics) - n_err
+        status = "ok: every step proved" if not spec.diagnostics else \
+            f"{n_err} error{'s' if n_err != 1 else ''}, {n_warn} warning{'s' if n_warn != 1 else ''}"
+        return (f'<h1>{escape(title)}</h1>'
+                + (f'<div class="meta">example: {escape(given)}</div>' if given else
+                   '<div class="meta">no example sizes: boxes show the symbolic sizes only</div>')
+                + f'<div class="meta" data-status="{"ok" if spec.ok else "error"}">{escape(status)}</div>'
+                + f'<div class="meta">total parameters: {escape(_n(spec, spec.total_params) or "0")}; '
+                  f'forward multiply-add FLOPs: {escape(_n(spec, spec.total_flops) or "0")}</div>')
+
+    def legend(self) -> str:
+        spans = "".join(f'<span style="background:hsl({h}, 70%, 86%)">{escape(name)}</span>'
+                        for name, h in self.colours.hues.items())
+        return (f'<div class="legend">axes: {spans} <span style="border:3px solid #c22">changed by the '
+                f'step</span> <span style="border:1px dashed #556">gone (contracted or reduced)</span></div>')
+
+
+def trace_fragment(spec: CheckedSpec, title: str | None = None, lines: tuple | None = None) -> str:
+    """The walk-through as one <div> with its own style (for notebooks); with `lines`
+    (first, last), only the declarations, bindings and diagnostics written there."""
+    page = _Page(spec, lines)
+    body = page.body()
+    return (f'<div class="shapelang-trace"><style>{CSS}</style>'
+            + page.header(title or f"trace of {spec.path}") + page.legend() + body + "</div>")
+
+
+def trace_html(spec: CheckedSpec) -> str:
+    """A whole page: no script or style from anywhere else, no fonts, no images to fetch."""
+    page = _Page(spec)
+    body = page.body()
+    title = f"trace of {spec.path}"
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+            f"style-src 'unsafe-inline'; script-src 'sha256-{SCRIPT_HASH}'\">"
+            f"<title>{escape(title)}</title><style>body{{margin:16px}}{CSS}</style></head><body>"
+            f'<div class="shapelang-trace">{page.header(title)}'
+            '<div><button type="button" data-toggle="open">expand all</button>'
+            '<button type="button" data-toggle="close">collapse all</button></div>'
+            f"{page.legend()}{body}</div><script>{SCRIPT}</script></body></html>\n")
+
+
+def trace_svg(spec: CheckedSpec) -> str:
+    """One SVG figure: the top-level steps one under another, each with its text."""
+    page = _Page(spec)
+    page.remember(spec.decls, spec.bindings)
+    parts, y, width = [], 8, 400
+    style = ("<style>text{font:12px sans-serif;fill:#222}text.size,text.cap,.head{font-weight:600}"
+             "text.tag{fill:#b22;font-weight:600}rect.axis{stroke:#556}"
+             "rect.axis.changed{stroke:#c22;stroke-width:3}rect.slice{stroke:#fff}</style>")
+    for b in spec.bindings:
+        for s in b.steps:
+            ins = [axes_of(spec, *page.types[r]) for r in s.inputs if r in page.types]
+            tp = s.provenance[0] if s.provenance else None
+            out, gone, cut = changes(s.op, ins, axes_of(spec, s.out.shape, tp))
+            fig, w, h = step_svg(spec, s.op, ins, out, tp, page.colours, gone, cut)
+            label = f"{', '.join(b.names)}: {s.text}  (line {s.span.line})"
+            parts.append(f'<text class="head" x="4" y="{y + 12}" data-step="{escape(s.ref)}">'
+                         f'{escape(label)}</text>')
+            parts.append(fig.replace('<svg ', f'<svg x="0" y="{y + 18}" ', 1))
+            y += h + 30
+            width = max(width, w + 8, 8 * len(label))
+    for d in spec.diagnostics:
+        text = f"line {d.span.line}: {d.severity}[{d.code}]: {d.message}"
+        parts.append(f'<text class="tag" x="4" y="{y + 12}">{escape(text)}</text>')
+        y += 20
+        width = max(width, 7 * len(text))
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {y + 8}" width="{width:.0f}" '
+            f'height="{y + 8}">{style}<rect width="100%" height="100%" fill="#fff"/>' + "".join(parts)
+            + "</svg>\n")
+
+
+def register() -> None:
+    """Let notebooks show a checked spec as this picture (`CheckedSpec._repr_html_`)."""
+    CheckedSpec.html_renderer = staticmethod(trace_fragment)
+
+
+register()

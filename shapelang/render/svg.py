@@ -1,0 +1,294 @@
+"""One step of the checked IR as an SVG figure: the tensor drawn as its axes.
+
+The convention (see docs/html.md): a tensor is a row of boxes, one per axis, outermost
+first, each labelled with the axis's size as the spec names it and its example value.
+An axis keeps its colour from step to step (the colour of the logical axis its elements
+come from, read from the axis provenance). What the step changes is drawn in red and named
+(split, merged, moved, new, broadcast); axes that disappear (contracted, reduced) follow
+in dashed boxes. A split is drawn as the cut axis in slices (D cut into H slices of Dh),
+a swap of two axes as a small grid before and after, and attention scores as a query × key
+grid. Every piece of spec text is escaped: specs are untrusted.
+"""
+from __future__ import annotations
+
+import math
+from html import escape
+
+from ..checker import dims as dimlib
+from .common import _num
+
+BOX_H = 46
+GAP = 8
+MAX_CELLS = 12          # cells drawn per side of a grid; larger sizes are elided
+PALETTE = (210, 30, 120, 280, 0, 170, 50, 330, 250, 90, 190, 15)
+LAYOUT_OPS = {"view", "reshape", "flatten", "rearrange", "unsqueeze", "squeeze", "unflatten"}
+MOVE_OPS = {"transpose", "permute", "movedim", "rearrange"}
+REDUCE_OPS = {"sum", "mean", "var", "amax", "select"}
+CONTRACT_OPS = {"matmul", "linear", "einsum", "embed"}
+
+
+class Colours:
+    """One hue per logical axis (the root atom of its provenance), in order of first use."""
+
+    def __init__(self):
+        self.hues: dict[str, int] = {}
+
+    def hue(self, root: str) -> int:
+        if root not in self.hues:
+            self.hues[root] = PALETTE[len(self.hues) % len(PALETTE)]
+        return self.hues[root]
+
+    def fill(self, axis) -> str:
+        if axis.root is None:
+            return "hsl(0, 0%, 92%)"
+        light = 86 if not axis.depth else 74 - 14 * min(axis.depth - 1, 2)
+        return f"hsl({self.hue(axis.root)}, 70%, {light}%)"
+
+
+class Axis:
+    """One axis to draw: its size as written, example value, provenance and what changed."""
+    __slots__ = ("atoms", "depth", "ex", "root", "size", "tag")
+
+    def __init__(self, size: str, ex, atoms: tuple, root, depth: int, tag: str = ""):
+        self.size, self.ex, self.atoms, self.root, self.depth, self.tag = size, ex, atoms, root, depth, tag
+
+    @property
+    def label(self) -> str:
+        return "·".join(self.atoms) if self.atoms else "1"
+
+
+def _root(atom):
+    """The logical axis a (piece of an) atom was cut from, and a shade: 0 for a whole axis,
+    1 + its position among the pieces for a piece."""
+    shade = 0
+    if getattr(atom, "parent", None) is not None:
+        shade = 1 + atom.index
+    while getattr(atom, "parent", None) is not None:
+        atom = atom.parent
+    return atom.label, shade
+
+
+def axes_of(spec, shape, tp) -> list[Axis]:
+    """The axes of a tensor of `shape` with provenance `tp` (None where unknown)."""
+    out = []
+    for k, d in enumerate(shape):
+        size = dimlib.show(d)
+        ex = _num(spec, d)
+        prov = tp.axes[k] if tp is not None and k < len(tp.axes) else None
+        if prov is None:
+            atoms, root, depth = (size,), size, 0
+        elif not prov:
+            atoms, root, depth = (), None, 0
+        else:
+            atoms = tuple(a.label for a in prov)
+            root, depth = _root(prov[0])
+        out.append(Axis(size, ex, atoms, root, depth))
+    return out
+
+
+def _split_source(ins: list, axis: Axis):
+    for a in ins:
+        if len(a.atoms) > len(axis.atoms) and set(axis.atoms) <= set(a.atoms):
+            return a
+    return None
+
+
+RESIZE_WORDS = {"expand": "broadcast", "repeat_interleave": "repeated", "concat": "concatenated",
+                "slice": "sliced", "chunk": "split", "split": "split"}
+CUT_OPS = {"view", "reshape", "unflatten", "rearrange"}
+
+
+def _regrouped(op, first, a):
+    """The tag of output axis `a` of a regrouping step, and the input axis it was cut from."""
+    if not a.atoms:
+        return ("new" if op == "unsqueeze" else ""), None
+    same_root = [b for b in first if b.root is not None and b.root == a.root]
+    if len(a.atoms) > 1 or len(same_root) > 1 and all(b.depth > a.depth for b in same_root):
+        return "merged", None
+    src = _split_source(first, a)
+    if src is None and len(same_root) == 1 and same_root[0].depth < a.depth:
+        src = same_root[0]
+    if src is not None:
+        return "split", src if op in CUT_OPS and not src.tag else None
+    return "new", None
+
+
+def changes(op: str, ins: list[list[Axis]], out: list[Axis]) -> tuple[list, list, Axis | None]:
+    """Tag the output axes the step changes; return (out, gone axes, the axis that was cut)."""
+    first = ins[0] if ins else []
+    cut = None
+    gone = []
+    if op in LAYOUT_OPS or op in MOVE_OPS:
+        pos_in = [a.atoms for a in first]
+        for k, a in enumerate(out):
+            if a.atoms in pos_in:
+                if op in MOVE_OPS and (k >= len(pos_in) or pos_in[k] != a.atoms):
+                    a.tag = "moved"
+                continue
+            a.tag, src = _regrouped(op, first, a)
+            cut = cut or src
+    elif op in ("add", "sub", "mul", "div", "mask", "where") or op.startswith("binary"):
+        for axes in ins:
+            shift = len(out) - len(axes)
+            for k, a in enumerate(out):
+                j = k - shift
+                if (j < 0 or axes[j].ex == 1 and a.ex != 1 or axes[j].size == "1" and a.size != "1"):
+                    a.tag = "broadcast"
+    elif op in RESIZE_WORDS:
+        for k, a in enumerate(out):
+            if k < len(first) and (first[k].size != a.size):
+                a.tag = RESIZE_WORDS[op]
+    elif op in ("linear", "matmul") and first and out:
+        # the product sums over the last axis of the left operand; a learned map (a 2-D weight)
+        # gives the last axis new features
+        gone.append(Axis(first[-1].size, first[-1].ex, first[-1].atoms, first[-1].root,
+                         first[-1].depth, "contracted"))
+        if op == "linear" or len(ins) > 1 and len(ins[1]) == 2:
+            out[-1].tag = "new"
+        return out, gone, None
+    elif op not in ("block", "stack"):
+        seen = {a.atoms for axes in ins for a in axes}
+        for a in out:
+            if a.atoms and a.atoms not in seen:
+                a.tag = "new"
+    kept = {a.atoms for a in out}
+    if op in CONTRACT_OPS or op in REDUCE_OPS:
+        word = "looked up" if op == "embed" else "contracted" if op in CONTRACT_OPS else \
+            "indexed" if op == "select" else "reduced"
+        for axes in ins:
+            for a in axes:
+                if a.atoms not in kept and a.atoms and all(a.atoms != g.atoms for g in gone):
+                    gone.append(Axis(a.size, a.ex, a.atoms, a.root, a.depth, word))
+    return out, gone, cut
+
+
+def _box_width(a: Axis) -> int:
+    text = max(len(a.size), len(str(a.ex or "")))
+    ex = a.ex if isinstance(a.ex, int) and a.ex > 1 else 2
+    return int(min(150, max(52, 8 * text + 20, 7 * len(a.tag) + 12, 40 + 9 * math.log2(ex))))
+
+
+def _text(x, y, s, cls="", anchor="middle") -> str:
+    c = f' class="{cls}"' if cls else ""
+    return f'<text x="{x:.0f}" y="{y:.0f}" text-anchor="{anchor}"{c}>{escape(str(s))}</text>'
+
+
+def _boxes(axes, x, y, colours, gone=False) -> tuple[list, int]:
+    parts = []
+    for a in axes:
+        w = _box_width(a)
+        stroke = ' class="axis changed"' if a.tag else ' class="axis"'
+        dash = ' stroke-dasharray="5 3"' if gone else ""
+        title = f"{a.size} = {a.ex}" if a.ex is not None else a.size
+        if a.label != a.size:
+            title += f"; elements from {a.label}"
+        parts.append(f'<g data-axis="{escape(a.label)}" data-tag="{a.tag}"><title>{escape(title)}</title>'
+                     f'<rect{stroke} x="{x}" y="{y}" width="{w}" height="{BOX_H}" rx="4" '
+                     f'fill="{colours.fill(a)}"{dash}/>'
+                     + _text(x + w / 2, y + 19, a.size if len(a.size) <= 17 else a.size[:16] + "…", "size")
+                     + _text(x + w / 2, y + 36, a.ex if a.ex is not None else "?", "ex")
+                     + (_text(x + w / 2, y + BOX_H + 15, a.tag, "tag") if a.tag else "") + "</g>")
+        x += w + GAP
+    return parts, x
+
+
+def _slices(cut: Axis, pieces: list, x, y, colours) -> tuple[list, int]:
+    """The cut axis as a bar of slices: D cut into H slices of Dh."""
+    n = pieces[0].ex if pieces and isinstance(pieces[0].ex, int) else 2
+    shown = max(1, min(n, 16))
+    width = 320
+    w = width / shown
+    parts = [_text(x, y - 6, f"{cut.size} cut into {' × '.join(p.size for p in pieces)}", "cap",
+                   "start")]
+    for k in range(shown):
+        fill = colours.fill(pieces[-1]) if k % 2 == 0 else colours.fill(pieces[0])
+        parts.append(f'<rect class="slice" x="{x + k * w:.1f}" y="{y}" width="{w:.1f}" height="18" '
+                     f'fill="{fill}"/>')
+    more = f" (first {shown} of {n})" if shown < n else ""
+    parts.append(_text(x, y + 32, f"{pieces[0].size}={n} slices of {pieces[-1].size}"
+                       f"={pieces[-1].ex if pieces[-1].ex is not None else '?'}{more}", "note", "start"))
+    return parts, 40
+
+
+def _grid(rows: Axis, cols: Axis, x, y, colours, title: str, names=("", "")) -> tuple[list, int, int]:
+    """A rows × cols grid of cells (at most MAX_CELLS a side), each row led by a cell in the row
+    axis's colour."""
+    nr = rows.ex if isinstance(rows.ex, int) else 4
+    nc = cols.ex if isinstance(cols.ex, int) else 4
+    sr, sc = max(1, min(nr, MAX_CELLS)), max(1, min(nc, MAX_CELLS))
+    cell = 12
+    left = 40 + 8 * len(names[0] + rows.size)
+    x += left - 40
+    parts = [f'<g class="grid" data-rows="{escape(rows.label)}" data-cols="{escape(cols.label)}">',
+             _text(x - left + 40, y, title, "cap", "start"),
+             _text(x + 40 + sc * cell / 2, y + 16, f"{names[1]}{cols.size} ({nc})", "note")]
+    for i in range(sr):
+        parts.append(f'<rect x="{x + 40 - cell}" y="{y + 22 + i * cell}" width="{cell - 3}" '
+                     f'height="{cell - 1}" fill="{colours.fill(rows)}"/>')
+        for j in range(sc):
+            parts.append(f'<rect x="{x + 40 + j * cell}" y="{y + 22 + i * cell}" width="{cell - 1}" '
+                         f'height="{cell - 1}" fill="{colours.fill(cols)}"/>')
+    parts.append(_text(x + 40 - cell - 4, y + 30 + sr * cell / 2, f"{names[0]}{rows.size} ({nr})", "note",
+                       "end"))
+    parts.append("</g>")
+    return parts, left + sc * cell + 24, 22 + sr * cell + 8
+
+
+def _swapped(ins, out):
+    """The two axes a transpose swapped, as (before pair, after pair), or None."""
+    if not ins or len(ins[0]) != len(out):
+        return None
+    moved = [k for k, a in enumerate(out) if a.tag == "moved"]
+    if len(moved) != 2:
+        return None
+    i, j = moved
+    return (ins[0][i], ins[0][j]), (out[i], out[j])
+
+
+def _scores(tp, out):
+    """Attention scores: the last axis is the key axis of the product (not a feature axis)."""
+    if tp is None or tp.keys is None or len(out) < 2 or not tp.axes or tp.axes[-1] != tp.keys:
+        return None
+    if any(getattr(a, "feature", False) for a in tp.keys):
+        return None
+    return out[-2], out[-1]
+
+
+def step_svg(spec, op: str, ins: list, out: list, tp, colours: Colours, gone=(), cut=None) -> tuple:
+    """The figure of one step: its output axes (changed ones tagged), gone axes, and a picture of
+    a split, a swap or attention scores where the step has one."""
+    parts, x = _boxes(out, 4, 4, colours)
+    if gone:
+        parts.append(_text(x + 4, 4 + BOX_H / 2 + 4, "gone:", "note", "start"))
+        more, x = _boxes(gone, x + 48, 4, colours, gone=True)
+        parts += more
+    width, height = x, BOX_H + 26
+    extra_x = 4
+    extras = []
+    if cut is not None:
+        pieces = [a for a in out if a.tag == "split"]
+        if pieces:
+            pic, h = _slices(cut, pieces, 0, 6, colours)
+            extras.append((pic, 340, h))
+    swap = _swapped(ins, out) if op in MOVE_OPS else None
+    if swap is not None:
+        (a, b), (c, d) = swap
+        pic1, w1, h1 = _grid(a, b, 0, 0, colours, "before")
+        pic2, w2, h2 = _grid(c, d, 0, 0, colours, "after")
+        extras.append((['<g transform="translate(0,0)">'] + pic1 + ["</g>",
+                       f'<g transform="translate({w1 + 16},0)">'] + pic2 + ["</g>"], w1 + w2 + 16,
+                       max(h1, h2)))
+    sc = _scores(tp, out)
+    if sc is not None:
+        pic, w, h = _grid(sc[0], sc[1], 0, 0, colours, "scores: query × key",
+                           ("query ", "key "))
+        extras.append((pic, w, h))
+    y = height + 6
+    for pic, w, h in extras:
+        parts.append(f'<g transform="translate({extra_x},{y + 12})">' + "".join(pic) + "</g>")
+        y += h + 16
+        width = max(width, w + 8)
+    height = y if extras else height
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="fig" viewBox="0 0 {width:.0f} {height:.0f}" '
+            f'width="{width:.0f}" height="{height:.0f}" role="img">' + "".join(parts) + "</svg>",
+            width, height)

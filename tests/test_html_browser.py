@@ -1,0 +1,119 @@
+"""The HTML trace in a real browser (Debian's chromium, driven by selenium): every spec's page
+loads without console errors, draws every binding, and its axis boxes neither overlap nor
+leave the page."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import shapelang
+from shapelang.render.html import trace_html
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECS = sorted((ROOT / "specs").glob("*.shape"))
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="the browser tests need selenium "
+                                "(pip install '.[test]')")
+if not (Path(CHROMIUM).exists() and Path(DRIVER).exists()):
+    pytest.skip("the browser tests need Debian's chromium and chromium-driver "
+                "(apt-get install chromium chromium-driver)", allow_module_level=True)
+
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--no-first-run", "--window-size=1200,900")
+
+GEOMETRY = """
+document.querySelector('[data-toggle="open"]').click();
+const boxes = Array.from(document.querySelectorAll('rect.axis')).map(r => r.getBoundingClientRect());
+const page = document.documentElement.scrollWidth;
+const out = {boxes: boxes.length, empty: 0, outside: 0, overlaps: [], pageWidth: page,
+             viewWidth: window.innerWidth, bindings: []};
+boxes.sort((a, b) => a.top - b.top || a.left - b.left);
+for (let i = 0; i < boxes.length; i++) {
+  const a = boxes[i];
+  if (a.width <= 0 || a.height <= 0) out.empty++;
+  if (a.left < 0 || a.right > page + 0.5) out.outside++;
+  for (let j = i + 1; j < boxes.length && boxes[j].top < a.bottom; j++) {
+    const b = boxes[j];
+    const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+    const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+    if (w > 0.5 && h > 0.5) out.overlaps.push([i, j]);
+  }
+}
+document.querySelectorAll('[data-binding]').forEach(e => {
+  const r = e.getBoundingClientRect();
+  const fig = e.querySelector('svg rect.axis');
+  out.bindings.push([e.getAttribute('data-binding'), r.width > 0 && r.height > 0 && fig !== null &&
+                     fig.getBoundingClientRect().width > 0]);
+});
+return out;
+"""
+
+
+@pytest.fixture(scope="module")
+def driver():
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for f in FLAGS:
+        opts.add_argument(f)
+    profile = tempfile.mkdtemp(prefix="shapelang-chromium-")
+    opts.add_argument(f"--user-data-dir={profile}")
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    try:
+        d = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    except Exception as err:  # noqa: BLE001 - a browser that cannot start is a skip, not a failure
+        pytest.skip(f"chromium does not start here: {str(err).splitlines()[0]}")
+    yield d
+    d.quit()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+def _names(spec) -> set:
+    names = {d.name for d in spec.decls} | {", ".join(b.names) for b in spec.bindings}
+    for insts in spec.blocks.values():
+        for ir in insts:
+            names |= {d.name for d in ir.params + ir.buffers} | {", ".join(b.names) for b in ir.bindings}
+    return names
+
+
+def _load(driver, spec, tmp_path, name):
+    page = tmp_path / f"{name}.html"
+    page.write_text(trace_html(spec), encoding="utf-8")
+    driver.get_log("browser")                     # forget what earlier pages logged
+    driver.get(page.as_uri())
+    got = driver.execute_script(GEOMETRY)
+    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    return got, errors
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_spec_page_in_the_browser(driver, path, tmp_path):
+    spec = shapelang.check_file(str(path))
+    got, errors = _load(driver, spec, tmp_path, path.stem)
+    assert errors == []
+    drawn = dict(got["bindings"])
+    missing = _names(spec) - {n for n, ok in drawn.items() if ok}
+    assert not missing, f"not drawn: {sorted(missing)}"
+    assert got["boxes"] > 0 and got["empty"] == 0
+    assert got["overlaps"] == [], f"{len(got['overlaps'])} pairs of axis boxes overlap"
+    assert got["outside"] == 0 and got["pageWidth"] <= got["viewWidth"]
+
+
+def test_a_page_with_errors_and_hostile_text(driver, tmp_path):
+    evil = "</pre><script>console.error('injected')</script>"
+    text = (f"# {evil}\ndim B\ndim S\nexample B=2, S=3\ninput X: [B, S, 8]\n"
+            f"Y: X -> linear 16  # {evil}\nZ: Y -> view [B, S, 3, 5]\nW: Y -> gelu\n")
+    spec = shapelang.check(text, "bad.shape")
+    got, errors = _load(driver, spec, tmp_path, "bad")
+    assert errors == []
+    assert {"X", "Y", "W"} <= {n for n, ok in got["bindings"] if ok}
+    shown = driver.execute_script(
+        "const d = document.querySelector('[data-line=\"7\"]'); return d ? d.innerText : null;")
+    assert shown and "Z: Y -> view [B, S, 3, 5]" in shown and "^" in shown
