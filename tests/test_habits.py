@@ -160,3 +160,41 @@ def test_hostile_lines_are_bounded():
         spec = check(HEAD + text)
         assert not spec.ok
     assert time.monotonic() - start < 30
+
+
+MORE = [  # the other rows of docs/language.md's table of PyTorch habits
+    ("p: Q.matmul(K.mT)", "p: Q @ (K -> transpose -2 -1)"),
+    ("p: torch.bmm(X, A.mT)", "p: X @ (A -> transpose -2 -1)"),
+    ("g: F.gelu(X)", "g: X -> gelu"),
+    ("g: X.relu()", "g: X -> relu"),
+    ("s: (Q @ K.mT).masked_fill(mask, float(\"-inf\"))", "s: Q @ (K -> transpose -2 -1) -> mask mask"),
+    ("h: X.view(B, S, H, Dh).transpose(1, 2).contiguous()",
+     "h: X -> view [B, S, H, Dh] -> transpose 1 2 -> contiguous"),
+    ("s: Q @ K.transpose(-2, -1) * 0.5", "s: Q @ (K -> transpose -2 -1) * 0.5"),
+    ("s: -K.mT @ Q", "s: -(K -> transpose -2 -1) @ Q"),
+    ("s: (X + A).reshape(B, S, H, Dh)", "s: X + A -> reshape [B, S, H, Dh]"),
+]
+
+
+@pytest.mark.parametrize("line, rewritten", MORE, ids=[m[0] for m in MORE])
+def test_more_pytorch_spellings(line, rewritten):
+    d, text = only(HEAD + line + "\n")
+    assert d.fix is not None and d.fix[2] == rewritten, text
+
+
+ACCEPTED = [  # docs/language.md: accepted alternatives, each the same as its shapelang form
+    ("y: X -> transpose(1, 2)", "y: X -> transpose 1 2"),
+    ("y: Q -> permute(0, 2, 1, 3)", "y: Q -> permute 0 2 1 3"),
+    ("y: X -> mean -1 keepdim=True", "y: X -> mean -1 keepdim"),
+    ("y: X -> sum -1 keepdim=False", "y: X -> sum -1"),
+    ("y: X -> linear D bias=False", "y: X -> linear D bias=false"),
+    ("y: concat(-1, X, A)", "y: X -> concat -1 A"),
+]
+
+
+@pytest.mark.parametrize("line, plain", ACCEPTED, ids=[a[0] for a in ACCEPTED])
+def test_accepted_alternatives_mean_the_same(line, plain):
+    a, b = check(HEAD + line + "\n"), check(HEAD + plain + "\n")
+    assert a.ok and not a.diagnostics, render_check(a)
+    assert a.bindings[-1].steps[-1].out.shape == b.bindings[-1].steps[-1].out.shape
+    assert a.total_params == b.total_params
