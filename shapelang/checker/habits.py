@@ -20,7 +20,7 @@ from dataclasses import replace
 from ..syntax.diagnostics import Diagnostic
 from ..syntax.nodes import Span
 from ..syntax.parser import ParseFailure, parse
-from .spellings import Habit, translate_expression, translate_operation
+from .spellings import MAX_TEXT, Habit, translate_expression, translate_operation
 
 NOTES = {
     "attribute": "shapelang applies operations with `->`; the transpose of a batch of "
@@ -74,6 +74,8 @@ def rewrite_line(line: str) -> tuple[int, int, str, list[Habit]] | None:
     with the habits found (offsets in the line); None when nothing is recognised."""
     end = len(line[:_code_end(line)].rstrip())
     code = line[:end]
+    if len(code) > MAX_TEXT:   # bounds the work a hostile line causes
+        return None
     if code.lstrip().startswith("->"):
         start = len(code) - len(code.lstrip())
     else:
