@@ -37,7 +37,7 @@ def diagnostic_text(d: Diagnostic, path: str, source: str) -> str:
 
 def explain_footer(diagnostics) -> str:
     """The closing lines that point at `shapelang explain`, as rustc points at `--explain`."""
-    codes = sorted({d.code for d in diagnostics}, key=lambda c: (c[0] != "E", c))
+    codes = sorted({d.code for d in diagnostics})   # E before W
     if len(codes) == 1:
         kind = "error" if codes[0].startswith("E") else "warning"
         return f"For more about this {kind}, try `shapelang explain {codes[0]}`."
