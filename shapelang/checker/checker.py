@@ -31,7 +31,7 @@ from ..syntax.nodes import (
 )
 from ..syntax.parser import parse_recovering
 from . import dims as dimlib
-from . import fixes, ops
+from . import fixes, habits, ops
 from .blocks import BlockCalls
 from .facts import Facts
 from .ir import BindingIR, CheckedSpec, Decl, Step
@@ -52,14 +52,17 @@ def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True) ->
     spec, syntax_errors, skipped = parse_recovering(text, path)
     if spec is None:
         out = CheckedSpec(path, text, [], {}, [], {})
-        out.diagnostics.extend(syntax_errors)
+        out.diagnostics.extend(replace(habits.improve(text, d), fixes=()) for d in syntax_errors)
         return out
     checker = Checker(spec, skipped)
     checker.out.diagnostics.extend(syntax_errors)
     out = checker.run()
+    if prove_fixes:   # PyTorch spellings named, with candidate rewrites (checker/habits.py)
+        out.diagnostics[:] = [habits.improve(text, d) for d in out.diagnostics]
     if any(d.fixes for d in out.diagnostics):
         if prove_fixes:
             fixes.prove(out, lambda source: check_text(source, path, prove_fixes=False))
+            out.diagnostics[:] = [habits.proved(text, d) for d in out.diagnostics]
         else:
             out.diagnostics[:] = [replace(d, fixes=()) for d in out.diagnostics]
     return out

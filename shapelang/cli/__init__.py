@@ -57,6 +57,8 @@ def _parser() -> argparse.ArgumentParser:
 
     from .grade import add_parser as add_grade_parser
     add_grade_parser(sub)
+    from .explain import add_parser as add_explain_parser
+    add_explain_parser(sub)
     return p
 
 
@@ -111,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         return run_command(args)
     if args.command == "lsp":
         return _lsp()
+    if args.command == "explain":
+        from .explain import command as explain_command
+        return explain_command(args)
     from .grade import command
     return command(args)
 

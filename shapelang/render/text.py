@@ -35,13 +35,23 @@ def diagnostic_text(d: Diagnostic, path: str, source: str) -> str:
     return "\n".join(out)
 
 
+def explain_footer(diagnostics) -> str:
+    """The closing lines that point at `shapelang explain`, as rustc points at `--explain`."""
+    codes = sorted({d.code for d in diagnostics})   # E before W
+    if len(codes) == 1:
+        kind = "error" if codes[0].startswith("E") else "warning"
+        return f"For more about this {kind}, try `shapelang explain {codes[0]}`."
+    return (f"Some of these have detailed explanations: {', '.join(codes)}.\n"
+            f"For more about one of them, try `shapelang explain {codes[0]}`.")
+
+
 def check_text(spec: CheckedSpec) -> str:
     parts = [diagnostic_text(d, spec.path, spec.source) for d in spec.diagnostics]
     n_err = len(spec.errors())
     n_warn = len(spec.diagnostics) - n_err
     if n_err or n_warn:
         parts.append(f"{spec.path}: {n_err} error{'s' if n_err != 1 else ''}, "
-                     f"{n_warn} warning{'s' if n_warn != 1 else ''}")
+                     f"{n_warn} warning{'s' if n_warn != 1 else ''}\n" + explain_footer(spec.diagnostics))
     else:
         n_steps = sum(len(b.steps) for b in spec.bindings)
         n_steps += sum(len(b.steps) for insts in spec.blocks.values() for ir in insts

@@ -1,0 +1,327 @@
+"""Explanations of where values come from (W301-W307): shapes that all check while the
+numbers end up in the wrong places. The wrong and right examples follow the test corpus in
+tests/provenance/ (bugs/ and their fixed twins)."""
+from __future__ import annotations
+
+from .base import Explanation
+
+VALUES: dict[str, Explanation] = {
+    "W301": Explanation(
+        means="""
+`view` and `reshape` keep the numbers in their order; they only cut that
+order in new places. `[B, S, D]` is S rows of D features each, so reading it as
+`[B, H, S, Dh]` makes "head 0" out of the first few tokens, not out of the
+first Dh features of every token. Cut D first, then move the heads:
+
+```
+q: x @ W_q -> view [B, H, S, Dh]                    # wrong: heads made of token positions
+q: x @ W_q -> view [B, S, H, Dh] -> transpose 1 2   # right
+```
+
+Transposing first does not help: `transpose 1 2 -> reshape [B, H, S, Dh]`
+cuts the features-first layout `[B, D, S]` into heads, so the rows of a head
+are strips of feature values across the tokens (`view` refuses this layout;
+switching to `reshape` only hides the problem). The same happens with a fused
+projection (`view [3, B, H, S, Dh]` instead of
+`view [B, S, 3, H, Dh] -> permute 2 0 3 1 4`) and with RoPE's halves taken as `reshape [B, H, 2, S, Dh/2]`
+instead of `view [B, H, S, 2, Dh/2]`.
+`rearrange "b s (h d) -> b h s d"`, `reshape [B, S, H, Dh] -> permute 0 2 1 3`
+and `view [B, S, H, -1] -> transpose -3 -2` are all right.""",
+        matters="""
+The heads are then made of a few whole tokens each instead of a slice of every
+token's features: attention runs, every shape checks, and the model learns from
+scrambled inputs.""",
+        wrong="""
+dim B, S, D, H
+dim Dh = D / H
+assume D % H == 0
+example B=1, S=4, D=512, H=8
+input x: [B, S, D]
+param W_q: [D, D]
+param W_k: [D, D]
+param W_v: [D, D]
+q: x @ W_q -> view [B, H, S, Dh]
+""",
+        right="""
+dim B, S, D, H
+dim Dh = D / H
+assume D % H == 0
+example B=1, S=4, D=512, H=8
+input x: [B, S, D]
+param W_q: [D, D]
+param W_k: [D, D]
+param W_v: [D, D]
+q: x @ W_q -> view [B, S, H, Dh] -> transpose 1 2
+"""),
+    "W302": Explanation(
+        means="""
+Merging heads is the split done backwards: the heads must sit right before
+their width Dh (`[B, S, H, Dh]`) before H and Dh are joined into D. From
+`[B, H, S, Dh]`, a plain `reshape [B, S, D]` glues several tokens of one head
+into one row; `contiguous` does not help, and neither does the wrong transpose
+(`transpose 2 3`, or `transpose -1 -2` when you meant `-3 -2`):
+
+```
+merged: heads -> reshape [B, S, D]                   # wrong
+merged: heads -> transpose 1 2 -> reshape [B, S, D]  # right (or: -> transpose 1 2 -> flatten 2)
+```""",
+        matters="""
+The output projection then mixes rows that belong to different tokens, and nothing
+fails: the loss just stays higher than it should.""",
+        wrong="""
+dim B, S, D, H
+dim Dh = D / H
+assume D % H == 0
+example B=1, S=4, D=512, H=8
+input x: [B, S, D]
+param W_q: [D, D]
+param W_k: [D, D]
+param W_v: [D, D]
+q: x @ W_q -> view [B, S, H, Dh] -> transpose 1 2
+k: x @ W_k -> view [B, S, H, Dh] -> transpose 1 2
+v: x @ W_v -> view [B, S, H, Dh] -> transpose 1 2
+scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh) -> softmax -1
+heads: scores @ v
+merged: heads -> reshape [B, S, D]
+""",
+        right="""
+dim B, S, D, H
+dim Dh = D / H
+assume D % H == 0
+example B=1, S=4, D=512, H=8
+input x: [B, S, D]
+param W_q: [D, D]
+param W_k: [D, D]
+param W_v: [D, D]
+q: x @ W_q -> view [B, S, H, Dh] -> transpose 1 2
+k: x @ W_k -> view [B, S, H, Dh] -> transpose 1 2
+v: x @ W_v -> view [B, S, H, Dh] -> transpose 1 2
+scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh) -> softmax -1
+heads: scores @ v
+merged: heads -> transpose 1 2 -> reshape [B, S, D]
+"""),
+    "W303": Explanation(
+        means="""
+In `q @ (k -> transpose -2 -1)` the rows of the scores are the queries and the
+columns are the keys. Each query's weights over the keys must add up to 1, so
+the softmax goes over the columns: the last axis. `softmax -2` normalises over
+the queries and `softmax 1` over the heads. With einsum the key axis is the
+one that came from the second operand (`k` in `"bqd,bkd->bqk"`).
+
+```
+weights: scores -> softmax -2   # wrong: over the queries
+weights: scores -> softmax -1   # right (softmax 3 on [B, H, S, S] is the same)
+```""",
+        matters="""
+The weights of each query no longer sum to 1 over the keys, so every output is a
+wrongly weighted mix of values; scores [B, H, S, S] are square, so no shape shows
+it.""",
+        wrong="""
+dim B, S, D, H
+dim Dh = D / H
+assume D % H == 0
+example B=1, S=4, D=512, H=8
+input x: [B, S, D]
+param W_q: [D, D]
+param W_k: [D, D]
+param W_v: [D, D]
+q: x @ W_q -> view [B, S, H, Dh] -> transpose 1 2
+k: x @ W_k -> view [B, S, H, Dh] -> transpose 1 2
+v: x @ W_v -> view [B, S, H, Dh] -> transpose 1 2
+scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh)
+weights: scores -> softmax -2
+heads: weights @ v
+""",
+        right="""
+dim B, S, D, H
+dim Dh = D / H
+assume D % H == 0
+example B=1, S=4, D=512, H=8
+input x: [B, S, D]
+param W_q: [D, D]
+param W_k: [D, D]
+param W_v: [D, D]
+q: x @ W_q -> view [B, S, H, Dh] -> transpose 1 2
+k: x @ W_k -> view [B, S, H, Dh] -> transpose 1 2
+v: x @ W_v -> view [B, S, H, Dh] -> transpose 1 2
+scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh)
+weights: scores -> softmax -1
+heads: weights @ v
+"""),
+    "W304": Explanation(
+        means="""
+Layer norm and RMS norm take one mean (and one variance) per token, over that
+token's D features. `mean 1 keepdim` on `[B, S, D]` averages each feature over
+the sentence instead; `mean -2 keepdim` is the same mistake counted from the
+end. After a transpose the features are no longer last, so take the statistics
+over the axis they moved to:
+
+```
+mu: x -> mean 1 keepdim    # wrong: one mean per feature, over the tokens
+mu: x -> mean -1 keepdim   # right: one mean per token
+
+xt: x -> transpose 1 2     # [B, D, S]
+mu: xt -> mean -1 keepdim  # wrong: over the tokens
+mu: xt -> mean 1 keepdim   # right: the features are axis 1 here
+```
+
+`layernorm` and `rmsnorm` always normalise the last axis, so they belong
+before the transpose:
+
+```
+mixed: x -> transpose 1 2 -> layernorm -> linear S   # wrong: normalises each feature over the tokens
+mixed: x -> layernorm -> transpose 1 2 -> linear S   # right
+```""",
+        matters="""
+Statistics over the tokens leak information between positions (a causal model can
+then see the future through the mean) and do not normalise each token.""",
+        wrong="""
+dim B, S, D
+example B=1, S=4, D=512
+input x: [B, S, D]
+mu: x -> mean 1 keepdim
+centred: x - mu
+sigma2: centred -> square -> mean -1 keepdim
+out: centred / (sigma2 + 1e-5 -> sqrt)
+""",
+        right="""
+dim B, S, D
+example B=1, S=4, D=512
+input x: [B, S, D]
+mu: x -> mean -1 keepdim
+centred: x - mu
+sigma2: centred -> square -> mean -1 keepdim
+out: centred / (sigma2 + 1e-5 -> sqrt)
+"""),
+    "W305": Explanation(
+        means="""
+A causal mask hides the keys that come after the query's own position, which
+only makes sense when queries and keys are positions of the same sequence. In
+cross-attention the scores are `[B, H, St, Sc]`: target tokens against context
+tokens, whose positions cannot be compared. Every target token may read the
+whole context:
+
+```
+weights: scores -> mask causal -> softmax -1   # wrong on [B, H, St, Sc]
+weights: scores -> softmax -1                  # right
+```""",
+        matters="""
+The first target tokens are then cut off from most of the context, and when the
+target is longer than the context some rows are masked entirely.""",
+        wrong="""
+dim B, Sc, St, D, H
+dim Dh = D / H
+assume D % H == 0
+example B=1, Sc=4, St=6, D=512, H=8
+input target: [B, St, D]
+input memory: [B, Sc, D]
+param W_q: [D, D]
+param W_k: [D, D]
+param W_v: [D, D]
+q: target @ W_q -> view [B, St, H, Dh] -> transpose 1 2
+k: memory @ W_k -> view [B, Sc, H, Dh] -> transpose 1 2
+v: memory @ W_v -> view [B, Sc, H, Dh] -> transpose 1 2
+scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh)
+weights: scores -> mask causal -> softmax -1
+heads: weights @ v
+""",
+        right="""
+dim B, Sc, St, D, H
+dim Dh = D / H
+assume D % H == 0
+example B=1, Sc=4, St=6, D=512, H=8
+input target: [B, St, D]
+input memory: [B, Sc, D]
+param W_q: [D, D]
+param W_k: [D, D]
+param W_v: [D, D]
+q: target @ W_q -> view [B, St, H, Dh] -> transpose 1 2
+k: memory @ W_k -> view [B, Sc, H, Dh] -> transpose 1 2
+v: memory @ W_v -> view [B, Sc, H, Dh] -> transpose 1 2
+scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh)
+weights: scores -> softmax -1
+heads: weights @ v
+"""),
+    "W306": Explanation(
+        means="""
+The scale `1/sqrt(X)` keeps the spread of a dot product of X numbers at about
+1, so X must be the width the score's dot product runs over: the head width
+Dh after a head split, not the model width D, the number of heads H, or the
+number of keys. When the head is as wide as the model (one head, no split),
+`1/sqrt(D)` is right; `1/sqrt(D/H)` is the same as `1/sqrt(Dh)`.
+
+```
+scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(D)    # wrong: each head's dot product is Dh wide
+scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh)   # right
+```""",
+        matters="""
+With the wrong scale the softmax is too flat or too peaked (by a factor of sqrt(H)
+for `1/sqrt(D)`), which slows or destabilises training without any error.""",
+        wrong="""
+dim B, S, D, H
+dim Dh = D / H
+assume D % H == 0
+example B=1, S=4, D=512, H=8
+input x: [B, S, D]
+param W_q: [D, D]
+param W_k: [D, D]
+param W_v: [D, D]
+q: x @ W_q -> view [B, S, H, Dh] -> transpose 1 2
+k: x @ W_k -> view [B, S, H, Dh] -> transpose 1 2
+v: x @ W_v -> view [B, S, H, Dh] -> transpose 1 2
+scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(D) -> softmax -1
+heads: scores @ v
+""",
+        right="""
+dim B, S, D, H
+dim Dh = D / H
+assume D % H == 0
+example B=1, S=4, D=512, H=8
+input x: [B, S, D]
+param W_q: [D, D]
+param W_k: [D, D]
+param W_v: [D, D]
+q: x @ W_q -> view [B, S, H, Dh] -> transpose 1 2
+k: x @ W_k -> view [B, S, H, Dh] -> transpose 1 2
+v: x @ W_v -> view [B, S, H, Dh] -> transpose 1 2
+scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh) -> softmax -1
+heads: scores @ v
+"""),
+    "W307": Explanation(
+        means="""
+`+ - * /` pair elements by position. Two `[B, S, S]` tensors can be added even
+when one has queries in its rows and the other keys, or a square grid
+`[B, P, P, C]` can be added to its own transpose: the sizes match, the
+meanings do not. Keep both operands in the same layout:
+
+```
+w: w0 + (w0 -> transpose 1 2) -> scale 0.5   # wrong: row i mixes "i looks at j" with "j looks at i"
+out: x + mixed                               # wrong when mixed is the grid transposed (axial attention)
+out: x + (mixed -> transpose 1 2)            # right: back to rows before columns
+```""",
+        matters="""
+The sum pairs element (i, j) with element (j, i): sizes match only because both
+lengths are equal, and the result means nothing.""",
+        wrong="""
+dim B, S, D, Dk
+example B=1, S=4, D=512, Dk=64
+input x: [B, S, D]
+param W_q: [D, Dk]
+param W_k: [D, Dk]
+q: x @ W_q
+k: x @ W_k
+w0: q @ (k -> transpose 1 2) -> scale 1/sqrt(Dk) -> softmax -1
+w: w0 + (w0 -> transpose 1 2) -> scale 0.5
+""",
+        right="""
+dim B, S, D, Dk
+example B=1, S=4, D=512, Dk=64
+input x: [B, S, D]
+param W_q: [D, Dk]
+param W_k: [D, Dk]
+q: x @ W_q
+k: x @ W_k
+w0: q @ (k -> transpose 1 2) -> scale 1/sqrt(Dk) -> softmax -1
+w: w0 + w0 -> scale 0.5
+"""),
+}
