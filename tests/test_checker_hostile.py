@@ -256,3 +256,12 @@ def test_reshape_that_is_a_view_only_at_size_one_gives_that_counterexample():
     assert not torch_raises(lambda: torch.randn(2, 3, 5, 3).permute(3, 1, 0, 2).reshape(3, 3, 10).view(-1))
     spec = check(text.replace("example", "assume E >= 2\nassume V >= 2\nassume B >= 2\nexample"))
     assert spec.ok, [d.message for d in spec.diagnostics]
+
+
+@pytest.mark.parametrize("factor", ["1e300*1e300", "0*1e999", "1e999", "2/1e-320"])
+def test_numbers_beyond_a_float_are_refused_by_check(factor):
+    """Issue 16 item 10 on the checker's side: `scale 1e300*1e300` used to pass `check` and
+    become `x * inf` in the generated module."""
+    spec = check_text(f"dim B, D\ninput x: [B, D]\ny: x -> scale {factor}\n")
+    assert [d.code for d in spec.diagnostics] == ["E005"]
+    assert spec.diagnostics[0].span.line == 3

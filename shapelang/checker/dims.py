@@ -47,7 +47,17 @@ def build(node: Expr, lookup: Callable[[Name], sp.Expr], *, allow_real: bool = F
     if expanded_terms(e) > MAX_TERMS:
         raise ShapeError("E004", "this size expression is too large to reason about",
                          span=node.span, help="sizes in a spec are short products and sums of dims")
+    if allow_real and e.has(sp.Float) and any(not abs(f) <= FLOAT_MAX for f in e.atoms(sp.Float)):
+        raise _too_big(node)
     return e
+
+
+def _too_big(node) -> ShapeError:
+    return ShapeError("E005", "this number is beyond what a float can hold (about 1.8e308)",
+                      span=node.span, help="a scale or probability in a model is a modest number")
+
+
+FLOAT_MAX = sp.Float(1.7976931348623157e308)
 
 
 def expanded_terms(e: sp.Expr) -> int:
@@ -78,6 +88,8 @@ def _build(node: Expr, lookup: Callable[[Name], sp.Expr], *, allow_real: bool = 
             if not allow_real:
                 raise ShapeError("E005", f"`{node.text}` is not a whole number", span=node.span,
                                  help="sizes are whole numbers")
+            if not math.isfinite(node.value):
+                raise _too_big(node)
             return sp.Float(node.value)
         return sp.Integer(node.value)
     if isinstance(node, Name):
