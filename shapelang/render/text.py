@@ -23,7 +23,8 @@ def diagnostic_text(d: Diagnostic, path: str, source: str) -> str:
         pad = " " * len(gutter)
         end = d.span.end_column if d.span.end_line == d.span.line else len(text) + 1
         width = max(1, min(end, len(text) + 1) - d.span.column)
-        caret = " " * (d.span.column - 1) + "^" * width
+        text, col, width = _window(text, d.span.column, width)
+        caret = " " * (col - 1) + "^" * width
         out += [f"{pad} |", f"{gutter} | {text}", f"{pad} | {caret}"]
         prefix = f"{pad} = "
     else:
@@ -33,6 +34,22 @@ def diagnostic_text(d: Diagnostic, path: str, source: str) -> str:
     if d.help:
         out.append(f"{prefix}help: {d.help}")
     return "\n".join(out)
+
+
+WINDOW = 160   # characters of a source line shown around the caret
+
+
+def _window(text: str, col: int, width: int) -> tuple[str, int, int]:
+    """A long line cut to the part around the caret (`…` where it is cut); the caret's
+    column and width in what is shown."""
+    if len(text) <= WINDOW:
+        return text, col, width
+    width = min(width, WINDOW // 2)
+    start = max(0, min(col - 1 - WINDOW // 4, len(text) - WINDOW))
+    shown = text[start:start + WINDOW]
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if start + WINDOW < len(text) else ""
+    return prefix + shown + suffix, col - start + len(prefix), width
 
 
 def explain_footer(diagnostics) -> str:
