@@ -82,7 +82,11 @@ def codegen(spec: CheckedSpec):
 
 
 def run(spec: CheckedSpec, sizes: dict[str, int] | None = None, *, seed: int = 0):
-    """Generate, run on random inputs at `sizes` (default: the example) and compare shapes."""
+    """Generate, run on random inputs at `sizes` (default: the example) and compare shapes.
+
+    Raises `shapelang.codegen.runner.SizesError` for sizes that are missing, break an
+    assumption or would build tensors too large to run, and `CodegenError` when no module
+    can be written; failures inside the module are reported in the `Report`."""
     from .codegen import runner
 
     return runner.run_spec(spec, runner.resolve_sizes(spec, sizes), seed=seed)
