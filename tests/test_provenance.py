@@ -197,3 +197,16 @@ def test_grade_and_check_name_the_same_mixed_values():
     assert blank.status == "wrong"
     assert finding.message in blank.feedback and "wrong places" in blank.feedback
     assert "transpose 1 2" not in blank.feedback     # the proved fix would give the answer away
+
+
+def test_every_step_of_the_correct_specs_has_a_known_provenance():
+    """Unknown provenance keeps the pass silent; on correct specs it must mean nothing was
+    left out (an exception inside a rule would also show up here as unknown)."""
+    paths = (sorted((ROOT / "specs").glob("**/*.shape")) + sorted((ROOT / "exercises" / "solutions").glob("*.shape"))
+             + sorted((ROOT / "tests" / "provenance" / "clean").glob("*.shape")))
+    unknown = []
+    for path in paths:
+        spec = check(path.read_text(), str(path))
+        bindings = list(spec.bindings) + [b for insts in spec.blocks.values() for ir in insts for b in ir.bindings]
+        unknown += [f"{path.name}:{s.span.line} {s.text}" for b in bindings for s in b.steps if s.provenance is None]
+    assert not unknown, unknown[:10]

@@ -23,8 +23,6 @@ provenance is unknown and it stays silent rather than guess.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 import sympy as sp
 
 from .. import dims as dimlib
@@ -48,6 +46,7 @@ class Provenance:
         self._names = {sp.expand(self.prover.canon(sym)): sym
                        for sym in reversed(list(self.prover.user.values()))}
         self.findings = Findings(self)
+        self._canon: dict = {}   # size -> its canonical form (None: it is 1)
 
     # ------------------------------------------------------------ walking the IR
     def run(self, spec) -> None:
@@ -56,14 +55,15 @@ class Provenance:
             self.binding(b, env)
 
     def binding(self, b, env) -> None:
+        get, producer = env.get, self.producer
         for s in b.steps:
-            ins = [env.get(r) for r in s.inputs]
+            ins = [get(r) for r in s.inputs]
             try:
                 outs = self.step(s, ins)
             except (KeyError, IndexError, ValueError, TypeError):
                 outs = None   # an operation form this pass does not know: unknown, not a guess
             ref = s.ref
-            self.producer[ref] = (s, ins[0] if ins else None)
+            producer[ref] = (s, ins[0] if ins else None)
             s.provenance = outs
             if outs is None:
                 continue
@@ -83,9 +83,11 @@ class Provenance:
         return TP(tuple(axes))
 
     def fresh(self, size, feature=False) -> Axis:
-        if self.prover.is_one(size):
-            return ()
-        return (Atom(self.prover.canon(size), size, feature),)
+        """A new atom of this size (none for size 1)."""
+        canon = self._canon.get(size)
+        if canon is None:
+            canon = self._canon[size] = None if self.prover.is_one(size) else self.prover.canon(size)
+        return () if canon is None else (Atom(canon, size, feature),)
 
     def step(self, s, ins):
         op = s.op
@@ -302,4 +304,4 @@ class Provenance:
         padded = [((),) * (rank - len(t.axes)) + t.axes for t in ts]
         axes = tuple(next((p[k] for p in padded if p[k]), ()) for k in range(rank))
         base = next((t for t in ts if t.keys is not None), ts[0])
-        return (replace(base.carry(axes)),)
+        return (base.carry(axes),)

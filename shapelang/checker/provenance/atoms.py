@@ -1,8 +1,6 @@
 """Atoms and axes: what a tensor's provenance is made of."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import sympy as sp
 
 from .. import dims as dimlib
@@ -38,18 +36,20 @@ _LABELS: dict = {}   # size expression -> its text: printing sympy is slow, labe
 Axis = tuple  # of Atom, outermost first; () for an axis of size 1
 
 
-@dataclass(frozen=True)
 class TP:
-    """A tensor's provenance: one Axis per dim, plus what attention scores carry."""
-    axes: tuple
-    keys: Axis | None = None          # the key axis of attention scores
-    contracted: Axis | None = None    # the axis the score product summed over
+    """A tensor's provenance: one Axis per dim, plus what attention scores carry:
+    `keys`, their key axis, and `contracted`, the axis the score product summed over."""
+    __slots__ = ("axes", "contracted", "keys")
+
+    def __init__(self, axes: tuple, keys: Axis | None = None, contracted: Axis | None = None):
+        self.axes, self.keys, self.contracted = axes, keys, contracted
 
     def carry(self, axes) -> TP:
         """Same scores markers if the key axis survives."""
         axes = tuple(axes)
-        keep = self.keys is not None and self.keys in axes
-        return TP(axes, self.keys if keep else None, self.contracted if keep else None)
+        if self.keys is None or self.keys not in axes:
+            return TP(axes)
+        return TP(axes, self.keys, self.contracted)
 
 
 def label_of(axis: Axis) -> str:

@@ -29,13 +29,15 @@ class Regrouper:
             self._div[key] = q if ok else None
         return self._div[key]
 
-    def piece(self, atom: Atom, sizes: tuple, names: tuple) -> tuple:
-        """The pieces of `atom` cut into `sizes` (outermost first); the same cut gives the same atoms."""
+    def piece(self, atom: Atom, sizes: tuple, names) -> tuple:
+        """The pieces of `atom` cut into `sizes` (outermost first); the same cut gives the same
+        atoms. `names()` gives the pieces' names, asked for only when the cut is new."""
         key = (atom, sizes)
-        if key not in self._pieces:
-            self._pieces[key] = tuple(Atom(sz, nm, atom.feature, atom, k, len(sizes))
-                                      for k, (sz, nm) in enumerate(zip(sizes, names)))
-        return self._pieces[key]
+        hit = self._pieces.get(key)
+        if hit is None:
+            hit = self._pieces[key] = tuple(Atom(sz, nm, atom.feature, atom, k, len(sizes))
+                                            for k, (sz, nm) in enumerate(zip(sizes, names())))
+        return hit
 
     # ------------------------------------------------------------ regrouping
     def regroup(self, x: TP, shape) -> list | None:
@@ -62,8 +64,8 @@ class Regrouper:
                 if len(cuts[i]) == 1:
                     axis.append(atom)
                     continue
-                names = tuple(self._piece_name(i, j, cuts, groups, shape) for j in range(len(cuts[i])))
-                axis.append(self.piece(atom, tuple(cuts[i]), names)[k])
+                axis.append(self.piece(atom, tuple(cuts[i]), lambda i=i: [
+                    self._piece_name(i, j, cuts, groups, shape) for j in range(len(cuts[i]))])[k])
             out.append(tuple(self._merge_runs(axis)))
         return out
 
