@@ -18,10 +18,11 @@ ALLOWED = {
     "syntax": set(),
     "checker": {"syntax"},
     "render": {"syntax", "checker"},
+    "fmt": {"syntax"},
     "codegen": {"syntax", "checker"},
     "teaching": {"syntax", "checker", "render"},
     "api": {"syntax", "checker", "render", "codegen", "teaching"},
-    "cli": {"api", "syntax", "checker", "render", "codegen", "teaching"},
+    "cli": {"api", "syntax", "checker", "render", "codegen", "teaching", "fmt"},
     "__init__": {"api"},
     "__main__": {"cli"},
 }

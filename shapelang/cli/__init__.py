@@ -20,11 +20,21 @@ def _parser() -> argparse.ArgumentParser:
         c = sub.add_parser(name, help=help_text, description=help_text + "; exit 0 clean (warnings "
                            "allowed), 1 errors (or warnings with --strict), 2 usage or I/O error")
         c.add_argument("files", nargs="+", metavar="FILE")
-        c.add_argument("--format", choices=["text", "json"], default="text")
+        c.add_argument("--format", choices=["text", "json", "sarif", "github"], default="text",
+                       help="sarif: a SARIF 2.1.0 log; github: workflow-command annotations")
         c.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
         if name == "trace":
             c.add_argument("--provenance", action="store_true",
                            help="add a column: where the elements of each axis come from")
+
+    c = sub.add_parser("fmt", help="lay out specs canonically (in place)",
+                       description="lay out specs canonically, in place; exit 0 done or nothing to "
+                       "do, 1 a file would change (--check/--diff) or does not parse, 2 I/O error")
+    c.add_argument("files", nargs="+", metavar="FILE", help="a .shape file or a folder of them")
+    c.add_argument("--check", action="store_true",
+                   help="change nothing; list the files that would change (exit 1 if any)")
+    c.add_argument("--diff", action="store_true",
+                   help="change nothing; print the changes as a unified diff (exit 1 if any)")
 
     c = sub.add_parser("codegen", help="emit a PyTorch module for a checked spec")
     c.add_argument("file", metavar="FILE")
@@ -54,6 +64,9 @@ def _check(args) -> int:
     from .. import render
     from ..api import check_file
 
+    if args.format in ("sarif", "github"):
+        from .ci import ci_command
+        return ci_command(args)
     status = 0
     for path in args.files:
         try:
@@ -76,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in ("check", "trace"):
         return _check(args)
+    if args.command == "fmt":
+        from .fmt import fmt_command
+        return fmt_command(args)
     if args.command == "codegen":
         from .codegen import codegen_command
         return codegen_command(args)
