@@ -25,7 +25,8 @@ def _validator():
     jsonschema = pytest.importorskip("jsonschema", reason="the `ci` extra (jsonschema) is missing")
     if not SCHEMA.exists():
         pytest.skip("the official SARIF 2.1.0 schema is not vendored at tests/data/")
-    return jsonschema.Draft4Validator(json.loads(SCHEMA.read_text()))
+    return jsonschema.Draft4Validator(json.loads(SCHEMA.read_text()),
+                                      format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +115,19 @@ def test_github_escaping():
     assert annotation(d, "dir,x/a:b.shape") == (
         "::warning file=dir%2Cx/a%3Ab.shape,line=3,col=4,endLine=3,endColumn=9,"
         "title=W301::mixes heads: [B, S]%0Asee")
+
+
+def test_the_example_workflow_runs_real_commands():
+    yaml = pytest.importorskip("yaml", reason="PyYAML comes with pre-commit (the `ci` extra)")
+    import shlex
+
+    from shapelang.cli import _parser
+
+    flow = yaml.safe_load((ROOT / "docs" / "github-workflow.yml").read_text())
+    runs = [s["run"] for job in flow["jobs"].values() for s in job["steps"] if "run" in s]
+    commands = [r.split(">")[0].split("||")[0] for r in runs if r.startswith("shapelang ")]
+    assert len(commands) == 3
+    for cmd in commands:
+        argv = [a if not a.startswith("$(") else "x.shape"
+                for a in shlex.split(cmd.replace("$(git ls-files '*.shape')", "$(files)"))][1:]
+        _parser().parse_args(argv)   # exits on an unknown option
