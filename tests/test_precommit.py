@@ -19,7 +19,7 @@ MESSY = "dim B\ninput x :[B]\n"
 
 
 def _git(*args, cwd):
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    return subprocess.run(["git", *args], check=False, cwd=cwd, capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def test_hooks_on_a_temporary_repository(tmp_path, head):
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
            "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     env.pop("VIRTUAL_ENV", None)
-    r = subprocess.run([*cmd, "run", "--all-files", "--color", "never"], cwd=repo, env=env,
+    r = subprocess.run([*cmd, "run", "--all-files", "--color", "never"], check=False, cwd=repo, env=env,
                        capture_output=True, text=True, timeout=280)
     out = r.stdout + r.stderr
     assert r.returncode == 1, out
@@ -69,5 +69,5 @@ def test_hooks_on_a_temporary_repository(tmp_path, head):
     assert (repo / "messy.shape").read_text() == "dim B\ninput x: [B]\n"
     assert (repo / "good.shape").read_text() == GOOD.replace("2*D   #", "2*D #")
     r = subprocess.run([*cmd, "run", "shapelang-check", "--files", "good.shape", "--color",
-                        "never"], cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+                        "never"], check=False, cwd=repo, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "Passed" in r.stdout, r.stdout + r.stderr

@@ -17,6 +17,7 @@ tokens on the same lines before it is returned.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -88,7 +89,7 @@ def _lines(source: str) -> list[_Line]:
 
 def _join(tokens: list[_Tok], raw: str) -> str:
     out = [tokens[0].value]
-    for a, b in zip(tokens, tokens[1:]):
+    for a, b in itertools.pairwise(tokens):
         gap = raw[a.end:b.column]
         if a.punct == "->" or b.punct == "->" or a.punct in (",", ":"):
             sep = " "
