@@ -148,3 +148,68 @@ def test_cli_check_diff_and_in_place(tmp_path):
 def test_specs_are_formatted():
     r = _cli("--check", "specs/")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _tokens(text: str) -> list:
+    import lark
+
+    from shapelang.syntax.parser import grammar_text
+
+    grammar = lark.Lark(grammar_text(), parser="lalr")
+    return [t for t in grammar.lex(text if text.endswith("\n") else text + "\n", dont_ignore=True)]
+
+
+def _respace(text: str, rng) -> str:
+    """The same tokens on the same lines, with random indentation and spaces between them."""
+    lines = text.split("\n")
+    out = []
+    by_line: dict[int, list] = {}
+    for t in _tokens(text):
+        if t.type not in ("_NL", "CONTINUATION") and not t.type.startswith("__IGNORE"):
+            by_line.setdefault(t.line, []).append(t)
+    def canonical(a, b) -> bool:   # a gap the layout decides, whatever was written
+        return (a.value in ("->", ",", ":", "[", "(") or b.value in ("->", ",", ":", "]", ")")
+                or (b.value == "(" and a.type == "NAME"))
+
+    for n, line in enumerate(lines, 1):
+        toks = by_line.get(n)
+        if not toks:
+            out.append(line + rng.choice(["", " ", "\t"]))
+            continue
+        parts = [rng.choice(["", " ", "    ", "\t", "      "]), toks[0].value]
+        for a, b in zip(toks, toks[1:]):
+            gap = line[a.end_column - 1:b.column - 1]
+            if b.type == "COMMENT" or canonical(a, b):
+                gap = rng.choice(["", " ", "  ", "   "]) if b.type != "COMMENT" else " " * rng.randint(1, 6)
+            elif gap:
+                gap = rng.choice([" ", "  ", "\t", gap])
+            parts += [gap, b.value]
+        out.append("".join(parts) + rng.choice(["", " ", "  "]))
+    return "\n".join(out)
+
+
+def _code(text: str) -> list:
+    return [(t.type, t.value.rstrip()) for t in _tokens(text)
+            if t.type not in ("_NL", "CONTINUATION") and not t.type.startswith("__IGNORE")]
+
+
+def test_the_layout_does_not_depend_on_the_spacing_written():
+    import random
+
+    rng = random.Random(14)
+    seeds = sorted((ROOT / "specs").glob("*.shape")) + sorted((ROOT / "exercises").glob("*.shape"))
+    tried = 0
+    for _ in range(4):
+        for path in seeds:
+            text = path.read_text()
+            messy = _respace(text, rng)
+            want, got = _code(text), _code(messy)
+            if got != want:   # removing a space merged two tokens: not the same program
+                continue
+            try:
+                result = format_text(messy)
+            except FormatError:
+                continue
+            tried += 1
+            assert result == format_text(text), path.name
+    assert tried > 50
