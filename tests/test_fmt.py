@@ -1,6 +1,7 @@
 """`shapelang fmt`: the canonical layout keeps every token, comment and finding."""
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
 import sys
@@ -177,7 +178,7 @@ def _respace(text: str, rng) -> str:
             out.append(line + rng.choice(["", " ", "\t"]))
             continue
         parts = [rng.choice(["", " ", "    ", "\t", "      "]), toks[0].value]
-        for a, b in zip(toks, toks[1:]):
+        for a, b in itertools.pairwise(toks):
             gap = line[a.end_column - 1:b.column - 1]
             if b.type == "COMMENT" or canonical(a, b):
                 gap = rng.choice(["", " ", "  ", "   "]) if b.type != "COMMENT" else " " * rng.randint(1, 6)
@@ -213,3 +214,12 @@ def test_the_layout_does_not_depend_on_the_spacing_written():
             tried += 1
             assert result == format_text(text), path.name
     assert tried > 50
+
+
+def test_a_layout_that_would_change_a_token_is_refused(monkeypatch):
+    from shapelang.fmt import LayoutBug, layout
+
+    join = layout._join
+    monkeypatch.setattr(layout, "_join", lambda toks, raw: join(toks, raw).replace("->", "- >"))
+    with pytest.raises(LayoutBug, match="line 3"):
+        format_text("dim B\ninput x: [B]\ny: x -> relu\n")

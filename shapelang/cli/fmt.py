@@ -15,7 +15,7 @@ def _targets(names: list[str]) -> list[Path]:
 
 
 def fmt_command(args) -> int:
-    from ..fmt import FormatError, format_text
+    from ..fmt import FormatError, LayoutBug, format_text
     from ..render import diagnostic_text
 
     status = 0
@@ -32,6 +32,10 @@ def fmt_command(args) -> int:
         except FormatError as err:
             print(diagnostic_text(err.diagnostic, str(path), text), file=sys.stderr)
             print(f"{path}: not formatted: it does not parse", file=sys.stderr)
+            status = 1
+            continue
+        except LayoutBug as err:
+            print(f"{path}: not formatted: {err}", file=sys.stderr)
             status = 1
             continue
         if new == text:
