@@ -1,6 +1,7 @@
 """`shapelang fmt`: the canonical layout keeps every token, comment and finding."""
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import subprocess
@@ -19,14 +20,18 @@ CORPUS = sorted({p for d in ("specs", "exercises", "tests/provenance")
                  for p in (ROOT / d).rglob("*.shape")})
 
 
-def _comments(text: str) -> Counter:
+@functools.cache
+def _grammar():
     import lark
 
     from shapelang.syntax.parser import grammar_text
 
-    grammar = lark.Lark(grammar_text(), parser="lalr")
+    return lark.Lark(grammar_text(), parser="lalr")
+
+
+def _comments(text: str) -> Counter:
     found = Counter()
-    for tok in grammar.lex(text if text.endswith("\n") else text + "\n", dont_ignore=True):
+    for tok in _grammar().lex(text if text.endswith("\n") else text + "\n", dont_ignore=True):
         if tok.type in ("COMMENT", "_NL", "CONTINUATION"):
             found.update(c.rstrip() for c in re.findall(r"#[^\n]*", tok.value))
     return found
@@ -152,12 +157,7 @@ def test_specs_are_formatted():
 
 
 def _tokens(text: str) -> list:
-    import lark
-
-    from shapelang.syntax.parser import grammar_text
-
-    grammar = lark.Lark(grammar_text(), parser="lalr")
-    return [t for t in grammar.lex(text if text.endswith("\n") else text + "\n", dont_ignore=True)]
+    return [t for t in _grammar().lex(text if text.endswith("\n") else text + "\n", dont_ignore=True)]
 
 
 def _respace(text: str, rng) -> str:
