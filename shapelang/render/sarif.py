@@ -58,8 +58,9 @@ def _region(span: Span) -> dict:
     end_col = span.end_column
     if span.end_line == span.line and end_col <= span.column:
         end_col = span.column + 1
-    return {"startLine": span.line, "startColumn": span.column,
-            "endLine": max(span.end_line, span.line), "endColumn": max(1, end_col)}
+    line, col = max(1, span.line), max(1, span.column)
+    return {"startLine": line, "startColumn": col,
+            "endLine": max(span.end_line, line), "endColumn": max(1, end_col)}
 
 
 def rules() -> list[dict]:
