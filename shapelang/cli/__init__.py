@@ -20,15 +20,25 @@ def _parser() -> argparse.ArgumentParser:
         c = sub.add_parser(name, help=help_text, description=help_text + "; exit 0 clean (warnings "
                            "allowed), 1 errors (or warnings with --strict), 2 usage or I/O error")
         c.add_argument("files", nargs="+", metavar="FILE")
-        c.add_argument("--format", choices=["text", "json"] + (["html", "svg"] if name == "trace" else []),
-                       default="text", help="text, json" + (", html (a self-contained page) or svg "
-                                                             "(one figure)" if name == "trace" else ""))
+        formats = ["text", "json", "sarif", "github"] + (["html", "svg"] if name == "trace" else [])
+        c.add_argument("--format", choices=formats, default="text",
+                       help="sarif: a SARIF 2.1.0 log; github: workflow-command annotations"
+                       + ("; html: a self-contained page; svg: one figure" if name == "trace" else ""))
         c.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
         if name == "trace":
             c.add_argument("--provenance", action="store_true",
                            help="add a column: where the elements of each axis come from")
             c.add_argument("-o", "--output", metavar="OUT",
                            help="write here instead of stdout (one FILE only)")
+
+    c = sub.add_parser("fmt", help="lay out specs canonically (in place)",
+                       description="lay out specs canonically, in place; exit 0 done or nothing to "
+                       "do, 1 a file would change (--check/--diff) or does not parse, 2 I/O error")
+    c.add_argument("files", nargs="+", metavar="FILE", help="a .shape file or a folder of them")
+    c.add_argument("--check", action="store_true",
+                   help="change nothing; list the files that would change (exit 1 if any)")
+    c.add_argument("--diff", action="store_true",
+                   help="change nothing; print the changes as a unified diff (exit 1 if any)")
 
     c = sub.add_parser("codegen", help="emit a PyTorch module for a checked spec")
     c.add_argument("file", metavar="FILE")
@@ -66,6 +76,9 @@ def _check(args) -> int:
     from .. import render
     from ..api import check_file
 
+    if args.format in ("sarif", "github"):
+        from .ci import ci_command
+        return ci_command(args)
     output = getattr(args, "output", None)
     if output and len(args.files) != 1:
         print("shapelang: -o takes one FILE", file=sys.stderr)
@@ -105,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in ("check", "trace"):
         return _check(args)
+    if args.command == "fmt":
+        from .fmt import fmt_command
+        return fmt_command(args)
     if args.command == "codegen":
         from .codegen import codegen_command
         return codegen_command(args)
