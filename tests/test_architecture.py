@@ -139,3 +139,22 @@ def test_every_package_is_shipped():
     found = {".".join(["shapelang", *p.parent.relative_to(PACKAGE).parts])
              for p in PACKAGE.rglob("__init__.py")}
     assert found <= listed, f"add to pyproject.toml's packages: {sorted(found - listed)}"
+
+
+def test_the_grade_command_names_gradescopes_visibilities():
+    from shapelang.cli.grade import VISIBILITIES as CLI
+    from shapelang.teaching.results import VISIBILITIES
+
+    assert CLI == VISIBILITIES
+
+
+def test_help_imports_no_stage():
+    """`shapelang --help` builds the parser only: no checker, no grader, no sympy."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from shapelang.cli import _parser; _parser(); "
+            "print(sorted(m for m in sys.modules if m.startswith(('sympy', 'lark', 'shapelang.teaching', "
+            "'shapelang.checker', 'torch'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out
