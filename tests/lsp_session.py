@@ -101,6 +101,10 @@ class Session:
         return await self.client.text_document_code_action_async(t.CodeActionParams(
             self._doc(uri), rng, t.CodeActionContext(diagnostics=diagnostics)))
 
+    async def formatting(self, uri):
+        return await self.client.text_document_formatting_async(t.DocumentFormattingParams(
+            self._doc(uri), t.FormattingOptions(tab_size=2, insert_spaces=True)))
+
 
 def run(coro_fn, *args, timeout: float = 60):
     """Run an async scenario to completion, bounded."""

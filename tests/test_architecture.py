@@ -22,7 +22,7 @@ ALLOWED = {
     "codegen": {"syntax", "checker"},
     "teaching": {"syntax", "checker", "render"},
     "api": {"syntax", "checker", "render", "codegen", "teaching"},
-    "lsp": {"api", "syntax", "checker", "render"},
+    "lsp": {"api", "syntax", "checker", "render", "fmt"},
     "cli": {"api", "syntax", "checker", "render", "codegen", "teaching", "lsp", "fmt"},
     "notebook": {"api", "syntax", "checker", "render", "teaching"},
     "__init__": {"api", "notebook"},

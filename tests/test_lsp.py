@@ -263,3 +263,25 @@ def test_changes_in_quick_succession_publish_only_the_last_version():
     assert versions == [1, 7]
     assert [d.code for d in last] == ["E101", "E112", "E001"]
     assert unknown is None
+
+
+def test_formatting_gives_the_layout_of_shapelang_fmt():
+    from shapelang.fmt import format_text
+
+    messy = "dim B,S ,D\ninput X :[B,S,D]\nY:X->linear D->relu   # a comment\n"
+    broken = messy + "Z: X -> (\n"
+
+    async def scenario():
+        async with Session() as s:
+            s.open(URI, messy)
+            await s.diagnostics(URI, 1)
+            edits = await s.formatting(URI)
+            s.replace(URI, broken, 2)
+            await s.diagnostics(URI, 2)
+            return s.capabilities, edits, await s.formatting(URI)
+    caps, edits, refused = run(scenario)
+    assert caps.document_formatting_provider
+    assert len(edits) == 1 and edits[0].range.start == t.Position(0, 0)
+    assert edits[0].new_text == format_text(messy)
+    assert "Y: X -> linear D -> relu" in edits[0].new_text
+    assert not refused     # a file that does not parse is left alone

@@ -17,6 +17,7 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from . import completion, findings, hover, navigation
+from .formatting import format_edits
 from .documents import DocumentStore
 from .findings import lsp_range
 
@@ -165,6 +166,11 @@ class ShapeServer:
             def feature(an):
                 return findings.code_actions(an, params.range, self.docs)
             return await self._on(params.text_document.uri, feature)
+
+        @ls.feature(t.TEXT_DOCUMENT_FORMATTING)
+        async def on_formatting(params: t.DocumentFormattingParams):
+            doc = self.ls.workspace.get_text_document(params.text_document.uri)
+            return await self._run(format_edits, doc.source)
 
 
 def serve() -> int:

@@ -1,0 +1,22 @@
+"""Document formatting: `shapelang fmt`'s layout as one edit of the whole document."""
+from __future__ import annotations
+
+from lsprotocol import types as t
+
+from ..fmt import FormatError, LayoutBug, format_text
+from .positions import normalise, utf16_len
+
+
+def format_edits(source: str) -> list[t.TextEdit] | None:
+    """The edit that lays `source` out as `shapelang fmt` does; [] when it already is, None
+    when it does not parse (the diagnostics say why; nothing is changed)."""
+    text = normalise(source)
+    try:
+        formatted = format_text(text)
+    except (FormatError, LayoutBug):
+        return None
+    if formatted == text:
+        return []
+    lines = text.split("\n")
+    end = t.Position(len(lines) - 1, utf16_len(lines[-1]))
+    return [t.TextEdit(range=t.Range(t.Position(0, 0), end), new_text=formatted)]
