@@ -55,7 +55,7 @@ def main() -> None:
     ap.add_argument("--layers", default="1,12,48")
     args = ap.parse_args()
     rows = run(args.runs, tuple(int(x) for x in args.layers.split(",")))
-    print(f"| form | layers | check without the pass | check with it | ratio (median) | ratio (min) |")
+    print("| form | layers | check without the pass | check with it | ratio (median) | ratio (min) |")
     print("| --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['form']} | {r['layers']} | {r['off'] * 1e3:.1f} ms | {r['on'] * 1e3:.1f} ms | "

@@ -133,16 +133,16 @@ def test_a_correct_elementwise_product_is_left_alone():
 def test_habits_agree_with_pytorch_on_the_shape():
     """The rewritten line has the shape PyTorch gives the learner's expression."""
     torch = pytest.importorskip("torch")
-    import torch.nn.functional as F  # noqa: F401  (used by the expressions)
+    import torch.nn.functional as F
 
-    sizes = dict(B=2, S=5, H=4, Dh=8, D=32)
+    sizes = {"B": 2, "S": 5, "H": 4, "Dh": 8, "D": 32}
     env = {"torch": torch, "F": F, "math": __import__("math"), **sizes,
            "X": torch.randn(2, 5, 32), "A": torch.randn(2, 5, 32),
            "Q": torch.randn(2, 4, 5, 8), "K": torch.randn(2, 4, 5, 8)}
     for line, habit, _, rewritten in CASES:
         if rewritten is None or "->" in line.split(":", 1)[1]:
             continue
-        name, expr = line.split(":", 1)
+        _name, expr = line.split(":", 1)
         # `.T` of a 4-d tensor reverses all its axes in PyTorch (deprecated); `.mT` is what a
         # learner means in `Q @ K.T`, and what the habit is translated to
         expr = expr.replace(".T", ".mT")

@@ -33,22 +33,22 @@ BUGS = {
     "heads split via reshape": ("Qb: X -> reshape [B, H, S, Dh]\n", "W301", 0),
     "merge without moving H back": ("a: Q @ (K -> transpose -2 -1) -> softmax -1\no: a @ V -> reshape [B, S, D]\n",
                                     "W302", 1),
-    "merge after the wrong transpose": ("a: Q @ (K -> transpose -2 -1) -> softmax -1\n"
-                                        "o: a @ V -> transpose 2 3 -> reshape [B, S, D]\n", "W302", 1),
-    "merge via flatten": ("a: Q @ (K -> transpose -2 -1) -> softmax -1\no: a @ V -> flatten 1\n"
-                          "o2: o -> view [B, S, D]\n", "W302", 2),
+    "merge after the wrong transpose": (("a: Q @ (K -> transpose -2 -1) -> softmax -1\n"
+                                        "o: a @ V -> transpose 2 3 -> reshape [B, S, D]\n"), "W302", 1),
+    "merge via flatten": (("a: Q @ (K -> transpose -2 -1) -> softmax -1\no: a @ V -> flatten 1\n"
+                          "o2: o -> view [B, S, D]\n"), "W302", 2),
     "softmax over the queries": ("a: Q @ (K -> transpose -2 -1) -> softmax -2\n", "W303", 0),
     "softmax over the heads": ("a: Q @ (K -> transpose -2 -1) -> softmax 1\n", "W303", 0),
     "softmax over queries via einsum": ('a: einsum("bhqd,bhkd->bhqk", Q, K) -> softmax 2\n', "W303", 0),
     "mean over the tokens": ("mu: X -> mean 1 keepdim\nc: X - mu\n", "W304", 0),
     "var over the tokens": ("v: X -> var 1 keepdim\n", "W304", 0),
     "layernorm after a transpose": ("n: X -> transpose 1 2 -> layernorm\n", "W304", 0),
-    "causal mask on cross-attention": ("dim T\ninput Y: [B, T, D]\n"
+    "causal mask on cross-attention": (("dim T\ninput Y: [B, T, D]\n"
                                        "Qy: Y -> linear D -> view [B, T, H, Dh] -> transpose 1 2\n"
-                                       "a: Qy @ (K -> transpose -2 -1) -> mask causal -> softmax -1\n",
+                                       "a: Qy @ (K -> transpose -2 -1) -> mask causal -> softmax -1\n"),
                                        "W305", 3),
-    "causal mask over cached keys": ("dim P\ninput Kc: [B, H, P + S, Dh]\n"
-                                     "a: Q @ (Kc -> transpose -2 -1) -> mask causal -> softmax -1\n", "W305", 2),
+    "causal mask over cached keys": (("dim P\ninput Kc: [B, H, P + S, Dh]\n"
+                                     "a: Q @ (Kc -> transpose -2 -1) -> mask causal -> softmax -1\n"), "W305", 2),
     "scale by the model width": ("a: Q @ (K -> transpose -2 -1) -> scale 1/sqrt(D) -> softmax -1\n",
                                  "W306", 0),
     "divide by the model width": ("a: Q @ (K -> transpose -2 -1) / sqrt(D)\n", "W306", 0),

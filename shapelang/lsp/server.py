@@ -17,9 +17,9 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from . import completion, findings, hover, navigation
-from .formatting import format_edits
 from .documents import DocumentStore
 from .findings import lsp_range
+from .formatting import format_edits
 
 DEBOUNCE = 0.15   # seconds after the last change before the document is checked
 
