@@ -3,29 +3,18 @@ loads without console errors, draws every binding, and its axis boxes neither ov
 leave the page."""
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
+from browser import console_errors, require, session
 
 import shapelang
 from shapelang.render.html import trace_html
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = sorted((ROOT / "specs").glob("*.shape"))
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
-webdriver = pytest.importorskip("selenium.webdriver", reason="the browser tests need selenium "
-                                "(pip install '.[test]')")
-if not (Path(CHROMIUM).exists() and Path(DRIVER).exists()):
-    pytest.skip("the browser tests need Debian's chromium and chromium-driver "
-                "(apt-get install chromium chromium-driver)", allow_module_level=True)
-
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--no-first-run", "--window-size=1200,900")
+webdriver = require()
 
 GEOMETRY = """
 document.querySelector('[data-toggle="open"]').click();
@@ -57,22 +46,7 @@ return out;
 
 @pytest.fixture(scope="module")
 def driver():
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for f in FLAGS:
-        opts.add_argument(f)
-    profile = tempfile.mkdtemp(prefix="shapelang-chromium-")
-    opts.add_argument(f"--user-data-dir={profile}")
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    try:
-        d = webdriver.Chrome(service=Service(DRIVER), options=opts)
-    except Exception as err:  # noqa: BLE001 - a browser that cannot start is a skip, not a failure
-        pytest.skip(f"chromium does not start here: {str(err).splitlines()[0]}")
-    yield d
-    d.quit()
-    shutil.rmtree(profile, ignore_errors=True)
+    yield from session(webdriver)
 
 
 def _names(spec) -> set:
@@ -89,8 +63,7 @@ def _load(driver, spec, tmp_path, name):
     driver.get_log("browser")                     # forget what earlier pages logged
     driver.get(page.as_uri())
     got = driver.execute_script(GEOMETRY)
-    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-    return got, errors
+    return got, console_errors(driver)
 
 
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)

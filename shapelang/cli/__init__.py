@@ -69,6 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     add_grade_parser(sub)
     from .explain import add_parser as add_explain_parser
     add_explain_parser(sub)
+    from .serve import add_parser as add_serve_parser
+    add_serve_parser(sub)
     return p
 
 
@@ -129,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         return run_command(args)
     if args.command == "lsp":
         return _lsp()
+    if args.command == "serve":
+        from .serve import command as serve_command
+        return serve_command(args)
     if args.command == "explain":
         from .explain import command as explain_command
         return explain_command(args)

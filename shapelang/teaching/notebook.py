@@ -44,22 +44,29 @@ def parts_of(text: str) -> list[str]:
     return parts
 
 
-def _markdown(part: str, number: int, total: int) -> str:
+def describe_part(part: str) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+    """What a part asks: its blanks (`?name`, sorted), its prose (the comment lines that are
+    not directives) and the hints of its blanks, (name, text) from `# ?name: ...` lines."""
     prose, hints = [], []
     for line in part.split("\n"):
         s = line.strip()
         m = _HINT.match(s)
         if m:
-            hints.append(f"- `?{m.group(1)}`: {m.group(2)}")
+            hints.append((m.group(1), m.group(2)))
         elif s.startswith("#") and not s.startswith("# @") and not s.startswith("# Exercise:"):
             prose.append(s.lstrip("#").strip())
     blanks = sorted({b for line in part.split("\n") for b in _BLANK.findall(_code_of(line))})
+    return blanks, [p for p in prose if p], hints
+
+
+def _markdown(part: str, number: int, total: int) -> str:
+    blanks, prose, hints = describe_part(part)
     head = f"### Part {number} of {total}"
     if blanks:
         head += ": fill " + ", ".join(f"`{b}`" for b in blanks)
-    out = [head, "", " ".join(p for p in prose if p)] if any(prose) else [head]
+    out = [head, "", " ".join(prose)] if prose else [head]
     if hints:
-        out += ["", *hints]
+        out += ["", *(f"- `?{name}`: {text}" for name, text in hints)]
     return "\n".join(out).strip() + "\n"
 
 

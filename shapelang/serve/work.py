@@ -1,0 +1,141 @@
+"""What the page asks for, computed in the worker process: a check and, for an exercise, a grade.
+
+Each answer is plain JSON-ready data. A check reads the posted bytes exactly as `shapelang
+check` reads a file (UTF-8 with replacement characters, universal newlines) and answers with
+the text `shapelang check` prints, every diagnostic as data with its rendered block, and the
+trace picture of shapelang.render.html. A grade goes through the same `Grader.grade_bytes` as
+`shapelang grade` and answers with its text report and its JSON result. Nothing here runs the
+text it is given: it only reaches the parser, the checker and the grader.
+"""
+from __future__ import annotations
+
+import io
+import os
+
+from ..api import check, render_check
+from ..render.html import trace_fragment
+from ..render.json import diagnostic_json
+from ..render.text import diagnostic_text
+from ..syntax.limits import MAX_BYTES, MAX_LINE_CHARS, MAX_LINES
+from ..teaching.results import score_value
+
+SAMPLE = """\
+# The playground: edit the spec; its diagnostics and its picture follow as you type.
+dim B, S, D, H
+dim Dh = D / H
+assume D % H == 0
+example B=1, S=4, D=512, H=8
+
+input X: [B, S, D]
+Q: X -> linear D -> view [B, S, H, Dh] -> transpose 1 2
+K: X -> linear D -> view [B, S, H, Dh] -> transpose 1 2
+V: X -> linear D -> view [B, S, H, Dh] -> transpose 1 2
+Kt: K -> transpose -2 -1
+weights: Q @ Kt -> scale 1/sqrt(Dh) -> softmax -1
+heads: weights @ V
+out: heads -> transpose 1 2 -> reshape [B, S, D] -> linear D
+"""
+
+
+class SetupError(Exception):
+    """The file or exercise cannot be served; the message says why (for the command line)."""
+
+
+def read_as_file(data: bytes) -> str:
+    """Bytes as `open(path, encoding="utf-8", errors="replace").read()` gives them."""
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace").read()
+
+
+def _read(path: str) -> bytes:
+    try:
+        if os.path.getsize(path) > MAX_BYTES:
+            raise SetupError(f"{path} is larger than {MAX_BYTES // 1024} KB, the limit of "
+                             "`shapelang check`")
+        with open(path, "rb") as fh:
+            return fh.read(MAX_BYTES + 1)
+    except OSError as err:
+        raise SetupError(f"cannot read {path}: {err.strerror}") from None
+
+
+class Work:
+    """One session's file or exercise, and the answers to the page's requests."""
+
+    def __init__(self, path: str | None = None, exercise: str | None = None,
+                 solution: str | None = None):
+        self.grader = None
+        self.parts: list[dict] = []
+        self.title = None
+        if exercise is not None:
+            self._exercise(exercise, solution)
+        else:
+            self.path = path or "playground.shape"
+            self.text = read_as_file(_read(path)) if path else SAMPLE
+
+    def _exercise(self, exercise: str, solution: str | None) -> None:
+        from ..teaching.exercise import ExerciseError
+        from ..teaching.grader import Grader
+        from ..teaching.notebook import describe_part, parts_of
+        from ..teaching.results import find_solution
+
+        self.path = exercise
+        self.text = read_as_file(_read(exercise))
+        solution = solution or find_solution(exercise)
+        if solution is None:
+            raise SetupError(f"no solution found for {exercise} (looked for solutions/NAME.shape "
+                             "and NAME.solution.shape beside it); pass --solution")
+        try:
+            self.grader = Grader(self.text, read_as_file(_read(solution)), exercise, solution)
+        except ExerciseError as err:
+            raise SetupError(f"the exercise cannot be graded: {err}") from None
+        self.title = self.grader.options.title
+        blanks = self.grader.tmpl.blanks
+        first = 1
+        for part in parts_of(self.text):
+            names, prose, hints = describe_part(part)
+            self.parts.append({
+                "text": part, "first_line": first, "prose": prose,
+                "blanks": [{"name": n, "points": blanks[n[1:]].points if n[1:] in blanks else None}
+                           for n in names],
+                "hints": [{"name": f"?{n}", "text": t} for n, t in hints]})
+            first += part.count("\n") + 2      # parts join with one blank line
+
+    def info(self) -> dict:
+        """What the page starts from (for an exercise: its own text, never the solution's)."""
+        out = {"mode": "exercise" if self.grader else "spec", "path": self.path,
+               "title": self.title or f"shapelang: {os.path.basename(self.path)}",
+               "limits": {"max_bytes": MAX_BYTES, "max_lines": MAX_LINES,
+                          "max_line_chars": MAX_LINE_CHARS}}
+        if self.grader:
+            out["parts"] = self.parts
+            out["max_score"] = score_value(self.grader.max_score)
+            out["time_limit"] = self.grader.time_limit
+        else:
+            out["text"] = self.text
+        return out
+
+    def time_limit(self, kind: str) -> float | None:
+        return self.grader.time_limit if kind == "grade" and self.grader else None
+
+    def answer(self, kind: str, data: bytes) -> dict:
+        if kind == "check":
+            return self.check(data)
+        if kind == "grade" and self.grader is not None:
+            return self.grade(data)
+        raise ValueError(f"unknown request {kind!r}")
+
+    def check(self, data: bytes) -> dict:
+        text = read_as_file(data)
+        spec = check(text, self.path)
+        return {"ok": spec.ok, "text": render_check(spec),
+                "errors": len(spec.errors()), "warnings": len(spec.diagnostics) - len(spec.errors()),
+                "diagnostics": [dict(diagnostic_json(d), rendered=diagnostic_text(d, spec.path, spec.source))
+                                for d in spec.diagnostics],
+                "bindings": [", ".join(b.names) for b in spec.bindings],
+                "picture": trace_fragment(spec, f"trace of {os.path.basename(self.path)}")}
+
+    def grade(self, data: bytes) -> dict:
+        from ..teaching.results import result_json, text_report
+
+        res = self.grader.grade_bytes(data, self.path)
+        return {"score": score_value(res.score), "max_score": score_value(res.max_score),
+                "full_marks": res.full_marks, "report": text_report(res), "result": result_json(res)}
