@@ -5,17 +5,16 @@ command line does (refusing an oversized body unread), answers hostile text with
 never binds beyond this machine, and leaks no solution."""
 from __future__ import annotations
 
-import http.client
 import json
 import re
 import shutil
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
+from serve_session import POST, Running
 
 import shapelang
 from shapelang.serve.app import ServeError, loopback, start
@@ -26,47 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = sorted((ROOT / "exercises").glob("*.shape"))
 EXERCISE = ROOT / "exercises" / "02_split_heads.shape"
 SOLUTION = ROOT / "exercises" / "solutions" / "02_split_heads.shape"
-POST = {"Content-Type": "text/plain; charset=utf-8", "X-Shapelang": "1"}
 
 
 def _cli(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "shapelang", *args], check=False, capture_output=True,
                           text=True, cwd=cwd, timeout=120)
-
-
-class Running:
-    def __init__(self, **kw):
-        self.server = start("127.0.0.1", 0, **kw)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def request(self, method, path, body=None, headers=None, host=None):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        try:
-            hdrs = dict(headers or {})
-            if host is not None:
-                conn.putrequest(method, path, skip_host=True)
-                conn.putheader("Host", host)
-                for k, v in hdrs.items():
-                    conn.putheader(k, v)
-                conn.endheaders(body)
-            else:
-                conn.request(method, path, body=body, headers=hdrs)
-            res = conn.getresponse()
-            return res.status, dict(res.getheaders()), res.read()
-        finally:
-            conn.close()
-
-    def post(self, path, text, **kw):
-        body = text.encode("utf-8") if isinstance(text, str) else text
-        status, _, data = self.request("POST", path, body, POST, **kw)
-        return status, json.loads(data)
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.server.worker.close()
 
 
 @pytest.fixture(scope="module")
