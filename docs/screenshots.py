@@ -3,12 +3,15 @@
     python docs/screenshots.py
 
 Needs selenium and Debian's chromium + chromium-driver, like tests/test_html_browser.py.
-Each page is the output of `shapelang trace --format html`, shown from the binding named.
+Each page is the output of `shapelang trace --format html`, shown from the binding named;
+the last one is the page of `shapelang serve` with a mistake typed into its spec.
 """
 from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 from selenium import webdriver
@@ -16,6 +19,7 @@ from selenium.webdriver.chrome.service import Service
 
 import shapelang
 from shapelang.render.html import trace_html
+from shapelang.serve.app import start
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = (("mha_self_attention", "Qh", 1400), ("cross_attention", "scores", 1100),
@@ -45,9 +49,40 @@ def main() -> None:
                 out = ROOT / "docs" / "images" / f"trace_{name}.png"
                 driver.save_screenshot(str(out))
                 print(out.relative_to(ROOT))
+        playground(driver)
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def playground(driver) -> None:
+    """`shapelang serve` (its own example spec) after `Kt` was typed as `K` in the scores."""
+    server = start("127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        driver.set_window_size(1400, 1040)
+        driver.get(server.url)
+        busy = "return document.body.dataset.busy !== '0' || !document.body.dataset.checks"
+        while driver.execute_script(busy):
+            time.sleep(0.05)
+        driver.execute_script("""
+            const a = document.querySelector('.editor textarea');
+            a.value = a.value.replace('Q @ Kt', 'Q @ K');
+            a.dispatchEvent(new Event('input'));""")
+        time.sleep(0.5)
+        while driver.execute_script("return document.body.dataset.busy !== '0'"):
+            time.sleep(0.05)
+        driver.execute_script("""
+            const r = document.getElementById('right');
+            const d = document.querySelector('#picture [data-diagnostic]');
+            r.scrollTop += d.getBoundingClientRect().top - r.getBoundingClientRect().top - 420;""")
+        out = ROOT / "docs" / "images" / "serve_playground.png"
+        driver.save_screenshot(str(out))
+        print(out.relative_to(ROOT))
+    finally:
+        server.shutdown()
+        server.server_close()
+        server.worker.close()
 
 
 if __name__ == "__main__":

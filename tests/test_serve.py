@@ -270,6 +270,15 @@ def test_check_does_not_import_the_server():
     assert out.stdout.strip().endswith("[]"), out.stdout[-300:]
 
 
+def test_the_server_process_imports_neither_sympy_nor_the_checker():
+    code = ("import sys; from shapelang.serve.app import start; s = start('127.0.0.1', 0); "
+            "print(sorted(m for m in sys.modules if m.startswith(('sympy', 'lark', 'torch', "
+            "'shapelang.checker', 'shapelang.teaching')))); s.worker.close()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 # ---------------------------------------------------------------------- exercises
 
 def _reference_answers(exercise: Path, solution: Path) -> list[str]:

@@ -53,6 +53,8 @@ async function request(path, text) {
 // ------------------------------------------------------------------ the editor
 
 class Editor {
+  // `grow`: as tall as its text (an exercise's part); else at least 12 lines, at most 62% of
+  // the window, then it scrolls
   constructor(text, firstLine, grow) {
     this.first = firstLine;
     this.grow = grow;
@@ -82,7 +84,7 @@ class Editor {
 
   layout() {
     const n = this.lineCount();
-    if (this.grow) this.area.rows = Math.max(n, 2);
+    this.area.rows = Math.max(n + (this.grow ? 0 : 1), this.grow ? 2 : 12);
     const frag = document.createDocumentFragment();
     for (let k = 0; k < n; k++) {
       const line = this.first + k;
