@@ -5,12 +5,16 @@ command line does (refusing an oversized body unread), answers hostile text with
 never binds beyond this machine, and leaks no solution."""
 from __future__ import annotations
 
+import http.client
 import json
+import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -268,6 +272,56 @@ def test_check_does_not_import_the_server():
             "'socketserver'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().endswith("[]"), out.stdout[-300:]
+
+
+def test_the_command_serves_until_interrupted(spec_file):
+    proc = subprocess.Popen([sys.executable, "-m", "shapelang", "serve", str(spec_file), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        line = proc.stderr.readline()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert m, line
+        conn = http.client.HTTPConnection("127.0.0.1", int(m.group(1)), timeout=60)
+        text = "dim B\ninput X: [B, 3]\nY: X -> view [B, 4]\n"
+        conn.request("POST", "/api/check", body=text.encode(), headers=POST)
+        got = json.loads(conn.getresponse().read())
+        assert got["text"] == shapelang.render_check(shapelang.check(text, str(spec_file)))
+        assert not got["ok"]
+        os.killpg(proc.pid, signal.SIGINT)         # Ctrl-C: to the server and its worker
+        assert proc.wait(timeout=30) == 0
+        assert proc.stderr.read() == ""            # no traceback from either
+        for _ in range(100):                       # and the worker is gone with the server
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the worker outlived the server")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+        proc.stdout.close()
+
+
+def test_the_command_says_why_it_cannot_serve(tmp_path):
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    try:
+        out = _cli("serve", "--port", str(busy.getsockname()[1]))
+        assert out.returncode == 2 and "cannot listen on 127.0.0.1" in out.stderr
+    finally:
+        busy.close()
+    out = _cli("serve", str(tmp_path / "missing.shape"), "--port", "0")
+    assert out.returncode == 2 and "cannot read" in out.stderr and "Traceback" not in out.stderr
+    big = tmp_path / "big.shape"
+    big.write_text("#" * (MAX_BYTES + 1), encoding="utf-8")
+    out = _cli("serve", str(big), "--port", "0")
+    assert out.returncode == 2 and "larger than 256 KB" in out.stderr
 
 
 def test_the_server_process_imports_neither_sympy_nor_the_checker():

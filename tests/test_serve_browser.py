@@ -16,6 +16,7 @@ from browser import console_errors, require, session
 from serve_session import Running
 
 import shapelang
+from shapelang.syntax.limits import MAX_BYTES
 from shapelang.teaching.exercise import extract, load_template
 
 webdriver = require()
@@ -156,6 +157,23 @@ def test_a_typed_mistake_shows_its_diagnostic_and_the_fix_clears_it(driver, play
     drawn = {n for n, ok in shown["drawn"] if ok}
     assert names <= drawn, f"not drawn: {sorted(names - drawn)}"
     assert console_errors(driver) == []
+
+
+def test_a_text_over_the_size_limit_is_refused_in_the_page(driver, playground):
+    _open(driver, playground)
+    before = _checks(driver)
+    driver.execute_script("""
+        const a = document.querySelector('.editor textarea');
+        a.value = a.value + '#'.repeat(arguments[0]) + '\\n';
+        a.dispatchEvent(new Event('input'));""", MAX_BYTES)
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 60, poll_frequency=0.05).until(
+        lambda d: d.execute_script("return document.body.dataset.busy === '0'"))
+    status = driver.execute_script("return document.getElementById('status').textContent")
+    assert "E004" in status and f"larger than {MAX_BYTES // 1024} KB" in status
+    assert _checks(driver) == before
+    assert console_errors(driver) == []         # nothing was sent: a 413 would be logged
 
 
 # ---------------------------------------------------------------------- an exercise

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import threading
@@ -155,6 +156,7 @@ class Worker:
 
 def main() -> int:
     """Build the session named on the command line, then answer requests until stdin ends."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C stops the server, which stops this
     out = os.fdopen(os.dup(1), "wb")      # answers only: anything printed goes to stderr
     os.dup2(2, 1)
     sys.stdout = sys.stderr
