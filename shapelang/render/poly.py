@@ -9,7 +9,7 @@ Grouping, in this order, at every level of the sum:
 1. a factor common to every term (`B·S·(…)`, tokens times the work per token), unless
    taking it out would leave a bare number in the bracket (`12·D² + 13·D` stays as it is);
 2. the layer counts of `stack` (`L·(…)`, the work of one layer times the count);
-3. terms that differ in one dim only (`V·D + Ctx·D` -> `D·(V + Ctx)`).
+3. terms that differ in one dim only (`V·D + Ctx·D + 2·D` -> `D·(V + Ctx + 2)`).
 Within a product: the number, the layer counts, then dims in the order the spec declares
 them; terms by falling degree. Anything that is not a polynomial in dims (a `//` or `%`
 size) is printed expanded.
@@ -117,20 +117,31 @@ class Textbook:
         return Group({}, self._siblings(monos))
 
     def _siblings(self, monos: list) -> list:
-        """Terms c·M·x, c·M·y, … (the same number and product but one dim) as c·M·(x + y + …)."""
+        """Terms a·M·x + b·M·y + … + c·M (the same product M times one more dim each, and
+        perhaps M alone) as M·(a·x + b·y + … + c); at least two of them with a dim of their
+        own. A number common to all comes out in front: 2·H·(Dk + Dv)."""
         keys: dict = {}
         for i, m in enumerate(monos):
+            if m.powers:
+                keys.setdefault(m.powers, []).append((i, None))     # c·M, M = the whole product
             for name, exp in m.powers:
-                if exp == 1:
-                    rest = m.div({name: 1})
-                    keys.setdefault((m.coeff, rest.powers), []).append((i, name))
+                rest = m.div({name: 1})
+                if exp == 1 and rest.powers:
+                    keys.setdefault(rest.powers, []).append((i, name))
+
+        def size(members):
+            return sum(1 for _, n in members if n is not None), len(members)
+
         out, used = [], set()
-        for (coeff, powers), members in sorted(keys.items(), key=lambda kv: -len(kv[1])):
+        for powers, members in sorted(keys.items(), key=lambda kv: tuple(-x for x in size(kv[1]))):
             members = [(i, n) for i, n in members if i not in used]
-            if len(members) < 2:
+            if size(members)[0] < 2:
                 continue
             used.update(i for i, _ in members)
-            out.append(Group(dict(powers), [Mono(Fraction(1), ((n, 1),)) for _, n in members], coeff))
+            coeffs = {monos[i].coeff for i, _ in members}
+            common = coeffs.pop() if len(coeffs) == 1 else Fraction(1)
+            inner = [Mono(monos[i].coeff / common, ((n, 1),) if n else ()) for i, n in members]
+            out.append(Group(dict(powers), inner, common))
         return out + [m for i, m in enumerate(monos) if i not in used]
 
     # ------------------------------------------------------------ printing
@@ -157,6 +168,8 @@ class Textbook:
         else by degree; then by the order of the dims."""
         names = sorted(node.powers if isinstance(node, Mono) else node.factor.items(),
                        key=lambda kv: self.rank(kv[0]))
+        if isinstance(node, Mono) and not node.powers:
+            return ((2, 0), 0, [])      # a number comes last
         size = self.value(self.expr(node)) if self.value is not None else None
         first = (0, -abs(size)) if size is not None else (1, 0)
         return (first, -self.degree(node), [self.rank(n) for n, _ in names])
@@ -183,9 +196,10 @@ class Textbook:
         terms = node.terms
         while len(terms) == 1 and isinstance(terms[0], Group) and terms[0].plain:
             terms = terms[0].terms
-        if all(isinstance(t, Mono) and t.coeff == 1 and len(t.powers) == 1 and t.powers[0][1] == 1
-               for t in terms):   # a sum of dims (V + Ctx): in the order they are declared
-            terms = sorted(terms, key=lambda t: self.rank(t.powers[0][0]))
+        if all(isinstance(t, Mono) and (not t.powers or t.coeff == 1 and len(t.powers) == 1
+                                        and t.powers[0][1] == 1) for t in terms):
+            # a sum of dims (V + Ctx + 2): in the order they are declared, the number last
+            terms = sorted(terms, key=lambda t: self.rank(t.powers[0][0]) if t.powers else (2,))
         else:
             terms = sorted(terms, key=self._key)
         parts = [self.text(t) for t in terms]

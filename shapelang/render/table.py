@@ -40,8 +40,20 @@ def _fmt_int(n) -> str:
         return ""
     digits = str(abs(n))
     if len(digits) > MAX_DIGITS:
-        return f"{'-' if n < 0 else ''}{digits[0]}.{digits[1:4]}…e{len(digits) - 1} ({len(digits)} digits)"
+        return f"{_big(n)} ({len(digits)} digits)"
     return f"{n:,}"
+
+
+def _big(n) -> str:
+    """A whole number, or its first digits and its power of ten when it is too long to read."""
+    digits = str(abs(n))
+    if len(digits) <= MAX_DIGITS:
+        return str(n)
+    return f"{'-' if n < 0 else ''}{digits[0]}.{digits[1:4]}…e{len(digits) - 1}"
+
+
+def _ex_text(ex) -> str:
+    return "[" + ", ".join(map(_big, ex)) + "]"
 
 
 def _shape_cell(shapes: list, changed: list | None = None) -> Cell:
@@ -95,6 +107,11 @@ class _Trace:
             return f"{indent}{label}: {_fmt_int(n)}"
         return f"{indent}{label}: {self.formula(e)}" + (f" = {_fmt_int(n)}" if n is not None else "")
 
+    def shape_text(self, shape) -> str:
+        """A shape as written, or at the example sizes in the compact trace."""
+        ex = _ex(self.spec, shape) if self.example_only else None
+        return _shape(shape) if ex is None else _ex_text(ex)
+
     # ------------------------------------------------------------ rows
     def types(self, decls, bindings) -> dict:
         types = {d.name: (d.type.shape, None) for d in decls}
@@ -133,7 +150,7 @@ class _Trace:
                    "out": _shape_cell([[dimlib.show(d) for d in t.shape] for t in s.outputs], changed)}
             exs = [_ex(self.spec, t.shape) for t in s.outputs]
             if all(e is not None for e in exs):
-                row["ex"] = _shape_cell([[str(v) for v in e] for e in exs], changed)
+                row["ex"] = _shape_cell([[_big(v) for v in e] for e in exs], changed)
             row["params"] = Cell(self.amount(s.params))
             row["flops"] = Cell(self.amount(s.flops))
             if self.provenance:
@@ -152,7 +169,7 @@ class _Trace:
                "op": Cell(kind), "out": Cell(_shape(d.type.shape)),
                "params": Cell(self.amount(n) if d.kind == "param" else "")}
         if ex:
-            row["ex"] = Cell("[" + ", ".join(map(str, ex)) + "]")
+            row["ex"] = Cell(_ex_text(ex))
         if self.provenance:
             row["axes"] = Cell("[" + ", ".join(dimlib.show(x) for x in d.type.shape) + "]")
         return row
@@ -215,13 +232,13 @@ class _Trace:
         out = prose(f"trace of {spec.path}", "title")
         if spec.example:
             given = {k: v for k, v in spec.example.items() if k in spec.dims}
-            out += prose("example: " + ", ".join(f"{k}={v}" for k, v in given.items()))
+            out += prose("example: " + ", ".join(f"{k}={_big(v)}" for k, v in given.items()))
         if dropped:
             out += prose(f"({', '.join(NAMES[k] for k in dropped)} left out to fit {width} columns; "
-                         "`--width 0` shows them)", "dropped", " ")
+                         "--width=0 shows them)", "dropped", " ")
         out += [Line("")] + laid[0]
         for (ir, call, caller), table in zip(blocks, laid[1:]):
-            args = ", ".join(f"{d.name}: {_shape(d.type.shape)}"
+            args = ", ".join(f"{d.name}: {self.shape_text(d.type.shape)}"
                              + ("" if d.type.dtype == "float" else f" {d.type.dtype}") for d in ir.inputs)
             head = f"block {ir.name}({args})"
             if call is not None:
