@@ -19,9 +19,10 @@ STYLES = {
     "block": "bold cyan", "total": "bold", "dropped": "dim", "summary": "bold",
 }
 
-_HEAD = re.compile(r"^(.*?:\d+:\d+: )(error|warning)(\[[A-Z]\d+\])?(:)")
-_GUTTER = re.compile(r"^(\s*\d*\s*)(\|)(.*)$")
-_FOOT = re.compile(r"^(\s*)(=) (note|help)(:)")
+# patterns as strings: compiled (and cached by `re`) on first use, not at import
+_HEAD = r"^(.*?:\d+:\d+: )(error|warning)(\[[A-Z]\d+\])?(:)"
+_GUTTER = r"^(\s*\d*\s*)(\|)(.*)$"
+_FOOT = r"^(\s*)(=) (note|help)(:)"
 
 
 def diagnostic_lines(text: str) -> list[Line]:
@@ -31,16 +32,16 @@ def diagnostic_lines(text: str) -> list[Line]:
     out, severity = [], "error"
     for raw in text.split("\n"):
         line = Line(raw)
-        m = _HEAD.match(raw)
+        m = re.match(_HEAD, raw)
         if m:
             severity = m.group(2)
             line.spans.append((m.start(2), m.end(3) if m.group(3) else m.end(2), severity))
             line.spans.append((m.end(4), len(raw), "summary"))
-        elif (g := _GUTTER.match(raw)) is not None:
+        elif (g := re.match(_GUTTER, raw)) is not None:
             line.spans.append((g.start(1), g.end(2), "gutter"))
             if not g.group(1).strip():      # no line number: a line of marks and labels
                 line.spans += _marks(g.group(3), g.start(3), severity)
-        elif (f := _FOOT.match(raw)) is not None:
+        elif (f := re.match(_FOOT, raw)) is not None:
             line.spans.append((f.start(2), f.end(2), "gutter"))
             line.spans.append((f.start(3), f.end(4), f.group(3)))
         out.append(line)

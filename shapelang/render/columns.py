@@ -6,30 +6,32 @@ into colours, and the plain text is what every other output uses.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 MIN_WIDTH = 40       # narrower widths are treated as this
 GAP = "  "
 GLUE = set("@+-*/|;>=,")   # a token made of these sticks to the one before (`x +`, `kh ->`)
 
 
-@dataclass
 class Line:
-    text: str
-    spans: list = field(default_factory=list)   # (start, end, role)
+    """Plain text and the roles of its parts: spans (start, end, role)."""
+    __slots__ = ("spans", "text")
+
+    def __init__(self, text: str, spans=None):
+        self.text, self.spans = text, list(spans or [])
 
 
-@dataclass
 class Cell:
-    text: str = ""
-    spans: tuple = ()
+    __slots__ = ("spans", "text")
+
+    def __init__(self, text: str = "", spans=()):
+        self.text, self.spans = text, tuple(spans)
 
 
-@dataclass
 class Column:
-    key: str
-    header: str
-    floor: int = 0       # wrap no narrower than this when it can be helped
+    __slots__ = ("floor", "header", "key")
+
+    def __init__(self, key: str, header: str, floor: int = 0):
+        self.key, self.header = key, header
+        self.floor = floor       # wrap no narrower than this when it can be helped
 
 
 def _tokens(text: str, brackets: str = "[") -> list[tuple[int, int]]:
