@@ -22,7 +22,7 @@ def _parser() -> argparse.ArgumentParser:
              "totals"))):
         c = sub.add_parser(name, help=help_text, description=f"{help_text}: {more}; exit 0 clean "
                            "(warnings allowed), 1 errors (or warnings with --strict), 2 usage or I/O error")
-        c.add_argument("files", nargs="+", metavar="FILE")
+        c.add_argument("files", nargs="+", metavar="FILE", help="a .shape file")
         formats = ["text", "json", "sarif", "github"] + (["html", "svg"] if name == "trace" else [])
         c.add_argument("--format", choices=formats, default="text",
                        help="sarif: a SARIF 2.1.0 log; github: workflow-command annotations"
