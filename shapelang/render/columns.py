@@ -6,6 +6,8 @@ into colours, and the plain text is what every other output uses.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 MIN_WIDTH = 40       # narrower widths are treated as this
 GAP = "  "
 GLUE = set("@+-*/|;>=,")   # a token made of these sticks to the one before (`x +`, `kh ->`)
@@ -34,7 +36,8 @@ class Column:
         self.floor = floor       # wrap no narrower than this when it can be helped
 
 
-def _tokens(text: str, brackets: str = "[") -> list[tuple[int, int]]:
+@lru_cache(maxsize=4096)
+def _tokens(text: str, brackets: str = "[") -> tuple[tuple[int, int], ...]:
     """Words split at spaces outside `[...]` (and the other `brackets`); operator-only words
     stick to the one before."""
     out: list[list[int]] = []
@@ -54,7 +57,7 @@ def _tokens(text: str, brackets: str = "[") -> list[tuple[int, int]]:
                 start = None
         elif start is None and ch != " ":
             start = i
-    return [(s, e) for s, e in out]
+    return tuple((s, e) for s, e in out)
 
 
 def _pieces(text: str, s: int, e: int, width: int) -> list[tuple[int, int]]:
@@ -72,11 +75,12 @@ def _pieces(text: str, s: int, e: int, width: int) -> list[tuple[int, int]]:
     return out
 
 
-def wrap(text: str, width: int, brackets: str = "[") -> list[tuple[int, int]]:
+@lru_cache(maxsize=4096)
+def wrap(text: str, width: int, brackets: str = "[") -> tuple[tuple[int, int], ...]:
     """The ranges of `text` that make its lines at most `width` wide (0: one line), broken
     at spaces outside brackets where it can be."""
     if width <= 0 or len(text) <= width:
-        return [(0, len(text))]
+        return ((0, len(text)),)
     lines: list[tuple[int, int]] = []
     cur = None
     for ts, te in _tokens(text, brackets):
@@ -95,7 +99,7 @@ def wrap(text: str, width: int, brackets: str = "[") -> list[tuple[int, int]]:
                 cur = (ps, pe)
     if cur is not None:
         lines.append(cur)
-    return lines or [(0, 0)]
+    return tuple(lines) or ((0, 0),)
 
 
 def _clip(spans, s: int, e: int, shift: int) -> list:
@@ -135,14 +139,22 @@ def _soft(col: Column, rows) -> int:
     return max(max(words, default=1), min(_natural(col, rows), col.floor))
 
 
-def _allocate(cols: list[Column], rows, width: int, priority: list[str]) -> list[int] | None:
+class _Sizes:
+    """The natural and the narrowest wrapped width of each column of one table."""
+
+    def __init__(self, columns: list[Column], rows):
+        self.nat = {c.key: _natural(c, rows) for c in columns}
+        self.soft = {c.key: _soft(c, rows) for c in columns}
+
+
+def _allocate(cols: list[Column], sizes: _Sizes, width: int, priority: list[str]) -> list[int] | None:
     """Column widths that fit `width`, or None when wrapping between words is not enough.
     Spare room goes to the columns in `priority` order, each up to its natural width."""
-    nat = [_natural(c, rows) for c in cols]
+    nat = [sizes.nat[c.key] for c in cols]
     budget = width - len(GAP) * (len(cols) - 1)
     if width <= 0 or sum(nat) <= budget:
         return nat
-    widths = [_soft(c, rows) for c in cols]
+    widths = [sizes.soft[c.key] for c in cols]
     if sum(widths) > budget:
         return None
     spare = budget - sum(widths)
@@ -155,9 +167,9 @@ def _allocate(cols: list[Column], rows, width: int, priority: list[str]) -> list
     return widths
 
 
-def _squeeze(cols: list[Column], rows, width: int) -> list[int]:
+def _squeeze(cols: list[Column], sizes: _Sizes, width: int) -> list[int]:
     """The last resort: the widest columns cut narrower, words broken."""
-    widths = [_soft(c, rows) for c in cols]
+    widths = [sizes.soft[c.key] for c in cols]
     budget = width - len(GAP) * (len(cols) - 1)
     while sum(widths) > budget and max(widths) > 3:
         widths[widths.index(max(widths))] -= 1
@@ -191,13 +203,14 @@ def fit_tables(tables: list[list[dict]], columns: list[Column], width: int, drop
     `drop` are left out in that order, the same in every table, until each table fits by
     wrapping between words; the keys left out come back with the lines."""
     width = 0 if not width else max(width, MIN_WIDTH)
+    sizes = [_Sizes(columns, rows) for rows in tables]
     for k in range(len(drop) + 1):
         cols = [c for c in columns if c.key not in drop[:k]]
-        widths = [_allocate(cols, rows, width, priority) for rows in tables]
+        widths = [_allocate(cols, size, width, priority) for size in sizes]
         if all(w is not None for w in widths):
             return [_render(cols, rows, w) for rows, w in zip(tables, widths)], drop[:k]
     cols = [c for c in columns if c.key not in drop]
-    return [_render(cols, rows, _squeeze(cols, rows, width)) for rows in tables], list(drop)
+    return [_render(cols, rows, _squeeze(cols, size, width)) for rows, size in zip(tables, sizes)], list(drop)
 
 
 def plain(lines: list[Line]) -> str:

@@ -16,7 +16,7 @@ from . import poly
 from .color import diagnostic_lines
 from .columns import Cell, Column, Line, fit_tables, plain, wrap_line
 from .common import _axes, _ex, _num, _shape
-from .svg import axes_of, changes
+from .svg import Axis, axes_of, changes
 from .text import check_text
 
 DEFAULT_WIDTH = 100    # characters, when the caller does not say (a pipe, a file, the API)
@@ -81,6 +81,37 @@ class _Trace:
         self.has_example = bool(spec.example)
         self.counts = []
         self.book = None
+        self._axes: dict = {}
+        self._shapes: dict = {}
+        self._sizes: dict = {}
+        self._values: dict = {}
+
+    # ------------------------------------------------------------ memoized pieces
+    def shape(self, shape) -> str:
+        key = tuple(shape)
+        if key not in self._shapes:
+            self._shapes[key] = _shape(shape)
+        return self._shapes[key]
+
+    def size(self, d) -> str:
+        """One axis as `_shape` writes it."""
+        if d not in self._sizes:
+            self._sizes[d] = _shape((d,))[1:-1]
+        return self._sizes[d]
+
+    def axes(self, shape, tp) -> list:
+        """Fresh `Axis` objects (`changes` tags them) for a shape with provenance `tp`."""
+        key = (tuple(shape), id(tp))
+        if key not in self._axes:
+            self._axes[key] = [(a.size, a.ex, a.atoms, a.root, a.depth)
+                               for a in axes_of(self.spec, shape, tp, self.axis_size)]
+        return [Axis(*a) for a in self._axes[key]]
+
+    def axis_size(self, d) -> tuple:
+        """An axis's size as the checker prints it and its example value."""
+        if d not in self._values:
+            self._values[d] = (dimlib.show(d), _num(self.spec, d))
+        return self._values[d]
 
     # ------------------------------------------------------------ numbers
     def formula(self, e) -> str:
@@ -110,7 +141,7 @@ class _Trace:
     def shape_text(self, shape) -> str:
         """A shape as written, or at the example sizes in the compact trace."""
         ex = _ex(self.spec, shape) if self.example_only else None
-        return _shape(shape) if ex is None else _ex_text(ex)
+        return self.shape(shape) if ex is None else _ex_text(ex)
 
     # ------------------------------------------------------------ rows
     def types(self, decls, bindings) -> dict:
@@ -125,17 +156,17 @@ class _Trace:
 
     def _changed(self, s, types) -> list:
         """Per output: the positions of the axes the step changes (as the picture marks them)."""
-        ins = [axes_of(self.spec, *types[r]) for r in s.inputs if r in types]
+        ins = [self.axes(*types[r]) for r in s.inputs if r in types]
         tps = s.provenance or ()
         out = []
         for k, t in enumerate(s.outputs):
-            axes = axes_of(self.spec, t.shape, tps[k] if k < len(tps) else None)
+            axes = self.axes(t.shape, tps[k] if k < len(tps) else None)
             axes, _, _ = changes(s.op, ins, axes)
             out.append({j for j, a in enumerate(axes) if a.tag})
         return out
 
     def _shape_in(self, s, types) -> Cell:
-        shapes = [_shape(types[r][0]) for r in s.inputs if r in types]
+        shapes = [self.shape(types[r][0]) for r in s.inputs if r in types]
         sep = f" {OPERATORS[s.op]} " if s.op in OPERATORS and len(shapes) == 2 else "; "
         return Cell(sep.join(shapes))
 
@@ -147,7 +178,7 @@ class _Trace:
             row = {"binding": Cell(name, ((0, len(name), "name"),)) if k == len(b.steps) - 1 else Cell(),
                    "line": Cell(str(s.span.line)), "op": Cell(s.text),
                    "in": self._shape_in(s, types),
-                   "out": _shape_cell([[dimlib.show(d) for d in t.shape] for t in s.outputs], changed)}
+                   "out": _shape_cell([[self.size(d) for d in t.shape] for t in s.outputs], changed)}
             exs = [_ex(self.spec, t.shape) for t in s.outputs]
             if all(e is not None for e in exs):
                 row["ex"] = _shape_cell([[_big(v) for v in e] for e in exs], changed)
@@ -166,7 +197,7 @@ class _Trace:
             n *= x
         kind = d.kind + ("" if d.type.dtype == "float" else f" {d.type.dtype}")
         row = {"binding": Cell(d.name, ((0, len(d.name), "name"),)), "line": Cell(str(d.span.line)),
-               "op": Cell(kind), "out": Cell(_shape(d.type.shape)),
+               "op": Cell(kind), "out": Cell(self.shape(d.type.shape)),
                "params": Cell(self.amount(n) if d.kind == "param" else "")}
         if ex:
             row["ex"] = Cell(_ex_text(ex))
