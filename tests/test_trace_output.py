@@ -3,6 +3,7 @@ the width, the compact trace, blocks in nesting order, both operands in "shape i
 totals factored the way a textbook writes them (and still equal to the checker's)."""
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -12,9 +13,12 @@ from pathlib import Path
 
 import pytest
 import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shapelang import check, check_file, render
 from shapelang.cli import main
+from shapelang.render import columns as layout
 from shapelang.render import poly, table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -412,3 +416,27 @@ def test_textbook_form_of_random_polynomials_is_the_same_polynomial(seed):
     text = poly.textbook(e, names, counts=["L"], value=lambda x: float(x.subs({s: 3 for s in syms.values()})))
     assert text is not None
     assert sp.simplify(read_back(text, names) - e) == 0, (e, text)
+
+
+# ------------------------------------------------------------------ layout, any text
+
+TEXT = st.text(alphabet="ab[], |@->(x)·²", max_size=80)
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXT, st.integers(1, 60))
+def test_wrapped_lines_fit_and_keep_every_character(text, width):
+    ranges = layout.wrap(text, width)
+    assert all(e - s <= width for s, e in ranges)
+    assert "".join(text[s:e] for s, e in ranges).replace(" ", "") == text.replace(" ", "")
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(ranges))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(TEXT, min_size=5, max_size=5), min_size=1, max_size=6), st.integers(40, 160))
+def test_any_table_fits_any_width(cells, width):
+    cols = [layout.Column(f"c{k}", f"column {k}") for k in range(5)]
+    rows = [{f"c{k}": layout.Cell(t) for k, t in enumerate(r)} for r in cells]
+    (lines,), dropped = layout.fit_tables([rows], cols, width, ["c4", "c3"], ["c0", "c1", "c2"])
+    assert all(len(ln.text) <= width for ln in lines), [ln.text for ln in lines]
+    assert dropped in ([], ["c4"], ["c4", "c3"])
