@@ -117,13 +117,13 @@ class _Trace:
     def formula(self, e) -> str:
         e = sp.sympify(e) if isinstance(e, int) else e
         if not e.free_symbols:
-            return dimlib.show(e)
+            return self.size(e)
         if self.book is None:
             def value(x):
                 v = self.spec.example_value(x)
                 return None if v is None else float(v)
             self.book = lambda x: poly.textbook(x, self.spec.dims, self.counts, value)
-        return self.book(e) or dimlib.show(e)
+        return self.book(e) or self.size(e)
 
     def amount(self, e) -> str:
         """A count for a table cell: the number at the example, else the formula."""
@@ -202,7 +202,7 @@ class _Trace:
         if ex:
             row["ex"] = Cell(_ex_text(ex))
         if self.provenance:
-            row["axes"] = Cell("[" + ", ".join(dimlib.show(x) for x in d.type.shape) + "]")
+            row["axes"] = Cell(self.shape(d.type.shape))
         return row
 
     def rows(self, decls, bindings, inputs=()) -> list[dict]:
