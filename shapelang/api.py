@@ -60,11 +60,12 @@ def render_check(spec: CheckedSpec) -> str:
     return text.check_text(spec)
 
 
-def trace(spec: CheckedSpec) -> str:
-    """The step-by-step shape table as `shapelang trace` prints it."""
-    from .render import text
+def trace(spec: CheckedSpec, *, width: int = 100, example_only: bool = False) -> str:
+    """The step-by-step shape table as `shapelang trace` prints it, fitted to `width`
+    characters (0: no limit); `example_only`: one column of shapes at the example sizes."""
+    from .render import table
 
-    return text.trace_text(spec)
+    return table.trace_text(spec, width=width, example_only=example_only)
 
 
 def to_json(spec: CheckedSpec, trace: bool = False) -> dict:

@@ -15,19 +15,29 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="shapelang",
                                 description="prove tensor shapes in transformer pipelines")
     sub = p.add_subparsers(dest="command", required=True)
-    for name, help_text in (("check", "prove every step of a spec"),
-                            ("trace", "print the step-by-step shape table")):
-        c = sub.add_parser(name, help=help_text, description=help_text + "; exit 0 clean (warnings "
-                           "allowed), 1 errors (or warnings with --strict), 2 usage or I/O error")
-        c.add_argument("files", nargs="+", metavar="FILE")
+    for name, help_text, more in (
+            ("check", "prove every step of a spec", "prints each finding with a caret under it"),
+            ("trace", "print the step-by-step shape table", ("every declaration and step with its "
+             "shape, at the example sizes, with parameters and FLOPs; then each block; then the "
+             "totals"))):
+        c = sub.add_parser(name, help=help_text, description=f"{help_text}: {more}; exit 0 clean "
+                           "(warnings allowed), 1 errors (or warnings with --strict), 2 usage or I/O error")
+        c.add_argument("files", nargs="+", metavar="FILE", help="a .shape file")
         formats = ["text", "json", "sarif", "github"] + (["html", "svg"] if name == "trace" else [])
         c.add_argument("--format", choices=formats, default="text",
                        help="sarif: a SARIF 2.1.0 log; github: workflow-command annotations"
                        + ("; html: a self-contained page; svg: one figure" if name == "trace" else ""))
         c.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
+        c.add_argument("--color", "--colour", choices=["auto", "always", "never"], default="auto",
+                       help="colour the text output (auto: on a terminal, unless NO_COLOR is set)")
         if name == "trace":
             c.add_argument("--provenance", action="store_true",
                            help="add a column: where the elements of each axis come from")
+            c.add_argument("--example-only", action="store_true",
+                           help="a compact table: one column of shapes, at the example sizes")
+            c.add_argument("--width", type=int, metavar="N",
+                           help="fit the table in N characters (0: no limit; default: COLUMNS, "
+                           "else the terminal's width, else 100)")
             c.add_argument("-o", "--output", metavar="OUT",
                            help="write here instead of stdout (one FILE only)")
 
@@ -74,6 +84,21 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _width(args) -> int:
+    """--width, else COLUMNS, else the terminal's width (printing to one), else 100."""
+    import os
+    import shutil
+
+    if args.width is not None:
+        return max(args.width, 0)
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if not args.output and sys.stdout.isatty():
+        return shutil.get_terminal_size((100, 24)).columns or 100
+    return 100
+
+
 def _check(args) -> int:
     from .. import render
     from ..api import check_file
@@ -101,19 +126,30 @@ def _check(args) -> int:
             from ..render import html
             written.append(html.trace_html(spec) if args.format == "html" else html.trace_svg(spec))
         elif args.command == "check":
-            written.append(render.check_text(spec))
+            from ..render.color import diagnostic_lines
+            written.append(diagnostic_lines(render.check_text(spec).rstrip("\n")))
         else:
-            written.append(render.trace_text(spec, provenance=args.provenance))
+            written.append(render.trace_lines(spec, provenance=args.provenance, width=_width(args),
+                                              example_only=args.example_only))
         if not output:
-            sys.stdout.write(written.pop())
+            _write(written.pop(), sys.stdout, args)
     if output:
         try:
             with open(output, "w", encoding="utf-8") as fh:
-                fh.write(written[0])
+                _write(written[0], fh, args)
         except OSError as err:
             print(f"shapelang: cannot write {output}: {err.strerror}", file=sys.stderr)
             return 2
     return status
+
+
+def _write(out, stream, args) -> None:
+    """Text as it is; the lines of `check` and `trace` text in colour where wanted."""
+    if isinstance(out, str):
+        stream.write(out)
+        return
+    from ..render import color
+    color.write(out, stream, args.format == "text" and color.wants_color(args.color, stream))
 
 
 def main(argv: list[str] | None = None) -> int:

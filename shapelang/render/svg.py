@@ -68,12 +68,12 @@ def _root(atom):
     return atom.label, shade
 
 
-def axes_of(spec, shape, tp) -> list[Axis]:
-    """The axes of a tensor of `shape` with provenance `tp` (None where unknown)."""
+def axes_of(spec, shape, tp, size_of=None) -> list[Axis]:
+    """The axes of a tensor of `shape` with provenance `tp` (None where unknown);
+    `size_of(d)`, if given, gives an axis's (text, example value) (a caller's cache)."""
     out = []
     for k, d in enumerate(shape):
-        size = dimlib.show(d)
-        ex = _num(spec, d)
+        size, ex = size_of(d) if size_of is not None else (dimlib.show(d), _num(spec, d))
         prov = tp.axes[k] if tp is not None and k < len(tp.axes) else None
         if prov is None:
             atoms, root, depth = (size,), size, 0

@@ -1,15 +1,11 @@
-"""Text renderer: diagnostics with carets and the trace table, for people.
+"""Text renderer: diagnostics with carets, for people (the trace table: table.py).
 
 Nothing here decides anything: it prints what the checker computed.
 """
 from __future__ import annotations
 
-import sympy as sp
-
-from ..checker import dims as dimlib
 from ..checker.ir import CheckedSpec
 from ..syntax.diagnostics import Diagnostic
-from .common import _axes, _ex, _num, _shape, _types
 
 # ------------------------------------------------------------------ diagnostics
 
@@ -76,100 +72,3 @@ def check_text(spec: CheckedSpec) -> str:
         parts.append(f"{spec.path}: ok ({len(spec.bindings)} bindings, {n_steps} steps proved "
                      "for all sizes that satisfy the assumptions)")
     return "\n\n".join(parts) + "\n"
-
-
-# ------------------------------------------------------------------ trace
-
-def _fmt_int(n) -> str:
-    return "" if n is None else f"{n:,}"
-
-
-def _table(rows, header) -> list[str]:
-    widths = [max(len(str(r[k])) for r in rows + [header]) for k in range(len(header))]
-    fmt = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
-    return [fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
-
-
-def _binding_rows(spec, b, types, indent="", axes=False) -> list:
-    rows = []
-    name = ", ".join(b.names)
-    for k, s in enumerate(b.steps):
-        ex = _ex(spec, s.out.shape)
-        shape = _shape(s.out.shape) if len(s.outputs) == 1 else \
-            " | ".join(_shape(t.shape) for t in s.outputs)
-        ex_text = ("[" + ", ".join(map(str, ex)) + "]") if ex is not None else ""
-        if len(s.outputs) > 1:
-            exs = [_ex(spec, t.shape) for t in s.outputs]
-            ex_text = " | ".join("[" + ", ".join(map(str, e)) + "]" for e in exs if e is not None)
-        params = _num(spec, s.params)
-        flops = _num(spec, s.flops)
-        shape_in = "; ".join(_shape(types[r].shape) for r in s.inputs if r in types)
-        rows.append([indent + (name if k == len(b.steps) - 1 else ""), s.span.line, s.text,
-                     shape_in, shape, ex_text, "" if s.params == 0 else _fmt_int(params) or dimlib.show(s.params),
-                     "" if s.flops == 0 else _fmt_int(flops) or dimlib.show(s.flops)])
-        if axes:
-            got = _axes(s)
-            rows[-1].append("?" if got is None else "[" + ", ".join(got) + "]")
-    return rows
-
-
-HEADER = ["binding", "line", "operation", "shape in", "shape out", "example out", "params", "flops"]
-
-
-def _decl_rows(spec, decls, axes=False) -> list:
-    rows = []
-    for d in decls:
-        ex = _ex(spec, d.type.shape)
-        n = sp.Integer(1)
-        for x in d.type.shape:
-            n *= x
-        kind = d.kind + ("" if d.type.dtype == "float" else f" {d.type.dtype}")
-        rows.append([d.name, d.span.line, kind, "", _shape(d.type.shape),
-                     "[" + ", ".join(map(str, ex)) + "]" if ex else "",
-                     _fmt_int(_num(spec, n)) if d.kind == "param" else "", ""]
-                    + (["[" + ", ".join(dimlib.show(x) for x in d.type.shape) + "]"] if axes else []))
-    return rows
-
-
-def _rows_in_file_order(spec, decls, bindings, axes=False) -> list:
-    """Declarations and bindings interleaved as they appear in the file."""
-    types = _types(spec, decls, bindings)
-    groups = [(d.span.line, [row]) for d, row in zip(decls, _decl_rows(spec, decls, axes))]
-    groups += [(b.span.line, _binding_rows(spec, b, types, axes=axes)) for b in bindings]
-    groups.sort(key=lambda g: g[0])
-    return [row for _, rows in groups for row in rows]
-
-
-def _total_line(spec, label, e) -> str:
-    n = _num(spec, e)
-    return f"{label}: {dimlib.show(e)}" + (f" = {_fmt_int(n)}" if n is not None else "")
-
-
-def trace_text(spec: CheckedSpec, provenance: bool = False) -> str:
-    """The trace table; with `provenance`, a last column says where each axis comes from."""
-    header = HEADER + (["axes from"] if provenance else [])
-    out = [f"trace of {spec.path}"]
-    if spec.example:
-        given = {k: v for k, v in spec.example.items() if k in spec.dims}
-        out.append("example: " + ", ".join(f"{k}={v}" for k, v in given.items()))
-    out.append("")
-    out.extend(_table(_rows_in_file_order(spec, spec.decls, spec.bindings, provenance), header))
-    shown = set()
-    for name, insts in spec.blocks.items():
-        for ir in insts:
-            if name in shown:
-                continue
-            shown.add(name)
-            args = ", ".join(f"{d.name}: {_shape(d.type.shape)}"
-                             + ("" if d.type.dtype == "float" else f" {d.type.dtype}")
-                             for d in ir.inputs)
-            out += ["", f"block {name}({args})", _total_line(spec, "  parameters", ir.total_params)]
-            rows = _rows_in_file_order(spec, ir.params + ir.buffers, ir.bindings, provenance)
-            out.extend(_table(rows, header))
-    out += ["", _total_line(spec, "total parameters", spec.total_params),
-            _total_line(spec, "total multiply-add FLOPs (forward)", spec.total_flops)]
-    if spec.diagnostics:
-        out += ["", check_text(spec).rstrip()]
-    return "\n".join(out) + "\n"
-
-
