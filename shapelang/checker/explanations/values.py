@@ -5,6 +5,21 @@ from __future__ import annotations
 
 from .base import Explanation
 
+# The attention heads most examples start from: projections split into heads.
+_HEADS = """
+dim B, S, D, H
+dim Dh = D / H
+assume D % H == 0
+example B=1, S=4, D=512, H=8
+input x: [B, S, D]
+param W_q: [D, D]
+param W_k: [D, D]
+param W_v: [D, D]
+q: x @ W_q -> view [B, S, H, Dh] -> transpose 1 2
+k: x @ W_k -> view [B, S, H, Dh] -> transpose 1 2
+v: x @ W_v -> view [B, S, H, Dh] -> transpose 1 2
+"""
+
 VALUES: dict[str, Explanation] = {
     "W301": Explanation(
         means="""
@@ -68,35 +83,11 @@ merged: heads -> transpose 1 2 -> reshape [B, S, D]  # right (or: -> transpose 1
         matters="""
 The output projection then mixes rows that belong to different tokens, and nothing
 fails: the loss just stays higher than it should.""",
-        wrong="""
-dim B, S, D, H
-dim Dh = D / H
-assume D % H == 0
-example B=1, S=4, D=512, H=8
-input x: [B, S, D]
-param W_q: [D, D]
-param W_k: [D, D]
-param W_v: [D, D]
-q: x @ W_q -> view [B, S, H, Dh] -> transpose 1 2
-k: x @ W_k -> view [B, S, H, Dh] -> transpose 1 2
-v: x @ W_v -> view [B, S, H, Dh] -> transpose 1 2
-scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh) -> softmax -1
+        wrong=_HEADS + """scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh) -> softmax -1
 heads: scores @ v
 merged: heads -> reshape [B, S, D]
 """,
-        right="""
-dim B, S, D, H
-dim Dh = D / H
-assume D % H == 0
-example B=1, S=4, D=512, H=8
-input x: [B, S, D]
-param W_q: [D, D]
-param W_k: [D, D]
-param W_v: [D, D]
-q: x @ W_q -> view [B, S, H, Dh] -> transpose 1 2
-k: x @ W_k -> view [B, S, H, Dh] -> transpose 1 2
-v: x @ W_v -> view [B, S, H, Dh] -> transpose 1 2
-scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh) -> softmax -1
+        right=_HEADS + """scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh) -> softmax -1
 heads: scores @ v
 merged: heads -> transpose 1 2 -> reshape [B, S, D]
 """),
@@ -116,35 +107,11 @@ weights: scores -> softmax -1   # right (softmax 3 on [B, H, S, S] is the same)
 The weights of each query no longer sum to 1 over the keys, so every output is a
 wrongly weighted mix of values; scores [B, H, S, S] are square, so no shape shows
 it.""",
-        wrong="""
-dim B, S, D, H
-dim Dh = D / H
-assume D % H == 0
-example B=1, S=4, D=512, H=8
-input x: [B, S, D]
-param W_q: [D, D]
-param W_k: [D, D]
-param W_v: [D, D]
-q: x @ W_q -> view [B, S, H, Dh] -> transpose 1 2
-k: x @ W_k -> view [B, S, H, Dh] -> transpose 1 2
-v: x @ W_v -> view [B, S, H, Dh] -> transpose 1 2
-scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh)
+        wrong=_HEADS + """scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh)
 weights: scores -> softmax -2
 heads: weights @ v
 """,
-        right="""
-dim B, S, D, H
-dim Dh = D / H
-assume D % H == 0
-example B=1, S=4, D=512, H=8
-input x: [B, S, D]
-param W_q: [D, D]
-param W_k: [D, D]
-param W_v: [D, D]
-q: x @ W_q -> view [B, S, H, Dh] -> transpose 1 2
-k: x @ W_k -> view [B, S, H, Dh] -> transpose 1 2
-v: x @ W_v -> view [B, S, H, Dh] -> transpose 1 2
-scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh)
+        right=_HEADS + """scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh)
 weights: scores -> softmax -1
 heads: weights @ v
 """),
@@ -257,34 +224,10 @@ scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh)   # right
         matters="""
 With the wrong scale the softmax is too flat or too peaked (by a factor of sqrt(H)
 for `1/sqrt(D)`), which slows or destabilises training without any error.""",
-        wrong="""
-dim B, S, D, H
-dim Dh = D / H
-assume D % H == 0
-example B=1, S=4, D=512, H=8
-input x: [B, S, D]
-param W_q: [D, D]
-param W_k: [D, D]
-param W_v: [D, D]
-q: x @ W_q -> view [B, S, H, Dh] -> transpose 1 2
-k: x @ W_k -> view [B, S, H, Dh] -> transpose 1 2
-v: x @ W_v -> view [B, S, H, Dh] -> transpose 1 2
-scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(D) -> softmax -1
+        wrong=_HEADS + """scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(D) -> softmax -1
 heads: scores @ v
 """,
-        right="""
-dim B, S, D, H
-dim Dh = D / H
-assume D % H == 0
-example B=1, S=4, D=512, H=8
-input x: [B, S, D]
-param W_q: [D, D]
-param W_k: [D, D]
-param W_v: [D, D]
-q: x @ W_q -> view [B, S, H, Dh] -> transpose 1 2
-k: x @ W_k -> view [B, S, H, Dh] -> transpose 1 2
-v: x @ W_v -> view [B, S, H, Dh] -> transpose 1 2
-scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh) -> softmax -1
+        right=_HEADS + """scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh) -> softmax -1
 heads: scores @ v
 """),
     "W307": Explanation(
