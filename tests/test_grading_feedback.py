@@ -393,3 +393,24 @@ def test_single_mistakes_are_named_and_credit_is_monotone(name):
             assert "missing" in b.feedback, what
         # a mistake in one blank costs only that blank
         assert res.score == res.max_score - (right[blank] - b.points), what
+
+
+# ------------------------------------------------------------------ transcripts
+
+TRANSCRIPTS = sorted((Path(__file__).resolve().parent / "grading").glob("*.shape"))
+
+
+@pytest.mark.parametrize("sub", TRANSCRIPTS, ids=lambda p: p.stem)
+def test_feedback_transcripts(sub, update_goldens):
+    """One learner's file per message class (tests/grading/EXERCISE.CLASS.shape) and what
+    `shapelang grade` says about it, beside it (EXERCISE.CLASS.grade.txt). Run
+    `python -m pytest --update-goldens` to rewrite them, then review the diff."""
+    name = sub.name.split(".")[0]
+    res = grader(name).grade_text(sub.read_text(), f"tests/grading/{sub.name}")
+    got = text_report(res)
+    golden = sub.with_suffix(".grade.txt")
+    if update_goldens or not golden.exists():
+        golden.write_text(got)
+        if not update_goldens:
+            pytest.fail(f"{golden.name} did not exist; written, review and commit it")
+    assert got == golden.read_text(), f"{golden.name} differs; rerun with --update-goldens"
