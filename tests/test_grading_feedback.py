@@ -201,12 +201,23 @@ def test_scores_are_monotone_for_the_width():
 
 # ------------------------------------------------------------------ other spellings
 
-@pytest.mark.parametrize("answer", ["D*H**-1", "H**-1*D", "D * H ** -1", "(D*H**-1)"])
+@pytest.mark.parametrize("answer", ["D*H**-1", "H**-1*D", "D * H ** -1", "(D*H**-1)",
+                                    "D*H**(-1)"])
 def test_a_negative_power_is_exact_division(answer):
     for blank, text in (("split", f"view [B, S, H, {answer}]"), ("qh", f"[B, H, S, {answer}]")):
         b, _ = graded("02_split_heads", {blank: text})
         assert b.status == "correct" and b.points == b.max_points, b.feedback
         assert "not allowed" not in b.feedback and "`/` is exact division" in b.feedback
+
+
+@pytest.mark.parametrize("answer, spelled", [("Dh**-0.5", "(1/sqrt(Dh))"),
+                                             ("1/Dh**0.5", "1/sqrt(Dh)"),
+                                             ("(D/H)**(-0.5)", "(1/sqrt(D/H))")])
+def test_a_power_of_one_half_is_a_square_root(answer, spelled):
+    b, _ = graded("03_qk_scores", {"factor": answer})
+    assert b.status == "correct" and f"write it as `{spelled}`" in b.feedback, b.feedback
+    wrong, _ = graded("03_qk_scores", {"factor": answer.replace("Dh", "D").replace("D/H", "D")})
+    assert wrong.status == "wrong" and "scale factor" in wrong.feedback, wrong.feedback
 
 
 def test_a_sum_as_an_argument_is_graded_like_the_sum_in_parentheses():

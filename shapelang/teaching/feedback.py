@@ -85,7 +85,7 @@ class Feedback:
     # -- diagnostics of a re-check
     def error_text(self, d: Diagnostic, mine: tuple = ()) -> str:
         text = d.message
-        m = _UNKNOWN_DIM.fullmatch(d.message) if d.code == "E002" else None
+        m = _UNKNOWN_DIM.search(d.message) if d.code == "E002" else None
         if m:      # the checker's help declares a new dim; an exercise has its own dims
             return self.scrub(self.unknown_dim(m.group(1)), mine)
         if d.help:

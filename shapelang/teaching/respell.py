@@ -10,7 +10,7 @@ spells differently, and what to say about it:
   answer the same habit with the same spelling;
 - a sum as an operation's argument (`linear 2*D + 2*D`): shapelang reads it only
   in parentheses, and there is no other reading of it;
-- a negative power (`D*H**-1`): exact division, `D/H`.
+- a negative power (`D*H**-1`): exact division, `D/H`; a power of 0.5 is `sqrt`.
 
 Every rewrite is made on the grammar's tokens and only reaches the parser;
 nothing is evaluated. `number_runs` finds the numbers in an answer that stand
@@ -19,6 +19,7 @@ credit of an answer right only at the example sizes.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..syntax.parser import ParseFailure, parse
@@ -31,7 +32,8 @@ AXIS_OPS = {"transpose", "permute", "movedim", "softmax", "log_softmax", "sum", 
             "concat", "dropout", "mask", "layernorm", "rmsnorm"}
 WHY = {
     "grouping": "shapelang reads an argument with `+` or `-` only in parentheses",
-    "power": "shapelang has no negative exponents; `/` is exact division",
+    "power": "shapelang has no negative or fractional exponents; `/` is exact division "
+             "and `sqrt` is the square root",
 }
 
 
@@ -57,8 +59,10 @@ def parses(code: str) -> bool:
 def respell(code: str) -> Respelling | None:
     """`code` (one statement) in shapelang, or None when it needs no rewrite or none helps.
     A statement that parses is only rewritten for negative powers."""
-    if parses(code):
-        return _powers(code)
+    if parses(code) or "**" in code:
+        got = _powers(code)
+        if got is not None and parses(got.code) or parses(code):
+            return got
     for step in (_habits, _grouping):
         got = step(code)
         if got is not None:
@@ -126,26 +130,38 @@ def _has_sum(args) -> bool:
     return False
 
 
+_EXPONENT = re.compile(r"[ \t]*(?P<open>\([ \t]*)?(-?)[ \t]*([0-9]+(?:\.[0-9]+)?|\.[0-9]+)"
+                       r"(?![0-9.])(?(open)[ \t]*\))")
+
+
 def _powers(code: str) -> Respelling | None:
-    """`X ** -n` as division: `A*X**-1` -> `A/X`, `A*X**-2` -> `A/X**2`, else `(1/X**n)`."""
+    """`X ** -n` as division: `A*X**-1` -> `A/X`, `A*X**-2` -> `A/X**2`, else `(1/X**n)`;
+    `X**0.5` as `sqrt(X)` and `X**-0.5` as `1/sqrt(X)`."""
     toks = lex(code)
     pieces = []
-    for k in range(1, len(toks) - 1):
-        if toks[k].text != "**":
+    for k in range(1, len(toks)):
+        if toks[k].text != "**" or (pieces and toks[k].start < pieces[-1][1]):
             continue
-        nxt = toks[k + 1]
-        if nxt.kind == "num" and nxt.text.startswith("-") and nxt.text[1:].isdigit():
-            n, last = int(nxt.text[1:]), k + 1
-        elif nxt.text == "-" and k + 2 < len(toks) and toks[k + 2].text.isdigit():
-            n, last = int(toks[k + 2].text), k + 2
-        else:
+        m = _EXPONENT.match(code, toks[k].end)
+        if m is None:
+            continue
+        negative, exp = m.group(2) == "-", m.group(3)
+        half = exp in ("0.5", ".5")
+        if not half and not (negative and exp.isdigit() and int(exp) > 0):
             continue
         base = _base_start(toks, k)
-        if base is None or n == 0:
+        if base is None:
             continue
-        b0, b1, end = toks[base].start, toks[k - 1].end, toks[last].end
-        base_text = code[b0:b1]
-        power = base_text if n == 1 else f"{base_text}**{n}"
+        b0, end = toks[base].start, m.end()
+        base_text = code[b0:toks[k - 1].end]
+        if half:
+            inner = base_text[1:-1] if base_text.startswith("(") and _closes(base_text) else base_text
+            power = f"sqrt({inner})"
+        else:
+            power = base_text if int(exp) == 1 else f"{base_text}**{int(exp)}"
+        if not negative:
+            pieces.append((b0, end, power))
+            continue
         before = base - 1
         if before >= 0 and toks[before].text in ("*", "/"):
             op = "/" if toks[before].text == "*" else "*"
@@ -158,6 +174,17 @@ def _powers(code: str) -> Respelling | None:
     for a, b, text in sorted(pieces, reverse=True):
         code = code[:a] + text + code[b:]
     return Respelling(code, None, None, WHY["power"])
+
+
+def _closes(text: str) -> bool:
+    """Whether the bracket that opens `text` closes at its end."""
+    depth = 0
+    for k, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0:
+            return k == len(text) - 1
+    return False
 
 
 def _base_start(toks, k: int) -> int | None:
@@ -176,7 +203,8 @@ def _base_start(toks, k: int) -> int | None:
         elif toks[j].text == "(":
             depth -= 1
             if depth == 0:
-                if j > 0 and toks[j - 1].kind == "name":   # a call: sqrt(D)
+                if j > 0 and toks[j - 1].kind == "name" and toks[j - 1].end == toks[j].start:
+                    # a call: sqrt(D)
                     return j - 1
                 return j
         j -= 1
