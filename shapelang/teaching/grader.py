@@ -38,7 +38,7 @@ from contextlib import contextmanager
 
 from ..syntax.parser import MAX_BYTES, MAX_LINES, ParseFailure
 from .answers import reread
-from .engines import FastEngine, FullEngine, Reference, filled_text
+from .engines import CACHE_LIMIT, FastEngine, FullEngine, Reference, filled_text
 from .exercise import Answer, ExerciseError, extract, load_template
 from .feedback import Feedback, with_help
 from .judge import Judge, fill_answers
@@ -198,6 +198,7 @@ class Grader:
         self.judge = Judge(reference, self.feedback)
         self._judged = self.judge.judged          # the memos, for benchmarks to clear
         self._findings = self.judge.findings
+        self._respelled: dict = {}                # (statement, its answers) -> rewrite
 
     # -- grading
     def grade_file(self, path: str) -> SubmissionResult:
@@ -388,9 +389,17 @@ class Grader:
                     break
                 repl[k] = text
             else:
-                r = respell(fill(st, repl))
-                new = reread(self.tmpl, st, r.code) if r is not None else None
-                for n, text in (new or {}).items():
+                key = (st.index, tuple(sorted(repl.items())))
+                hit = self._respelled.get(key)
+                if hit is None:
+                    r = respell(fill(st, repl))
+                    new = reread(self.tmpl, st, r.code) if r is not None else None
+                    hit = (r, new or {})
+                    if len(self._respelled) > CACHE_LIMIT:
+                        self._respelled.clear()
+                    self._respelled[key] = hit
+                r, new = hit
+                for n, text in new.items():
                     if n in written and _squash(text) != _squash(written[n]):
                         out[n] = (text, r)
         return out
