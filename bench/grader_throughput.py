@@ -107,6 +107,7 @@ def _rate(name: str, subs: list[str], cold: bool = False) -> dict:
             grader.engine.parsed.clear()
             grader._judged.clear()
             grader._findings.clear()
+            grader._respelled.clear()
         res = grader.grade_text(text, f"s{k}.shape")
         full += res.full_marks
     end = time.perf_counter()

@@ -223,7 +223,8 @@ def test_the_shape_before_the_transpose_is_named():
     assert "partway through line 16" in blank(res, "qh").feedback
     res = grade({"swap": "transpose 1 1"})
     b = blank(res, "swap")
-    assert b.status == "wrong" and "`S` comes before `H`" in b.feedback
+    assert b.status == "wrong" and "exchanges nothing" in b.feedback
+    assert "the dims that must change places are `S` and `H`" in b.feedback
 
 
 def test_wrong_rank_and_factor_are_named():

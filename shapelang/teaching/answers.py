@@ -55,6 +55,7 @@ class Answer:
     status: str               # given | unfilled | empty | missing | changed | too long
     line: int | None = None   # line in the submission
     message: str | None = None
+    respelled: object = None  # how its statement was rewritten to read it (respell.Respelling)
 
 
 @dataclass
@@ -74,6 +75,7 @@ class Piece:
     segments: list        # (offset in code, line counted from 0 in `text`, columns cut)
     head: tuple
     _parsed: tuple | None = None
+    respelled: object = None      # a rewrite of the learner's text (respell.Respelling)
 
     @property
     def line(self) -> int:
@@ -281,26 +283,49 @@ def extract(tmpl: Template, sub_text: str) -> Extraction:
                     or len(cand.code) > MAX_STATEMENT:
                 continue
             cuts = _found(tmpl, st, cand, budget)
+            if cuts is None and st.holes and cand._parsed is not None and \
+                    cand._parsed[0] is None and budget.chars >= 2 * len(cand.text) and \
+                    budget.comparisons > 0:
+                budget.chars -= 2 * len(cand.text)
+                cand = _respelled(cand)    # a PyTorch spelling: read it as shapelang
+                cuts = _found(tmpl, st, cand, budget) if cand is not None else None
             if cuts is not None:
-                found = (q, cuts)
+                found = (q, cuts, cand)
                 break
         if found is None:
             alike = _missing(tmpl, st, by_head, used, out)
             if alike is not None:
                 explained.add(alike.index)
             continue
-        q, cuts = found
+        q, cuts, piece = found
         used.add(q)
         pos = q + 1
         out.matched += 1
         for k, (a, b) in enumerate(cuts):
-            out.answers[_blank_name(tmpl, st, k)] = _answer(sub[q], a, b)
+            ans = _answer(piece, a, b)
+            if piece is not sub[q]:
+                ans.respelled = piece.respelled
+            out.answers[_blank_name(tmpl, st, k)] = ans
     for q, s in enumerate(sub):
         if q not in used and q not in explained:
             out.notes.append((s.line, "this line is not part of the exercise, so it was not "
                                       "graded" if not s.has_hole else
                               "this line has a blank that is not in the exercise"))
     return out
+
+
+def _respelled(piece: Piece) -> Piece | None:
+    """A statement that does not parse, rewritten in shapelang (`Q.view(B, S, D)` as
+    `Q -> view [B, S, D]`), as a piece on the same line; None if no rewrite parses."""
+    from .respell import respell
+    if len(piece.code) > MAX_STATEMENT:
+        return None
+    r = respell(piece.code)
+    if r is None:
+        return None
+    alt = Piece(piece.index, piece.line, r.code, r.code, [(0, 0, 0)], head_of(r.code))
+    alt.respelled = r
+    return alt if alt.nodes is not None else None
 
 
 def _blank_name(tmpl: Template, st: Stmt, k: int) -> str:
@@ -356,3 +381,21 @@ def _missing(tmpl, st, by_head, used, out):
 
 def _short(text: str, n: int = 90) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def reread(tmpl: Template, st: Stmt, code: str) -> dict | None:
+    """The answers (blank name -> text) in `code`, a rewritten version of statement `st`
+    that must parse and match the exercise's statement; None if it does not."""
+    found = pieces(code)
+    if len(found) != 1 or found[0].nodes is None:
+        return None
+    cuts = _found(tmpl, st, found[0], Budget())
+    if cuts is None:
+        return None
+    out = {}
+    for k, (a, b) in enumerate(cuts):
+        ans = _answer(found[0], a, b)
+        if ans.status != "given":
+            return None
+        out[_blank_name(tmpl, st, k)] = ans.text
+    return out

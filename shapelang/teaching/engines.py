@@ -45,6 +45,7 @@ class UnitResult:
     steps: tuple           # the binding's steps
     deps: tuple            # tensor names it reads
     results: dict = field(default_factory=dict)   # name -> ref of the step that made it
+    partial: tuple = ()    # a binding that failed: the steps done before the failure
 
 
 _SKIPPED = UnitResult((), {}, {}, (), ())
@@ -319,7 +320,8 @@ class FastEngine(_Engine):
             for n, r in zip(b.names, b.results):
                 sigs[n] = _sig(b, ref_names)
                 results[n] = r
-        return UnitResult(errors, defs, sigs, steps, deps, results)
+        partial = tuple(chk.scope.steps or ()) if errors and not steps else ()
+        return UnitResult(errors, defs, sigs, steps, deps, results, partial)
 
 
 class FullEngine(_Engine):

@@ -9,11 +9,33 @@ of an `expect X: ?` blank that the exercise does not show.
 """
 from __future__ import annotations
 
+import re
+
 import sympy as sp
 
 from ..syntax.diagnostics import Diagnostic
 from .engines import Reference
+from .shapes import Words, attention_roles, dims_phrase
 from .template import _squash
+
+_UNKNOWN_DIM = re.compile(r"unknown dim `([A-Za-z_]\w*'?)`")
+# common names of sizes -> words an exercise's comments use for them
+ALIASES = {
+    "batch": ("batch",), "batchsize": ("batch",), "bs": ("batch",),
+    "seq": ("sequence", "tokens"), "seqlen": ("sequence", "tokens"), "seqlength": ("sequence",),
+    "nheads": ("heads",), "numheads": ("heads",), "nhead": ("heads",),
+    "dmodel": ("dmodel",), "hiddensize": ("dmodel",), "dhead": ("dk", "head"),
+    "headdim": ("dk", "head"), "vocab": ("vocabulary",), "vocabsize": ("vocabulary",),
+    "dff": ("dff", "feedforward"),
+}
+
+
+def _norm(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def _words(note: str) -> set:
+    return {_norm(w) for w in re.split(r"[^A-Za-z0-9_-]+", note) if w}
 
 
 def did_you_mean(facts, name: str, known) -> str | None:
@@ -24,12 +46,6 @@ def did_you_mean(facts, name: str, known) -> str | None:
 def with_help(d) -> str:
     """A Diagnostic or ShapeError on one line: its message, then its help in parentheses."""
     return d.message + (f" ({d.help})" if d.help else "")
-
-
-def dims_phrase(ks: list) -> str:
-    if len(ks) == 1:
-        return f"dim {ks[0]}"
-    return "dims " + ", ".join(str(k) for k in ks[:-1]) + f" and {ks[-1]}"
 
 
 def layout_message(name: str, text: str) -> str:
@@ -54,6 +70,10 @@ class Feedback:
         self.example_env = ref.example_env
         self.partial = partial          # points for a shape right only at the example sizes
         self._visible = None
+        self._notes = None
+        self.words = Words(self.prover, attention_roles(self.prover,
+                                                        getattr(ref.engine, "ref_spec", None)),
+                           self.dim_notes())
 
     def show(self, shape) -> str:
         """`[B, S, D/H] = [2, 4, 64]`: the shape as `check` shows it."""
@@ -65,6 +85,9 @@ class Feedback:
     # -- diagnostics of a re-check
     def error_text(self, d: Diagnostic, mine: tuple = ()) -> str:
         text = d.message
+        m = _UNKNOWN_DIM.search(d.message) if d.code == "E002" else None
+        if m:      # the checker's help declares a new dim; an exercise has its own dims
+            return self.scrub(self.unknown_dim(m.group(1)), mine)
         if d.help:
             text += f" (help: {d.help})"
         return self.scrub(text, mine)
@@ -154,78 +177,65 @@ class Feedback:
                                       hidden_steps=subject.startswith("your shape"))
         for label, shape in earlier:
             if self.same_shape(got, shape):
-                return 0.0, f"{that} {label}"
-        if len(got) != len(want):
-            return 0.0, (f"{subject} has {len(got)} dim{'s' if len(got) != 1 else ''}; "
-                         f"`{name}` has {len(want)}")
+                detail = self.words.detail(got, want, name)
+                return 0.0, f"{that} {label}" + (f"; {detail}" if detail else "")
         env = self.example_env
-        if env:
+        if env and len(got) == len(want):
             vals = [(p.value(a, env), p.value(b, env)) for a, b in zip(got, want)]
             if all(x is not None and x == y for x, y in vals):
                 only = [k for k, (a, b) in enumerate(zip(got, want)) if not p.equal(a, b).ok]
-                dims = ", ".join(f"{n}={env[p.user[n]]}" for n in p.user
-                                 if p.user[n] in env and p.user[n] not in p.definition)
                 which = "it is written with numbers, which are" if len(only) == len(want) else \
                     f"{dims_phrase(only)} {'is' if len(only) == 1 else 'are'}"
                 return self.partial, (
-                    f"{subject} has the right sizes for the example ({dims}), but {which} right "
-                    "only for those sizes: write the shape with the dims, so that it holds for "
-                    "every size")
-        perm = self.permutation(got, want)
-        if perm is not None:
-            a, b = perm
-            return 0.0, f"{subject} has the right sizes in the wrong order: `{a}` comes before `{b}`"
-        diff = [k for k, (a, b) in enumerate(zip(got, want)) if not p.equal(a, b).ok]
-        if len(diff) == 1:
-            k = diff[0]
-            factor = self.factor(got[k], want[k])
-            where = f"dim {k}" + (" (the last)" if k == len(want) - 1 and k > 0 else "")
-            if factor:
-                return 0.0, f"{subject} is off by a factor in {where}: `{got[k]}` is {factor}"
-            return 0.0, f"{subject} has {where} wrong (`{got[k]}`); the other dims are right"
-        return 0.0, f"{subject} has {dims_phrase(diff)} wrong"
+                    f"{subject} has the right sizes for the example ({self.example_text()}), "
+                    f"but {which} right only for those sizes: write the shape with the dims, "
+                    "so that it holds for every size")
+        return 0.0, f"{subject} {self.words.describe(got, want, name)}"
 
-    def permutation(self, got, want):
-        used = [False] * len(want)
-        for a in got:
-            for j, b in enumerate(want):
-                if not used[j] and (a == b or self.prover.equal(a, b).ok):
-                    used[j] = True
-                    break
-            else:
-                return None
-        for k, a in enumerate(got):
-            if not self.prover.equal(a, want[k]).ok:
-                # `a` is out of place: name a dim it should come after
-                for b in got[k + 1:]:
-                    ia = next(j for j, w in enumerate(want) if self.prover.equal(a, w).ok)
-                    ib = next(j for j, w in enumerate(want) if self.prover.equal(b, w).ok)
-                    if ib < ia:
-                        return a, b
-                return a, want[k]
-        return None
+    def example_text(self) -> str:
+        """`B=1, S=4, D=512, H=8`: the example sizes of the exercise's own dims."""
+        p, env = self.prover, self.example_env or {}
+        return ", ".join(f"{n}={env[p.user[n]]}" for n in p.user
+                         if p.user[n] in env and p.user[n] not in p.definition)
 
     def factor(self, got, want) -> str | None:
+        return self.words.factor(got, want)
+
+    # -- names that are not the exercise's dims
+    def unknown_dim(self, name: str) -> str:
+        """What to say about a size name that is not a dim of this exercise: its dims, and
+        the one meant when its name or its comment says so (`d_k` for `Dh`)."""
         p = self.prover
-        try:
-            ratio = sp.cancel(p.canon(got) / p.canon(want))
-        except (TypeError, ValueError, ZeroDivisionError):
+        close = did_you_mean(self.ref.facts, name, p.user) or self.dim_meant(name)
+        hint = f"; {close}" if close else ""
+        return f"`{name}` is not a dim of this exercise (its dims are {', '.join(p.user)}){hint}"
+
+    def dim_meant(self, name: str) -> str | None:
+        """`did you mean `Dh` (width of one head (d_k))?` when `name` matches one dim's name
+        or the words of its comment in the exercise."""
+        notes = self.dim_notes()
+        want = _norm(name)
+        words = ALIASES.get(want, ()) + (want,)
+        hits = [dim for dim in self.prover.user if _norm(dim) == want]
+        if not hits:
+            hits = [dim for dim, note in notes.items() if any(w in _words(note) for w in words)]
+        if len(hits) != 1:
             return None
-        if ratio.free_symbols - set(p.user.values()):
-            return None
-        num, den = sp.fraction(ratio)
-        if ratio.is_Number:
-            if ratio > 1 and ratio.is_Integer:
-                return f"{ratio} times too big"
-            if ratio < 1 and (1 / ratio).is_Integer:
-                return f"{1 / ratio} times too small"
-            return None
-        monomial = (sp.Symbol, sp.Mul, sp.Pow)
-        if den == 1 and isinstance(num, monomial):
-            return f"{num} times too big"
-        if num == 1 and isinstance(den, monomial):
-            return f"{den} times too small"
-        return None
+        note = notes.get(hits[0])
+        return f"did you mean `{hits[0]}`" + (f" ({note})" if note else "") + "?"
+
+    def dim_notes(self) -> dict:
+        """dim name -> its comment in the exercise (`dim Sc  # context length`)."""
+        if self._notes is None:
+            self._notes = {}
+            tmpl = self.ref.tmpl
+            for st in tmpl.stmts:
+                if st.kind != "dim" or len(st.nodes) != 1:
+                    continue
+                comment = tmpl.lines[st.end_line - 1].comment
+                if comment and not comment.lstrip("#").strip().startswith(("?", "@")):
+                    self._notes[st.nodes[0].name] = comment.lstrip("#").strip()
+        return self._notes
 
     def earlier_shapes(self, unit_index, name, hidden_steps: bool = True) -> list:
         """(how to describe it, shape) for shapes a learner may confuse with the answer."""

@@ -37,11 +37,13 @@ import time
 from contextlib import contextmanager
 
 from ..syntax.parser import MAX_BYTES, MAX_LINES, ParseFailure
-from .engines import FastEngine, FullEngine, Reference, filled_text
+from .answers import reread
+from .engines import CACHE_LIMIT, FastEngine, FullEngine, Reference, filled_text
 from .exercise import Answer, ExerciseError, extract, load_template
 from .feedback import Feedback, with_help
 from .judge import Judge, fill_answers
 from .notebook import NotebookError, read_limit, submission_text
+from .respell import respell
 from .results import (
     GRADER_FAILED,
     MAX_NOTES,
@@ -57,6 +59,7 @@ from .results import (
     text_report,
     visibility_options,
 )
+from .template import _squash, fill
 
 __all__ = [
     "BlankResult",
@@ -195,6 +198,7 @@ class Grader:
         self.judge = Judge(reference, self.feedback)
         self._judged = self.judge.judged          # the memos, for benchmarks to clear
         self._findings = self.judge.findings
+        self._respelled: dict = {}                # (statement, its answers) -> rewrite
 
     # -- grading
     def grade_file(self, path: str) -> SubmissionResult:
@@ -302,7 +306,11 @@ class Grader:
         res.notes.extend((ln, clean(m)) for ln, m in ext.notes[:MAX_NOTES + 1])
         hidden_notes = max(0, len(ext.notes) - MAX_NOTES - 1)
         answers: dict[str, Answer] = ext.answers
-        given = {n: a.text for n, a in answers.items() if a.status == "given"}
+        written = {n: a.text for n, a in answers.items() if a.status == "given"}
+        respelled = self._respell(written)     # graded as shapelang writes them
+        respelled.update({n: (a.text, a.respelled) for n, a in answers.items()
+                          if a.status == "given" and a.respelled is not None})
+        given = {**written, **{n: r[0] for n, r in respelled.items()}}
         wrong_units: set[int] = set()
         unparsed = False
         for st in self.tmpl.stmts:
@@ -337,13 +345,15 @@ class Grader:
                 unparsed = unparsed or v.unparsed
                 status = "correct" if v.fraction >= 1 else ("partial" if v.fraction > 0 else "wrong")
                 msg = v.message
+                if b.name in respelled:
+                    msg = self._spelling_note(written[b.name], *respelled[b.name], msg)
                 if status != "correct" and self.options.reveal:
                     msg += f" The expected answer: {self._reference_text(b)}."
                 done[b.name] = BlankResult(b.name, b.points * v.fraction, b.points, status,
                                            clean(msg) if msg else ("right" if status == "correct"
                                                                    else ""),
                                            b.hint if status != "correct" else None,
-                                           answers[b.name].line, clean(given[b.name], 200))
+                                           answers[b.name].line, clean(written[b.name], 200))
                 if status != "correct":
                     wrong_units.add(self.engine.unit_of_stmt[st.index])
         try:
@@ -362,6 +372,44 @@ class Grader:
                                             "looking for them took too long")))
         if hidden_notes:
             res.notes.append((None, f"and {hidden_notes} more notes"))
+
+    def _respell(self, written: dict) -> dict:
+        """Answers shapelang spells differently (`transpose 1, 2`, `softmax(dim=-1)`,
+        `linear 2*D + 2*D`, `D*H**-1`): blank name -> (the answer in shapelang, how it
+        was rewritten). The statement is rewritten whole and its answers read again."""
+        out = {}
+        for st in self.tmpl.stmts:
+            here = {b.hole: b.name for b in self.tmpl.blanks.values() if b.stmt == st.index}
+            if not any(n in written for n in here.values()):
+                continue
+            repl = {}
+            for k, n in here.items():
+                text = written.get(n, self.ref_answers.get(n))
+                if text is None:
+                    break
+                repl[k] = text
+            else:
+                key = (st.index, tuple(sorted(repl.items())))
+                hit = self._respelled.get(key)
+                if hit is None:
+                    r = respell(fill(st, repl))
+                    new = reread(self.tmpl, st, r.code) if r is not None else None
+                    hit = (r, new or {})
+                    if len(self._respelled) > CACHE_LIMIT:
+                        self._respelled.clear()
+                    self._respelled[key] = hit
+                r, new = hit
+                for n, text in new.items():
+                    if n in written and _squash(text) != _squash(written[n]):
+                        out[n] = (text, r)
+        return out
+
+    @staticmethod
+    def _spelling_note(old: str, new: str, r, message: str) -> str:
+        said, shown = (r.said, r.shapelang) if r.said else (old, new)
+        note = f"`{said}` is not shapelang: write it as `{shown}` ({r.why})"
+        return f"right, but {note}" if not message else \
+            f"{message} (your answer was read as `{new}`; {note})"
 
     def _syntax_notes(self, text: str) -> list:
         """Where the submission as a whole does not parse (its other lines were graded).

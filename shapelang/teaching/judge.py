@@ -22,10 +22,15 @@ from ..checker import dims as dimlib
 from ..syntax.diagnostics import Diagnostic, ShapeError
 from ..syntax.nodes import Expect, Hole, Name
 from ..syntax.parser import ParseFailure, parse
+from .diagnose import Context, Diagnose
 from .engines import CACHE_LIMIT, Reference, filled_text
-from .feedback import Feedback, did_you_mean, layout_message, with_help
+from .feedback import Feedback, layout_message, with_help
+from .respell import number_runs, number_value
 from .results import clean
+from .steps import answer_ranges
 from .template import _squash, fill
+
+MAX_NUMBER_TRIALS = 16    # answers tried with dims in place of numbers, per answer
 
 
 @dataclass
@@ -63,6 +68,7 @@ class Judge:
         self.judged: dict = {}
         self.findings: dict = {}
         self._lookup = self._dim_lookup_factory()
+        self.diagnose = Diagnose(feedback, feedback.words, self._lookup)
 
     def _dim_lookup_factory(self):
         p = self.prover
@@ -74,10 +80,7 @@ class Judge:
             if node.name in tensors:
                 raise ShapeError("E112", f"`{node.name}` is a tensor, but a size is expected here",
                                  span=node.span)
-            close = did_you_mean(self.ref.facts, node.name, p.user)
-            hint = f"; {close}" if close else ""
-            raise ShapeError("E002", f"`{node.name}` is not a dim of this exercise (its dims are "
-                             f"{', '.join(p.user)}){hint}", span=node.span)
+            raise ShapeError("E002", self.feedback.unknown_dim(node.name), span=node.span)
         return lookup
 
     # -- one statement
@@ -96,9 +99,77 @@ class Judge:
     def _statement(self, st, answers: dict) -> dict:
         judge = self._expect if st.kind == "expect" else self._binding
         v = judge(st, answers)
-        if v.fraction >= 1 or len(answers) == 1:
+        if v.fraction >= 1:
             return {n: v for n in answers}
-        return {n: judge(st, {n: a}) for n, a in answers.items()}
+        out = {n: v for n in answers} if len(answers) == 1 else \
+            {n: judge(st, {n: a}) for n, a in answers.items()}
+        if st.kind != "expect":
+            for n, a in answers.items():
+                if out[n].fraction < self.feedback.partial:
+                    out[n] = self._numbers(st, n, a) or out[n]
+        return out
+
+    # -- numbers where dims belong: right at the example sizes only
+    def _numbers(self, st, name: str, answer: str) -> Verdict | None:
+        """The `@partial` share when the answer, with some of its numbers (`64`, `512/8`,
+        `3072`) written as sizes of the same value at the example, is right."""
+        env = self.ref.example_env
+        if not env or self.feedback.partial <= 0:
+            return None
+        runs = number_runs(answer)
+        options = []
+        for a, b in runs:
+            v = number_value(answer[a:b])
+            texts = self._sizes_of_value(st, v) if v is not None and v > 0 else []
+            options.append([answer[a:b]] + texts[:3])
+        if not any(len(o) > 1 for o in options):
+            return None
+        import itertools
+        tried = 0
+        for choice in itertools.product(*options):
+            if all(c == o[0] for c, o in zip(choice, options)):
+                continue
+            tried += 1
+            if tried > MAX_NUMBER_TRIALS:
+                break
+            text = answer
+            for (a, b), c in sorted(zip(runs, choice), reverse=True):
+                text = text[:a] + c + text[b:]
+            if self._binding(st, {name: text}).fraction >= 1:
+                nums = [answer[a:b] for (a, b), c, o in zip(runs, choice, options) if c != o[0]]
+                one = len(nums) == 1
+                return Verdict(self.feedback.partial, (
+                    f"your answer is right for the example ({self.feedback.example_text()}), "
+                    f"but {', '.join(f'`{x}`' for x in nums)} {'is' if one else 'are'} right "
+                    f"only for those sizes: write {'it' if one else 'them'} with the dims, so "
+                    "that the answer holds for every size"))
+        return None
+
+    def _sizes_of_value(self, st, value) -> list:
+        """Sizes of the reference statement (and the exercise's dims) whose value at the
+        example is `value`, as text."""
+        key = ("sizes", st.index)
+        table = self.findings.get(key)
+        if table is None:
+            p, env = self.prover, self.ref.example_env
+            exprs = list(p.user.values())
+            ui = self.engine.unit_of_stmt.get(st.index)
+            if ui is not None:
+                for s in self.ref_units[ui].steps:
+                    for t in s.outputs:
+                        exprs.extend(t.shape)
+                    exprs.extend(v for v in s.detail.values() if isinstance(v, sp.Basic))
+            table = []
+            for e in exprs:
+                try:
+                    v = p.value(e, env)
+                except (TypeError, ValueError, ZeroDivisionError, KeyError):
+                    v = None
+                text = str(e)
+                if v is not None and all(t != text for _, t in table):
+                    table.append((v, text))
+            self.findings[key] = table
+        return [t for v, t in table if _same_number(v, value)]
 
     # -- expect statements: compare the learner's shape with the tensor's reference shape
     def _expect(self, st, answers: dict) -> Verdict:
@@ -142,11 +213,15 @@ class Judge:
         ref_units = self.ref_units
         ui = self.engine.unit_of_stmt[st.index]
         mine, ref = run[ui], ref_units[ui]
+        cx = self._context(st, answers, code, mine, ref)
         if mine.errors:
             d = mine.errors[0]
             refs = [_squash(self.ref.answers.get(n) or "") for n in answers]
             if d.help and any(len(r) >= 3 and r in _squash(d.help) for r in refs):
                 d = Diagnostic(d.code, d.message, d.span, None, d.notes, d.counterexample)
+            better = self.diagnose.failure(d, cx) if cx is not None else None
+            if better:
+                return Verdict(0.0, fb.scrub(better, tuple(answers.values())))
             return Verdict(0.0, fb.error_text(d, tuple(answers.values())),
                            unparsed=d.code in ("E001", "E004"))
         unit = self.engine.units[ui]
@@ -170,6 +245,13 @@ class Judge:
                 frac, msg = fb.compare(got.shape, want.shape, ui, n_shown,
                                        subject=f"with your answer `{n_shown}` is "
                                                f"{fb.show(got.shape)}: that")
+                if cx is not None and frac == 0:
+                    moves = self.diagnose.moves(cx, got.shape, want.shape)
+                    inner = self.diagnose.inner_step(cx, last=False)
+                    if moves:
+                        msg = f"with your answer `{n_shown}` is {fb.show(got.shape)}: {moves}"
+                    elif inner:
+                        msg = f"with your answer `{n_shown}` is {fb.show(got.shape)}: {inner}"
                 return Verdict(frac, msg)
         values = full.vals[ui], self.ref.run.vals[ui]
         names = [n for n in names if not isinstance(ref.defs.get(n), sp.Basic)]
@@ -179,6 +261,9 @@ class Judge:
             msg = fb.sig_difference(mine.sigs.get(n, ()), ref.sigs.get(n, ()), n)
             if tracked and values[0][n].key == values[1][n].key:
                 continue
+            inner = self.diagnose.inner_step(cx) if cx is not None else None
+            if inner:
+                return Verdict(0.0, f"`{n}` has the right shape, but {inner}")
             if msg:
                 found = self._mixed_values(fills, st)
                 return Verdict(0.0, f"{msg}; {found}" if found else msg)
@@ -206,6 +291,19 @@ class Judge:
                     return Verdict(0.0, f"with your answer, `{n}` on line "
                                         f"{self.engine.units[k].line} computes something else")
         return Verdict(1.0)
+
+    def _context(self, st, answers: dict, code: str, mine, ref) -> Context | None:
+        """The learner's statement next to the reference's, with where the answers sit."""
+        if code is None or "\n" in code:
+            return None
+        holes = {b.hole: b.name for b in self.tmpl.blanks.values() if b.stmt == st.index}
+        judged = {k for k, n in holes.items() if n in answers}
+        mine_texts = {k: answers.get(n, self.ref.answers.get(n)) for k, n in holes.items()}
+        ref_texts = {k: self.ref.answers.get(n) for k, n in holes.items()}
+        if any(t is None for t in list(mine_texts.values()) + list(ref_texts.values())):
+            return None
+        return Context(code, st.line, mine, ref, answer_ranges(st, mine_texts, judged),
+                       answer_ranges(st, ref_texts, judged), self.ref.env)
 
     def _mixed_values(self, fills: dict, st) -> str | None:
         """What `shapelang check` says about where the values of this statement come from
@@ -278,3 +376,15 @@ class Judge:
                 out.append((engine.units[k].line, clean(msg)))
                 break
         return out
+
+
+def _same_number(a, b) -> bool:
+    """A value of the prover (Fraction or float) against a sympy number."""
+    from fractions import Fraction
+    try:
+        if isinstance(a, Fraction) and b.is_Rational:
+            return a == Fraction(int(b.p), int(b.q))
+        x, y = float(a), float(b)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return abs(x - y) <= 1e-9 * max(1.0, abs(y))

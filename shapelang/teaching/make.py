@@ -7,6 +7,7 @@ text is found among the statement's tokens as the grammar's lexer reads them.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .template import (
@@ -41,6 +42,20 @@ class Tag:
 
 def _needles(text: str) -> set[str]:
     return {_squash(text)} if len(_squash(text)) >= 3 else set()
+
+
+# an axis answer said in words: `-1` is "the last" axis
+POSITIONS = {0: ("first",), 1: ("second",), 2: ("third",), 3: ("fourth",), -1: ("last",),
+             -2: ("second-to-last", "second to last", "penultimate", "last but one")}
+
+
+def _says_position(answer: str, hint: str) -> bool:
+    """Whether a hint names the axis that an axis answer (`-1`, `3`) is."""
+    try:
+        k = int(answer.strip())
+    except ValueError:
+        return False
+    return any(re.search(rf"\b{re.escape(w)}\b", hint.lower()) for w in POSITIONS.get(k, ()))
 
 
 def make(solution_text: str, path: str = "<solution>", all_shapes: bool = False):
@@ -108,6 +123,9 @@ def make(solution_text: str, path: str = "<solution>", all_shapes: bool = False)
     if all_shapes:
         _all_shapes(spec, stmts, lines, edits, inserts, needles, names_used)
     for tag in tags:
+        if tag.info.hint and _says_position(tag.answer, tag.info.hint):
+            raise ExerciseError(f"{path}:{tag.line}: the hint for `?{tag.name}` gives the "
+                                "answer away (it names the axis)")
         for needle in needles.get(tag.name, ()):
             if tag.info.hint and needle in _squash(tag.info.hint):
                 raise ExerciseError(f"{path}:{tag.line}: the hint for `?{tag.name}` gives the "

@@ -126,7 +126,7 @@ def text_report(res: SubmissionResult) -> str:
         where = f" (line {b.line})" if b.line else ""
         head = f"  {marks.get(b.status, b.status)} {b.label}{where}: {score_value(b.points)}/{score_value(b.max_points)}"
         if b.status == "correct":
-            out.append(head)
+            out.append(head + (f": {b.feedback}" if b.feedback not in ("", "right") else ""))
             continue
         out.append(head + (f": {b.feedback}" if b.feedback else ""))
         if b.hint:
@@ -212,7 +212,7 @@ def gradescope_json(res: SubmissionResult, title: str | None = None,
     tests = []
     for b in res.blanks:
         output = [f"your answer: {quote(b.answer)}" if b.answer is not None else "",
-                  b.feedback if b.status != "correct" else "right",
+                  b.feedback if b.status != "correct" else (b.feedback or "right"),
                   f"hint: {b.hint}" if b.hint else ""]
         tests.append({"name": f"{b.label}" + (f" (line {b.line})" if b.line else ""),
                       "score": score_value(b.points), "max_score": score_value(b.max_points),
@@ -242,7 +242,7 @@ def prairielearn_json(res: SubmissionResult) -> dict:
         "output": text_report(res),
         "tests": [{"name": b.label, "description": b.hint or "",
                    "points": score_value(b.points), "max_points": score_value(b.max_points),
-                   "message": b.feedback if b.status != "correct" else "right",
+                   "message": b.feedback if b.status != "correct" else (b.feedback or "right"),
                    "output": f"your answer: {quote(b.answer)}" if b.answer is not None else ""}
                   for b in res.blanks],
     }
