@@ -69,6 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     add_grade_parser(sub)
     from .explain import add_parser as add_explain_parser
     add_explain_parser(sub)
+    from .importer import add_parser as add_import_parser
+    add_import_parser(sub)
     return p
 
 
@@ -129,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         return run_command(args)
     if args.command == "lsp":
         return _lsp()
+    if args.command == "import":
+        from .importer import command as import_command
+        return import_command(args)
     if args.command == "explain":
         from .explain import command as explain_command
         return explain_command(args)

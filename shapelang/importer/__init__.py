@@ -19,10 +19,19 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .load import ImportFailure, InputSpec, default_axes, export, forward_names, parse_input, resolve
+from .load import (
+    ImportFailure,
+    InputSpec,
+    UsageError,
+    default_axes,
+    export,
+    forward_names,
+    parse_input,
+    resolve,
+)
 from .weights import WeightsError, copy_weights
 
-__all__ = ["ImportFailure", "Imported", "InputSpec", "WeightsError", "copy_weights", "import_module"]
+__all__ = ["ImportFailure", "Imported", "InputSpec", "UsageError", "WeightsError", "copy_weights", "import_module"]
 
 
 @dataclass
@@ -54,12 +63,12 @@ def import_module(target, inputs: list[str], *, dims: dict | None = None, sizes:
     names = forward_names(module)
     specs = [parse_input(t, k, names) for k, t in enumerate(inputs)]
     if not specs:
-        raise ImportFailure("give the example input sizes, e.g. --input idx=2x8:int")
+        raise UsageError("give the example input sizes, e.g. --input idx=2x8:int")
     for inp in specs:
         wanted = (dims or {}).get(inp.name)
         if wanted is not None:
             if len(wanted) != len(inp.shape):
-                raise ImportFailure(f"--dims {inp.name}: {len(wanted)} names for {len(inp.shape)} axes")
+                raise UsageError(f"--dims {inp.name}: {len(wanted)} names for {len(inp.shape)} axes")
             inp.axes = [None if w in (None, "_", "") else w for w in wanted]
             inp.named = True
     default_axes(specs)

@@ -73,10 +73,9 @@ class Context:
         if target_name(node) in ("aten.chunk.default", "aten.split.Tensor") and \
                 node.args[0].op == "placeholder" and node.args[0].name in self.params:
             return False           # cutting a weight into q, k, v rows: read by `Translator.source`
-        if target_name(node).startswith("aten.arange") and all(
-                target_name(u) == "aten.embedding.default" and u.args[1] is node for u in node.users):
-            return False           # positions for an embedding: `slice 0 0 S`
-        return True
+        # positions for an embedding are read by it: `slice 0 0 S`
+        return not (target_name(node).startswith("aten.arange") and all(
+            target_name(u) == "aten.embedding.default" and u.args[1] is node for u in node.users))
 
     def is_step(self, node) -> bool:
         return self.translatable(node) and target_name(node) not in IDENTITY
@@ -109,7 +108,7 @@ class Context:
         while name in taken:
             name, n = f"{want}_{n}", n + 1
         node = self.by_name[key]
-        shape = self.tr.shape(node)
+        shape = self.tr.shape(node, "size")
         if kind == "PARAMETER":
             self.decls.append(f"param {name}: {shape}")
         else:
@@ -155,6 +154,14 @@ def write_spec(ctx: Context, inputs, header: list[str], comments: dict) -> tuple
     names = {}
     for key, inp in zip(ctx.user_inputs, inputs):
         names[key] = inp.name
+    # the inputs first: their fixed sizes get the model's names (D) before any step's
+    input_lines = []
+    for key, inp in zip(ctx.user_inputs, inputs):
+        word = dtype_word(val(ctx.by_name[key]))
+        shape = "[" + ", ".join(ctx.sizes.text(s if not isinstance(s, int) else int(s), "model" if k == len(
+            val(ctx.by_name[key]).shape) - 1 else "size") for k, s in enumerate(val(ctx.by_name[key]).shape)) + "]"
+        input_lines.append(f"input {inp.name}: {shape}" + ("" if word == "float" else f" {word}"))
+    ctx.reserved |= set(ctx.sizes.values)
     top = Scope(ctx, 0, names, ctx.reserved, block=False)
     top.emit_nodes([n for n in ctx.nodes if n.op == "call_function"], 0)
     lines = top.finish()
@@ -176,9 +183,7 @@ def write_spec(ctx: Context, inputs, header: list[str], comments: dict) -> tuple
     text += header
     text += ctx.sizes.header(comments)
     text.append("")
-    for key, inp in zip(ctx.user_inputs, inputs):
-        word = dtype_word(val(ctx.by_name[key]))
-        text.append(f"input {inp.name}: {ctx.tr.shape(ctx.by_name[key])}" + ("" if word == "float" else f" {word}"))
+    text += input_lines
     text += ctx.decls
     text.append("")
     text += ctx.block_lines

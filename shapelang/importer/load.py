@@ -27,6 +27,10 @@ class ImportFailure(Exception):
     """The module cannot be imported as a faithful spec; the message says why."""
 
 
+class UsageError(ImportFailure):
+    """The command was given something it cannot use (exit 2): a malformed size, no module."""
+
+
 @dataclass
 class InputSpec:
     name: str
@@ -40,7 +44,7 @@ def resolve(target: str, kwargs: dict | None = None) -> nn.Module:
     """The module named by `MODULE:NAME` (NAME may be dotted), built with `kwargs` if callable."""
     kwargs = dict(kwargs or {})
     if ":" not in target:
-        raise ImportFailure(f"`{target}`: write the module as MODULE:CLASS or MODULE:factory")
+        raise UsageError(f"`{target}`: write the module as MODULE:CLASS or MODULE:factory")
     mod_name, _, attr = target.rpartition(":")
     try:
         if mod_name.endswith(".py") or os.sep in mod_name or "/" in mod_name:
@@ -59,11 +63,11 @@ def resolve(target: str, kwargs: dict | None = None) -> nn.Module:
     except ImportFailure:
         raise
     except Exception as e:   # the user's code: any error it raises is reported, not a traceback
-        raise ImportFailure(f"cannot import `{mod_name}`: {type(e).__name__}: {e}") from e
+        raise UsageError(f"cannot import `{mod_name}`: {type(e).__name__}: {e}") from e
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise ImportFailure(f"`{mod_name}` has no `{attr}`")
+            raise UsageError(f"`{mod_name}` has no `{attr}`")
         obj = getattr(obj, part)
     if isinstance(obj, nn.Module):
         if kwargs:
@@ -176,11 +180,11 @@ def parse_input(text: str, index: int, names: list[str]) -> InputSpec:
     """`idx=2x8:int`, `2x8x32`, `x=2x8x32:float` -> an InputSpec (the name defaults to forward's)."""
     m = re.fullmatch(r"(?:([A-Za-z_]\w*)=)?(\d+(?:x\d+)*)(?::(float|int|long|bool))?", text.strip())
     if not m:
-        raise ImportFailure(f"`--input {text}`: write it as NAME=2x8x32 or NAME=2x8:int")
+        raise UsageError(f"`--input {text}`: write it as NAME=2x8x32 or NAME=2x8:int")
     name = m.group(1) or (names[index] if index < len(names) else f"x{index}")
     shape = tuple(int(s) for s in m.group(2).split("x"))
     if any(s < 1 for s in shape):
-        raise ImportFailure(f"`--input {text}`: every size must be at least 1")
+        raise UsageError(f"`--input {text}`: every size must be at least 1")
     dtype = {"long": "int", None: "float"}.get(m.group(3), m.group(3))
     return InputSpec(name, shape, dtype)
 
@@ -207,9 +211,9 @@ def parse_kwargs(items) -> dict:
             if not part.strip():
                 continue
             if "=" not in part:
-                raise ImportFailure(f"`{part}`: write keyword arguments as NAME=VALUE")
+                raise UsageError(f"`{part}`: write keyword arguments as NAME=VALUE")
             k, _, v = part.partition("=")
             if not k.strip().isidentifier():
-                raise ImportFailure(f"`{k}` is not a Python name")
+                raise UsageError(f"`{k}` is not a Python name")
             out[k.strip()] = parse_value(v)
     return out

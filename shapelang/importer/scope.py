@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from .load import WRAPPED, ImportFailure
-from .translate import Piece, Translator, is_tensor, target_name, tok, val
+from .translate import Piece, is_tensor, target_name, tok, val
 
 SKIP = {"aten.sym_size.int", "aten._assert_scalar.default", "aten.sym_constrain_range_for_size.default",
         "aten._assert_tensor_metadata.default", "aten.sym_constrain_range.default"}
@@ -102,10 +102,8 @@ class Scope:
             try:
                 self.add(self.ctx.block_call(raw, depth + 1, path, cls))
                 return
-            except NotABlock as e:
-                import os
-                if os.environ.get("SHAPELANG_IMPORT_DEBUG"):
-                    print("not a block:", path, e)
+            except NotABlock:
+                pass                  # its steps go into this scope instead
         self.emit_nodes(raw, depth + 1)
 
     def emit_node(self, node, path: str) -> None:
@@ -207,7 +205,7 @@ class Scope:
         for b in reversed(self.bindings):       # q's role reaches back to the split that made it
             head = b.head.strip("\x00")
             if b.tail in roles and not b.outs and "\x00" not in head and head not in roles \
-                    and self.ctx.single_use(head):
+                    and self.ctx.single_use(head) and head in self.owner and self.owner[head].outs:
                 roles[head] = roles[b.tail]
         for b in self.bindings:
             if b.outs:

@@ -34,7 +34,7 @@ CONFIG_NAMES = {
 }
 COUNTS = {"L"}                        # names that count layers: never read into a shape
 DERIVED = {("D", "H"): "Dh", ("D", "Hkv"): "Dkv", ("H", "Hkv"): "G"}
-FRESH = {"ffn": ["F", "F2", "F3"], None: ["N", "M", "K", "N2", "M2", "K2"]}
+FRESH = {"ffn": ["F", "F2", "F3"], "model": ["D", "E", "D2"], "size": ["N", "M", "K", "N2", "M2", "K2"]}
 PRODUCT_MAX = 16
 ORDER = ["V", "Ctx", "D", "H", "Hkv", "Dh", "Dk", "Dv", "F", "L"]                      # `k*D` is tried for k up to this
 
@@ -85,6 +85,7 @@ class Sizes:
         self.assumes: list[str] = []
         self.symbols: dict = {}              # export symbol -> sympy expression over our names
         self.dynamic: list[str] = []
+        self.exact = False                   # floor(S/2) means S/2 with S even (reshape sizes)
         for name, value in list(user.items()) + list(config.items()):
             self.values.setdefault(name, value)
         for (a, b), name in DERIVED.items():
@@ -161,7 +162,9 @@ class Sizes:
             if len(hits) == 1:
                 self.used.add(hits[0])
                 return f"{k}*{hits[0]}"
-        return self._fresh(n, role)
+        # a number in an intermediate shape stays a number (the 3 of q, k, v); a width of a
+        # weight with no name gets one of its own
+        return self._fresh(n, role) if role else str(n)
 
     def _fixed(self) -> list[tuple[str, int]]:
         """The fixed sizes a number in a shape may be: no layer count, no dynamic size."""
@@ -178,15 +181,14 @@ class Sizes:
     def _quotient(self, n: int) -> str | None:
         for (a, b), name in DERIVED.items():
             va, vb = self.values.get(a), self.values.get(b)
-            if va and vb and va % vb == 0 and va // vb == n:
-                if name not in self.values:
-                    self.derived[name] = (a, b)
-                    self.used |= {a, b}
-                    return name
+            if va and vb and va % vb == 0 and va // vb == n and name not in self.values:
+                self.derived[name] = (a, b)
+                self.used |= {a, b}
+                return name
         return None
 
     def _fresh(self, n: int, role: str | None) -> str:
-        for name in FRESH.get(role, FRESH[None]) + FRESH[None]:
+        for name in FRESH.get(role, []) + FRESH["size"]:
             if name not in self.fresh_taken:
                 self.fresh_taken.add(name)
                 self.values[name] = n
@@ -240,6 +242,13 @@ class Sizes:
             parts = ([] if coeff == 1 else [self._coeff(int(coeff))]) + \
                 [self._wrap(f, role, tight=True) for f in sp.Mul.make_args(rest)]
             return "*".join(parts)
+        if isinstance(e, sp.floor) or type(e).__name__ == "FloorDiv":   # torch's own S // 2
+            num, den = sp.fraction(sp.together(e.args[0] if isinstance(e, sp.floor) else e.args[0] / e.args[1]))
+            if den.is_Integer and den > 1:
+                if self.exact:      # a reshape to it needs it whole: that is a guard of the model
+                    self.assumes.append(f"{self._print(num, role)} % {int(den)} == 0")
+                    return f"{self._wrap(num, role)}/{int(den)}"
+                return f"{self._wrap(num, role)} // {int(den)}"
         if e.is_Pow and e.exp.is_Integer and e.exp > 1:
             return f"{self._wrap(e.base, role, tight=True)}**{int(e.exp)}"
         raise ImportFailure(f"the size {e} has no spec form")

@@ -101,9 +101,6 @@ class Translator:
         simple = text.lstrip("-").isdigit() or not ("+" in text or "-" in text or " " in text)
         return text if simple else f"({text})"
 
-    def axis(self, d: int, rank: int) -> int:
-        return d - rank if d >= 0 and rank >= 2 and d == rank - 1 else (d if d >= 0 else d)
-
     def source(self, node):
         """The parameter a weight argument reads: its fqn, or (fqn, k, n) for a row chunk."""
         if node is None:
@@ -144,10 +141,11 @@ class Translator:
             raise ImportFailure(f"`{target_name(node)}` makes a tensor from no tensor; the spec cannot "
                                 "express it")
         flag = {"int": " int", "bool": " bool"}.get(dtype_word(v), "")
-        others = ", ".join(t.name for t in tensors[1:])
+        others = ", ".join(self.params[x.name][1] if x.name in self.params else x.name for x in tensors[1:])
         note = f"opaque: {target_name(node)} ({why})" + (f"; it also reads {others}" if others else "")
+        hint = target_name(node).split(".")[1] if "." in target_name(node) else "opaque"
         return Piece(node.name, f'opaque "{target_name(node)}" {self.shape(node)}{flag}', tensors[0].name,
-                     hint="opaque", comment=note, opaque=True)
+                     hint=hint, comment=note, opaque=True)
 
     # -------------------------------------------------------------- the table
     def piece(self, node, module_path: str) -> Piece | None:
@@ -187,8 +185,25 @@ def _same(t: Translator, node, leaf, text, hint=None):
 def _view(t, node, leaf):
     # always `reshape`: PyTorch's own kernels leave tensors in layouts (sdpa's output, say)
     # where its `view` works but the spec's step-by-step layout would need a copy; the values
-    # are the same, and codegen writes `.view` wherever the spec's layout allows it
-    return Piece(node.name, f"reshape {t.shape(node)}", node.args[0].name, hint="r")
+    # are the same, and codegen writes `.view` wherever the spec's layout allows it.
+    # The sizes are the ones the code asked for (`S // 2` as S/2, with S even), else the result's.
+    shape = None
+    sizes = node.args[1] if target_name(node) in ("aten.view.default", "aten.reshape.default",
+                                                  "aten._unsafe_view.default") else None
+    if not isinstance(sizes, (list, tuple)) or -1 in sizes:
+        shape = t.shape(node)
+    else:
+        t.sizes.exact = True
+        try:
+            shape = "[" + ", ".join(t.sizes.text(_size_value(s)) for s in sizes) + "]"
+        finally:
+            t.sizes.exact = False
+    return Piece(node.name, f"reshape {shape}", node.args[0].name, hint="r")
+
+
+def _size_value(s):
+    v = val(s) if hasattr(s, "meta") else s
+    return v.node.expr if isinstance(v, torch.SymInt) else int(v)
 
 
 def _transpose(t, node, leaf):
@@ -249,10 +264,10 @@ def _slice(t, node, leaf):
 
 
 def _same_size(a, b) -> bool:
-    try:
-        return bool(a == b) if not hasattr(a, "node") else str(a) == str(b)
-    except Exception:
-        return False
+    """Whether two sizes (ints or SymInts of the traced graph) are the same."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    return str(a) == str(b)
 
 
 def _sym(x):
