@@ -112,7 +112,7 @@ def import_module(target, inputs: list[str], *, dims: dict | None = None, sizes:
     for fqn, p in list(module.named_parameters(remove_duplicate=False)) + \
             list(module.named_buffers(remove_duplicate=False)):
         canonical[fqn] = first.setdefault(id(p), fqn)     # a tied weight goes by its first name
-    ctx = Context(ep, named, [s.name for s in specs], canonical)
+    ctx = Context(ep, named, [s.name for s in specs], canonical, module)
     comments = {n: f"{sources[n]}" for n in sources}
     for n in named.dynamic:
         comments.setdefault(n, "dynamic: " + ", ".join(

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import operator
 
+from torch import nn
+
 from . import learned  # noqa: F401  (registers the learned steps and attention in the table)
+from .attention import recognise
 from .load import WRAPPED, ImportFailure
 from .scope import SKIP, NotABlock, Scope, real_users, segment_io
 from .sizes import Sizes
@@ -22,8 +25,9 @@ BLOCK_INPUTS = ["x", "y", "z", "u", "w"]
 
 
 class Context:
-    def __init__(self, ep, sizes: Sizes, input_names: list[str], canonical: dict | None = None):
-        self.ep, self.sizes = ep, sizes
+    def __init__(self, ep, sizes: Sizes, input_names: list[str], canonical: dict | None = None,
+                 module=None):
+        self.ep, self.sizes, self.module = ep, sizes, module
         self.nodes = list(ep.graph.nodes)
         self.by_name = {n.name: n for n in self.nodes}
         self.index = {n.name: i for i, n in enumerate(self.nodes)}
@@ -90,7 +94,22 @@ class Context:
         return out
 
     def single_use(self, key: str) -> bool:
+        if "\x02" in key:          # a step the importer wrote itself: read once, by the next
+            return True
         return key in self.by_name and len(self.users(key)) == 1
+
+    def module_path(self, sub) -> str:
+        """`path.` of a submodule of the user's module (`""` for the module itself)."""
+        for name, m in self.module.named_modules():
+            if m is sub:
+                return name + "." if name else ""
+        return ""
+
+    def submodule(self, path: str):
+        try:
+            return self.module.get_submodule(path) if self.module is not None else None
+        except AttributeError:
+            return None
 
     def is_output(self, key: str) -> bool:
         return any(self.resolve(o) == key for o in self.outputs)
@@ -126,7 +145,14 @@ class Context:
             raise NotABlock(f"{path}: reads {inputs}, gives {outputs}")
         names = dict(zip(inputs, BLOCK_INPUTS))
         child = Scope(self, depth, names, self.reserved, block=True)
-        child.emit_nodes(raw, depth)
+        sub = self.submodule(path)
+        canonical = recognise(self, child, raw, sub, inputs, outputs[0]) \
+            if isinstance(sub, nn.MultiheadAttention) else None
+        if canonical:
+            for p in canonical:
+                child.add(p)
+        else:
+            child.emit_nodes(raw, depth)
         out = self.resolve(outputs[0])
         if out in names:
             raise NotABlock(path)
@@ -163,7 +189,17 @@ def write_spec(ctx: Context, inputs, header: list[str], comments: dict) -> tuple
         input_lines.append(f"input {inp.name}: {shape}" + ("" if word == "float" else f" {word}"))
     ctx.reserved |= set(ctx.sizes.values)
     top = Scope(ctx, 0, names, ctx.reserved, block=False)
-    top.emit_nodes([n for n in ctx.nodes if n.op == "call_function"], 0)
+    calls = [n for n in ctx.nodes if n.op == "call_function"]
+    canonical = None
+    if isinstance(ctx.module, nn.MultiheadAttention):
+        outs = [a.name for a in ctx.output_args if hasattr(a, "name")]
+        if len(outs) == 1:
+            canonical = recognise(ctx, top, calls, ctx.module, list(ctx.user_inputs), outs[0])
+    if canonical:
+        for p in canonical:
+            top.add(p)
+    else:
+        top.emit_nodes(calls, 0)
     lines = top.finish()
     out_names = []
     for a in ctx.output_args:
