@@ -85,6 +85,7 @@ class Sizes:
         self.assumes: list[str] = []
         self.symbols: dict = {}              # export symbol -> sympy expression over our names
         self.dynamic: list[str] = []
+        self.bounds: list = []               # (size, "<=", number) from export's ranges
         self.exact = False                   # floor(S/2) means S/2 with S even (reshape sizes)
         for name, value in list(user.items()) + list(config.items()):
             self.values.setdefault(name, value)
@@ -122,10 +123,11 @@ class Sizes:
             mine = self.symbols[sym]
             upper, lower = _finite(vr.upper), _finite(vr.lower)
             # export's own lower bound of 2 (sizes 0 and 1 would be specialised) is no guard
+            # written with the header, when the sizes of the weights have their names
             if lower is not None and lower > 2:
-                self.assumes.append(f"{self.text(mine)} >= {self.bound(lower)}")
+                self.bounds.append((mine, ">=", lower))
             if upper is not None and upper < 2**62:
-                self.assumes.append(f"{self.text(mine)} <= {self.bound(upper)}")
+                self.bounds.append((mine, "<=", upper))
 
     def relation(self, expr) -> str | None:
         """A runtime assertion export deferred (`s1 <= 1024`), as the text of an `assume`."""
@@ -279,6 +281,7 @@ class Sizes:
 
     def header(self, comments: dict[str, str]) -> list[str]:
         """`dim`, `assume` and `example` lines for every size the spec uses."""
+        ranges = [f"{self.text(e)} {op} {self.bound(n)}" for e, op, n in self.bounds]
         lines = []
         for name in self.ordered():
             if name in self.used:
@@ -286,7 +289,7 @@ class Sizes:
                 lines.append(f"dim {name}" + (f"  # {note}" if note else ""))
         for name, (a, b) in self.derived.items():
             lines.append(f"dim {name} = {a} / {b}")
-        assumes = [f"{a} % {b} == 0" for a, b in self.derived.values()] + self.assumes
+        assumes = [f"{a} % {b} == 0" for a, b in self.derived.values()] + self.assumes + ranges
         seen = set()
         for a in assumes:
             if a not in seen:
