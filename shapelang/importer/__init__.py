@@ -113,7 +113,8 @@ def import_module(target, inputs: list[str], *, dims: dict | None = None, sizes:
             list(module.named_buffers(remove_duplicate=False)):
         canonical[fqn] = first.setdefault(id(p), fqn)     # a tied weight goes by its first name
     ctx = Context(ep, named, [s.name for s in specs], canonical, module)
-    comments = {n: f"{sources[n]}" for n in sources}
+    comments = {n: "named with --size" for n in (sizes or {})}
+    comments.update({n: f"{sources[n]}" for n in sources if n not in comments})
     for n in named.dynamic:
         comments.setdefault(n, "dynamic: " + ", ".join(
             f"{s.name}[{a}]" for s in specs for a, x in enumerate(s.axes) if x == n))
