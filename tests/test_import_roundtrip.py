@@ -223,3 +223,26 @@ def test_the_weights_mapping_names_every_parameter_once():
     assert sorted(named) == sorted(n for n, _ in gpt.named_parameters())
     assert imported.verified.max_diff <= 1e-5
     assert math.isclose(imported.verified.params_spec, sum(p.numel() for p in gpt.parameters()))
+
+
+class Tagger(nn.Module):
+    """An owned embedding table, an RMS norm and a head: the other learned steps."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(4)
+        self.emb = nn.Embedding(50, 24)
+        self.norm = nn.RMSNorm(24)
+        self.head = nn.Linear(24, 7, bias=False)
+
+    def forward(self, ids):
+        return self.head(self.norm(self.emb(ids)))
+
+
+def test_embedding_rmsnorm_and_a_linear_without_bias(tmp_path):
+    def make(b, s, seed=0):
+        return [torch.randint(0, 50, (b, s), generator=torch.Generator().manual_seed(seed))]
+
+    text = round_trip(tmp_path, Tagger(), ["ids=2x8:int"], make)
+    # no configuration to read: the table's sizes get the usual names, the head's width its own
+    assert "emb: ids -> embed V D" in text and "-> rmsnorm" in text and "linear F bias=false" in text

@@ -71,6 +71,10 @@ def import_module(target, inputs: list[str], *, dims: dict | None = None, sizes:
                 raise UsageError(f"--dims {inp.name}: {len(wanted)} names for {len(inp.shape)} axes")
             inp.axes = [None if w in (None, "_", "") else w for w in wanted]
             inp.named = True
+    from .scope import KEYWORDS
+    for inp in specs:        # `input` (nn.Linear's forward) is a word of the language
+        if inp.name in KEYWORDS or not inp.name.isidentifier():
+            inp.name = (inp.name if inp.name.isidentifier() else "x") + "_"
     default_axes(specs)
     embeddings = [m.num_embeddings for m in module.modules() if isinstance(m, torch.nn.Embedding)]
     vocab = min(embeddings) if embeddings else 2

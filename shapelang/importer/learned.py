@@ -70,7 +70,7 @@ def _embedding(t: Translator, node, leaf):
             return Piece(node.name, f"slice 0 0 {t.size(end_v)}", w.name, hint="pos_emb")
     if t.owned(w) and t.source(w):
         v, d = val(w).shape
-        return Piece(node.name, f"embed {t.size(v, 'size')} {t.size(d, 'size')}", ids.name,
+        return Piece(node.name, f"embed {t.size(v, 'vocab')} {t.size(d, 'model')}", ids.name,
                      weight=("embed", _weights(t, weight=w)), hint=leaf or "emb", strong=True)
     return Piece(node.name, f"embed {tok(w.name)}", ids.name, refs=[w.name], hint="tok_emb")
 

@@ -34,7 +34,7 @@ CONFIG_NAMES = {
 }
 COUNTS = {"L"}                        # names that count layers: never read into a shape
 DERIVED = {("D", "H"): "Dh", ("D", "Hkv"): "Dkv", ("H", "Hkv"): "G"}
-FRESH = {"ffn": ["F", "F2", "F3"], "model": ["D", "E", "D2"], "size": ["N", "M", "K", "N2", "M2", "K2"]}
+FRESH = {"ffn": ["F", "F2", "F3"], "model": ["D", "E", "D2"], "vocab": ["V", "V2"], "size": ["N", "M", "K", "N2", "M2", "K2"]}
 PRODUCT_MAX = 16
 ORDER = ["V", "Ctx", "D", "H", "Hkv", "Dh", "Dk", "Dv", "F", "L"]                      # `k*D` is tried for k up to this
 
