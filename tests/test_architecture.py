@@ -20,11 +20,13 @@ ALLOWED = {
     "render": {"syntax", "checker"},
     "fmt": {"syntax"},
     "codegen": {"syntax", "checker"},
+    # PyTorch -> spec: beside codegen (it generates the spec's module to prove the import faithful)
+    "importer": {"syntax", "checker", "codegen"},
     "teaching": {"syntax", "checker", "render"},
     "api": {"syntax", "checker", "render", "codegen", "teaching"},
     "lsp": {"api", "syntax", "checker", "render", "fmt"},
     "serve": {"api", "syntax", "render", "teaching"},
-    "cli": {"api", "syntax", "checker", "render", "codegen", "teaching", "lsp", "fmt", "serve"},
+    "cli": {"api", "syntax", "checker", "render", "codegen", "teaching", "lsp", "fmt", "serve", "importer"},
     "notebook": {"api", "syntax", "checker", "render", "teaching"},
     "__init__": {"api", "notebook"},
     "__main__": {"cli"},
@@ -149,6 +151,20 @@ def test_the_grade_command_names_gradescopes_visibilities():
     assert CLI == VISIBILITIES
 
 
+def test_check_and_trace_never_reach_the_importer():
+    """The importer imports torch: nothing `check` or `trace` loads may lead to it."""
+    roots = [m for m in GRAPH if _stage(m) in ("syntax", "checker", "render", "api", "fmt")]
+    seen, todo = set(), list(roots)
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        todo += GRAPH.get(m, ())
+    assert not [m for m in seen if _stage(m) == "importer"]
+    assert any(_stage(m) == "importer" for m in GRAPH), "the importer package is missing"
+
+
 def test_help_imports_no_stage():
     """`shapelang --help` builds the parser only: no checker, no grader, no sympy."""
     import subprocess
@@ -156,6 +172,6 @@ def test_help_imports_no_stage():
 
     code = ("import sys; from shapelang.cli import _parser; _parser(); "
             "print(sorted(m for m in sys.modules if m.startswith(('sympy', 'lark', 'shapelang.teaching', "
-            "'shapelang.checker', 'torch'))))")
+            "'shapelang.checker', 'shapelang.importer', 'torch'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", out

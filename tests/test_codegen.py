@@ -207,7 +207,8 @@ def _all_ops(ir_bindings, seen=None) -> set:
 def test_every_operation(tmp_path):
     spec = spec_from_text(tmp_path, "all_ops", ALL_OPS)
     used = _all_ops(spec.bindings)
-    wanted = set(ops.RULES) | {"matmul", "add", "sub", "mul", "div", "neg", "pow", "floordiv", "mod",
+    # `opaque` stands for code shapelang cannot write: codegen refuses it (tests/test_import_opaque.py)
+    wanted = (set(ops.RULES) - {"opaque"}) | {"matmul", "add", "sub", "mul", "div", "neg", "pow", "floordiv", "mod",
                                "concat", "einsum", "block", "stack", "input", "mask causal",
                                "mask tensor"}
     assert wanted <= used, f"the test spec misses {sorted(wanted - used)}"

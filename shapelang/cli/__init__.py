@@ -81,6 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     add_explain_parser(sub)
     from .serve import add_parser as add_serve_parser
     add_serve_parser(sub)
+    from .importer import add_parser as add_import_parser
+    add_import_parser(sub)
     return p
 
 
@@ -170,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         from .serve import command as serve_command
         return serve_command(args)
+    if args.command == "import":
+        from .importer import command as import_command
+        return import_command(args)
     if args.command == "explain":
         from .explain import command as explain_command
         return explain_command(args)

@@ -220,6 +220,11 @@ def _rearrange(o: Op) -> list[str]:
     return lines
 
 
+def _opaque(o: Op) -> list[str]:
+    raise CodegenError(f"line {o.s.span.line}: `opaque {py_str(o.d['what'])}` stands for an operation "
+                       "shapelang does not model; replace it with shapelang operations first")
+
+
 # IR operation -> emitter
 EMITTERS = {
     "view": _view,
@@ -253,6 +258,7 @@ EMITTERS = {
     "slice": _slice,
     "einsum": lambda o: [f"{o.out} = torch.einsum({py_str(o.d['equation'])}, {', '.join(o.args)})"],
     "rearrange": _rearrange,
+    "opaque": _opaque,
     "block": _block,
     "stack": _stack,
     **{op: _unary for op in UNARY},

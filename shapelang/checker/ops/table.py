@@ -78,6 +78,10 @@ _ENTRIES = [
           provenance="same"),
     *[OpDef(name, name, "elementwise", values.elementwise, emitter="unary", provenance="same")
       for name in UNARY],
+    OpDef("opaque", 'opaque "what" [S1, S2, ..]', "an operation shapelang does not model, kept with "
+          "the shape it gives (float; `int` or `bool` after the shape); `shapelang import` writes it "
+          "for what it cannot translate, and code generation refuses it",
+          values.opaque),
     OpDef("layernorm", "layernorm [bias=false]", "normalises the last axis; learned gamma and beta "
           "(2*D parameters, D without bias)", values.norm, provenance="norm"),
     OpDef("rmsnorm", "rmsnorm", "RMS-normalises the last axis; learned gamma (D parameters)",

@@ -145,3 +145,14 @@ def slice_(c, x, a):
     shape = x.shape[:d] + (length,) + x.shape[d + 1:]
     return Result((x.restrided(shape, lambda st: st),),
                   detail={"dim": d, "start": start, "end": end})
+
+
+def opaque(c, x, a):
+    """An operation shapelang does not model (a spec imported from PyTorch keeps it): the result
+    has the shape written, computed from the piped tensor. Nothing about its values is known."""
+    dtype = "int" if a.flag("int") else "bool" if a.flag("bool") else "float"
+    a.without_flags("int", "bool")
+    a.count(2, usage='opaque "aten.cumsum" [B, S, D]')
+    what = a.str_at(0)
+    dims, _ = a.shape_at(1, allow_infer=False)
+    return Result((fresh(tuple(dims), dtype),), detail={"what": what, "shape": tuple(dims)})

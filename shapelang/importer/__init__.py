@@ -1,0 +1,132 @@
+"""The import stage: an existing PyTorch nn.Module -> a `.shape` spec (`shapelang import`).
+
+It sits beside codegen and is the only stage besides codegen's runner that imports torch;
+`check` and `trace` never import it. The pipeline:
+
+    load.py       find the module, make example inputs, torch.export with dynamic axes
+    sizes.py      name every size (config attributes, input axes) and the guards as `assume`s
+    translate.py  one ATen node -> one spec step; learned.py: linear, norms, embeddings, attention
+    scope.py      steps chained into bindings; module calls into blocks and `stack N Block`
+    build.py      the whole spec text and the weight mapping
+    verify.py     the spec checked, generated, loaded with the weights and compared
+    weights.py    the mapping applied to a generated module (`copy_weights`)
+
+`import_module(...)` returns an `Imported`: the spec text, the mapping, the number of
+opaque steps, and the verification's numbers (None when opaque steps prevent it).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .load import (
+    ImportFailure,
+    InputSpec,
+    UsageError,
+    default_axes,
+    export,
+    forward_names,
+    parse_input,
+    resolve,
+)
+from .weights import WeightsError, copy_weights
+
+__all__ = ["ImportFailure", "Imported", "InputSpec", "UsageError", "WeightsError", "copy_weights", "import_module"]
+
+
+@dataclass
+class Imported:
+    text: str
+    mapping: dict
+    opaque: int               # steps kept as `opaque`: the spec is a sketch, not the module
+    verified: object | None   # verify.Verified, or None when opaque steps prevent the check
+    class_name: str
+
+
+def import_module(target, inputs: list[str], *, dims: dict | None = None, sizes: dict | None = None,
+                  kwargs: dict | None = None, call_kwargs: dict | None = None,
+                  path: str = "imported.shape", command: str | None = None) -> Imported:
+    """Trace `target` (an nn.Module, or `MODULE:CLASS` / `MODULE:factory` built with `kwargs`)
+    on inputs of the sizes given (`["idx=2x8:int"]`) and write its spec.
+
+    `dims` names input axes (`{"idx": ["B", "S"]}`, `None` or `"_"` for a fixed axis), `sizes`
+    names fixed sizes (`{"F": 80}`), `call_kwargs` are passed to forward (`need_weights=False`).
+    """
+    import torch
+
+    from .build import Context, write_spec
+    from .sizes import Sizes, config_sizes
+    from .verify import verify
+
+    module = resolve(target, kwargs) if isinstance(target, str) else target
+    module.eval()
+    names = forward_names(module)
+    specs = [parse_input(t, k, names) for k, t in enumerate(inputs)]
+    if not specs:
+        raise UsageError("give the example input sizes, e.g. --input idx=2x8:int")
+    for inp in specs:
+        wanted = (dims or {}).get(inp.name)
+        if wanted is not None:
+            if len(wanted) != len(inp.shape):
+                raise UsageError(f"--dims {inp.name}: {len(wanted)} names for {len(inp.shape)} axes")
+            inp.axes = [None if w in (None, "_", "") else w for w in wanted]
+            inp.named = True
+    from .scope import KEYWORDS
+    for inp in specs:        # `input` (nn.Linear's forward) is a word of the language
+        if inp.name in KEYWORDS or not inp.name.isidentifier():
+            inp.name = (inp.name if inp.name.isidentifier() else "x") + "_"
+    default_axes(specs)
+    embeddings = [m.num_embeddings for m in module.modules() if isinstance(m, torch.nn.Embedding)]
+    vocab = min(embeddings) if embeddings else 2
+    from .load import example_inputs
+    tensors = example_inputs(specs, vocab)
+    ep = export(module, specs, tensors, dict(call_kwargs or {}))
+    config, sources = config_sizes(module)
+    named = Sizes(config, dict(sizes or {}))
+    placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    user = [s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
+    for inp, key in zip(specs, user):
+        shape = placeholders[key].meta["val"].shape
+        for a, name in enumerate(inp.axes):
+            if name is None:
+                continue
+            if isinstance(shape[a], int):
+                if inp.named:
+                    raise ImportFailure(f"the model fixes axis {a} of `{inp.name}` to {shape[a]}: it "
+                                        f"cannot be the size {name}")
+                inp.axes[a] = None
+                continue
+            named.name_axis(shape[a].node.expr, name, inp.shape[a])
+    named.ranges(ep.range_constraints)
+    for node in ep.graph.nodes:
+        if node.op == "call_function" and "_assert_scalar" in str(node.target):
+            cond = node.args[0].meta.get("val") if hasattr(node.args[0], "meta") else None
+            if cond is not None and hasattr(cond, "node"):
+                rel = named.relation(cond.node.expr)
+                if rel:
+                    named.assumes.append(rel)
+    dynamic = [n for n in named.dynamic]
+    cls = type(module).__name__
+    how = command or (f"shapelang import {target}" if isinstance(target, str) else "shapelang.importer")
+    header = [f"# {cls}, imported from PyTorch by `{how}` (torch.export).",
+              "# Each learned step is named after its module; the weights mapping written beside",
+              "# this file gives the module's own parameter names (docs/import.md).", ""]
+    canonical = {}
+    first: dict[int, str] = {}
+    for fqn, p in list(module.named_parameters(remove_duplicate=False)) + \
+            list(module.named_buffers(remove_duplicate=False)):
+        canonical[fqn] = first.setdefault(id(p), fqn)     # a tied weight goes by its first name
+    ctx = Context(ep, named, [s.name for s in specs], canonical, module)
+    comments = {n: "named with --size" for n in (sizes or {})}
+    comments.update({n: f"{sources[n]}" for n in sources if n not in comments})
+    for n in named.dynamic:
+        comments.setdefault(n, "dynamic: " + ", ".join(
+            f"{s.name}[{a}]" for s in specs for a, x in enumerate(s.axes) if x == n))
+    text, mapping = write_spec(ctx, specs, header, comments)
+    mapping["inputs"] = [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in specs]
+    mapping["format"] = "shapelang-import-weights/1"
+    verified = None
+    if ctx.opaque == 0:
+        verified = verify(text, os.path.basename(path), module, specs, dict(call_kwargs or {}), mapping,
+                          dynamic, vocab)
+    return Imported(text, mapping, ctx.opaque, verified, cls)

@@ -1,0 +1,105 @@
+"""Import, nn.MultiheadAttention: its call written as attention reads, not as its kernel.
+
+PyTorch's MultiheadAttention folds the heads into the batch axis (`[S, B*H, Dh]`) on its way
+to scaled_dot_product_attention; step by step that is correct but unreadable, and the
+checker warns that batch and heads share an axis. When a call's graph shows an
+nn.MultiheadAttention with no masks, no bias_k/bias_v and no zero attention, its steps are
+written the way specs/pytorch/multihead_attention.shape writes them: the in_proj as one
+`linear 3*D` (self-attention) or three `linear D` (their rows of in_proj_weight), heads
+split with `reshape [B, S, H, Dh] -> transpose 1 2`, the scores, softmax, `att @ vh`, the
+heads merged, out_proj. The importer's verification compares the result with the module.
+"""
+from __future__ import annotations
+
+from torch import nn
+
+from .translate import Piece, arg, target_name, tok, val
+
+
+def recognise(ctx, scope, raw: list, mha: nn.MultiheadAttention, inputs: list, out: str) -> list | None:
+    """The pieces of one MultiheadAttention call (`inputs`: query, key, value in first-use
+    order; `out`: the call's result), or None when the call is not the plain case."""
+    if mha.bias_k is not None or mha.add_zero_attn or len(inputs) not in (1, 2, 3):
+        return None
+    shapes = [val(ctx.by_name[k]) for k in inputs]
+    if any(s.dim() != 3 or not s.dtype.is_floating_point for s in shapes):
+        return None
+    linears = [n for n in raw if target_name(n) == "aten.linear.default"]
+    packed = len(inputs) == 1 and mha._qkv_same_embed_dim
+    if len(linears) != (2 if packed else 4) or any(target_name(n) in ("aten.masked_fill.Scalar", "aten.baddbmm.default") for n in raw):
+        return None
+    sdpa = [n for n in raw if target_name(n) == "aten.scaled_dot_product_attention.default"]
+    if len(sdpa) != 1 or arg(sdpa[0], 3, "attn_mask") is not None or arg(sdpa[0], 5, "is_causal"):
+        return None
+    t, first = ctx.tr, mha.batch_first
+    q_in = inputs[0]
+    k_in = inputs[1] if len(inputs) > 1 else q_in
+    v_in = inputs[2] if len(inputs) > 2 else k_in
+    fqn = ctx.module_path(mha)
+    b_ax, s_ax = (0, 1) if first else (1, 0)
+
+    def size(s, role=None):
+        return t.sizes.text(s if not hasattr(s, "node") else s.node.expr, role)
+
+    B, S = size(val(ctx.by_name[q_in]).shape[b_ax]), size(val(ctx.by_name[q_in]).shape[s_ax])
+    T = size(val(ctx.by_name[k_in]).shape[s_ax])
+    D, H = size(mha.embed_dim), size(mha.num_heads, "size")
+    Dh = size(mha.embed_dim // mha.num_heads)
+    pieces, keys = [], {}
+    seq = {q_in: S, k_in: T, v_in: T}
+    for k in dict.fromkeys([q_in, k_in, v_in]):
+        keys[k] = k
+        if not first:       # [S, B, D] -> [B, S, D]
+            keys[k] = f"{k}\x02bf"
+            pieces.append(Piece(keys[k], "transpose 0 1", k, hint="xb"))
+    bias = mha.in_proj_bias is not None
+    flag = "" if bias else " bias=false"
+    names = [f"{fqn}in_proj_bias"] * 3 if bias else [None] * 3
+    if packed:
+        w = {"weight": f"{fqn}in_proj_weight"} | ({"bias": f"{fqn}in_proj_bias"} if bias else {})
+        ctx.weights[linears[0].name] = ("linear", w)
+        pieces.append(Piece(linears[0].name, f"linear 3*{D}{flag}", keys[q_in], weight=("linear", w),
+                            hint="in_proj", strong=True))
+        outs = [f"{out}\x02{r}" for r in "qkv"]
+        pieces.append(Piece(f"{out}\x02chunk", "chunk 3 -1", linears[0].name, outs=outs, hint="qkv"))
+        ctx.roles.update(zip(outs, "qkv"))
+        sources = dict(zip("qkv", outs))
+    else:
+        sources = {}
+        for j, (role, src) in enumerate(zip("qkv", (q_in, k_in, v_in))):
+            if mha._qkv_same_embed_dim:
+                w = {"weight": [f"{fqn}in_proj_weight", j, 3]}
+            else:
+                w = {"weight": f"{fqn}{role}_proj_weight"}
+            if bias:
+                w["bias"] = [names[j], j, 3]
+            key = linears[j].name
+            ctx.weights[key] = ("linear", w)
+            pieces.append(Piece(key, f"linear {D}{flag}", keys[src], weight=("linear", w), hint=role,
+                                strong=True))
+            sources[role] = key
+    heads = {}
+    for role, src in zip("qkv", (q_in, k_in, v_in)):
+        key = f"{out}\x02{role}h"
+        pieces.append(Piece(f"{key}\x02r", f"reshape [{B}, {seq[src]}, {H}, {Dh}]", sources[role], hint=role + "h"))
+        pieces.append(Piece(key, "transpose 1 2", f"{key}\x02r", hint=role + "h"))
+        ctx.roles[key] = role + "h"
+        heads[role] = key
+    att = f"{tok(heads['q'])} @ ({tok(heads['k'])} -> transpose -2 -1) -> scale 1/sqrt({Dh}) -> softmax -1"
+    if mha.dropout:
+        att += f" -> dropout {mha.dropout!r}"
+    pieces.append(Piece(f"{out}\x02att", att, refs=[heads["q"], heads["k"]], hint="att"))
+    y = f"{out}\x02y"
+    pieces.append(Piece(y, f"{tok(f'{out}{chr(2)}att')} @ {tok(heads['v'])}", refs=[f"{out}\x02att", heads["v"]],
+                        hint="y"))
+    pieces.append(Piece(f"{y}\x02t", "transpose 1 2", y, hint="y"))
+    pieces.append(Piece(f"{y}\x02m", f"reshape [{B}, {S}, {D}]", f"{y}\x02t", hint="y"))
+    w = {"weight": f"{fqn}out_proj.weight"} | ({"bias": f"{fqn}out_proj.bias"} if mha.out_proj.bias is not None
+                                               else {})
+    last = out if first else f"{out}\x02o"
+    ctx.weights[linears[-1].name] = ("linear", w)
+    pieces.append(Piece(last, f"linear {D}" + ("" if "bias" in w else " bias=false"), f"{y}\x02m",
+                        weight=("linear", w), hint="out_proj", strong=True))
+    if not first:
+        pieces.append(Piece(out, "transpose 0 1", last, hint="out"))
+    return pieces

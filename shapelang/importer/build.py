@@ -1,0 +1,235 @@
+"""Import, the whole spec: the traced program -> spec text and the weight mapping.
+
+`Context` holds what every scope shares: the graph, which placeholders are weights, the
+aliases (steps that change nothing), the blocks written so far, the `param`/`buffer`
+declarations and the weights of every learned step by node. `write_spec` walks the top
+scope and assembles the file: a header comment, the sizes, the inputs, the weights read
+directly, the blocks, the bindings.
+"""
+from __future__ import annotations
+
+import operator
+
+from torch import nn
+
+from . import learned  # noqa: F401  (registers the learned steps and attention in the table)
+from .attention import recognise
+from .load import WRAPPED, ImportFailure
+from .scope import SKIP, NotABlock, Scope, real_users, segment_io
+from .sizes import Sizes
+from .translate import Piece, Translator, _leaf, dtype_word, is_tensor, target_name, tok, val
+
+IDENTITY = {"aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.dropout.default",
+            "aten.lift_fresh_copy.default", "aten._to_copy.default", "aten.to.dtype", "aten.contiguous.default"}
+BLOCK_INPUTS = ["x", "y", "z", "u", "w"]
+
+
+class Context:
+    def __init__(self, ep, sizes: Sizes, input_names: list[str], canonical: dict | None = None,
+                 module=None):
+        self.ep, self.sizes, self.module = ep, sizes, module
+        self.nodes = list(ep.graph.nodes)
+        self.by_name = {n.name: n for n in self.nodes}
+        self.index = {n.name: i for i, n in enumerate(self.nodes)}
+        self.params: dict[str, tuple] = {}      # placeholder -> (kind, fqn)
+        self.user_inputs: list[str] = []
+        for spec in ep.graph_signature.input_specs:
+            kind = spec.kind.name
+            if kind == "USER_INPUT":
+                self.user_inputs.append(spec.arg.name)
+            elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
+                fqn = spec.target or spec.arg.name
+                if fqn.startswith(WRAPPED + "."):
+                    fqn = fqn[len(WRAPPED) + 1:]
+                fqn = (canonical or {}).get(fqn, fqn)
+                self.params[spec.arg.name] = (kind, fqn)
+        shared = {n.name for n in self.nodes if n.name in self.params and len(n.users) > 1}
+        self.tr = Translator(sizes, self.params, shared)
+        self.alias: dict[str, str] = {}
+        self.roles: dict[str, str] = {}
+        self.weights: dict[str, tuple] = {}     # node -> (kind, {local name: source})
+        self.decls: list[str] = []
+        self.declared: dict[str, str] = {}
+        self.decl_map: list[dict] = []
+        self.blocks: dict[str, str] = {}         # block text -> name
+        self.block_lines: list[str] = []
+        self.opaque = 0
+        out = next(n for n in self.nodes if n.op == "output")
+        self.output_args = list(out.args[0]) if isinstance(out.args[0], (list, tuple)) else [out.args[0]]
+        self.outputs = {a.name for a in self.output_args if hasattr(a, "name")}
+        self.input_names = input_names
+        self.reserved = set(sizes.values) | {"causal"}
+
+    def resolve(self, k: str) -> str:
+        while k in self.alias:
+            k = self.alias[k]
+        return k
+
+    # ------------------------------------------------------------------ node kinds
+    def translatable(self, node) -> bool:
+        if node.op != "call_function" or target_name(node) in SKIP:
+            return False
+        if node.target is operator.getitem:
+            return False
+        v = val(node)
+        if not (is_tensor(node) or isinstance(v, (list, tuple))):
+            return False
+        if target_name(node) in ("aten.chunk.default", "aten.split.Tensor") and \
+                node.args[0].op == "placeholder" and node.args[0].name in self.params:
+            return False           # cutting a weight into q, k, v rows: read by `Translator.source`
+        # positions for an embedding are read by it: `slice 0 0 S`
+        return not (target_name(node).startswith("aten.arange") and all(
+            target_name(u) == "aten.embedding.default" and u.args[1] is node for u in node.users))
+
+    def is_step(self, node) -> bool:
+        return self.translatable(node) and target_name(node) not in IDENTITY
+
+    def users(self, key: str) -> list:
+        out = []
+        for u in real_users(self.by_name[key]):
+            if u.op != "output" and self.resolve(u.name) == key:
+                out += self.users(u.name)
+            else:
+                out.append(u)
+        return out
+
+    def single_use(self, key: str) -> bool:
+        if "\x02" in key:          # a step the importer wrote itself: read once, by the next
+            return True
+        return key in self.by_name and len(self.users(key)) == 1
+
+    def module_path(self, sub) -> str:
+        """`path.` of a submodule of the user's module (`""` for the module itself)."""
+        for name, m in self.module.named_modules():
+            if m is sub:
+                return name + "." if name else ""
+        return ""
+
+    def submodule(self, path: str):
+        try:
+            return self.module.get_submodule(path) if self.module is not None else None
+        except AttributeError:
+            return None
+
+    def is_output(self, key: str) -> bool:
+        return any(self.resolve(o) == key for o in self.outputs)
+
+    # ------------------------------------------------------------------ declarations
+    def declare(self, key: str) -> str:
+        """A weight read directly (tied, or a raw parameter): a `param` (or `buffer`) line."""
+        if key in self.declared:
+            return self.declared[key]
+        kind, fqn = self.params[key]
+        parts = fqn.split(".")
+        want = parts[-2] if parts[-1] == "weight" and len(parts) > 1 else "_".join(parts[-2:])
+        taken = self.reserved | set(self.declared.values()) | set(self.input_names)
+        name, n = want, 2
+        while name in taken:
+            name, n = f"{want}_{n}", n + 1
+        node = self.by_name[key]
+        shape = self.tr.shape(node, "size")
+        if kind == "PARAMETER":
+            self.decls.append(f"param {name}: {shape}")
+        else:
+            word = dtype_word(val(node))
+            self.decls.append(f"buffer {name}: {shape}" + ("" if word == "float" else f" {word}"))
+        self.decl_map.append({"name": name, "kind": kind.lower(), "source": fqn})
+        self.declared[key] = name
+        return name
+
+    # ------------------------------------------------------------------ blocks
+    def block_call(self, raw: list, depth: int, path: str, cls: str) -> Piece:
+        segment = [n for n in raw if self.translatable(n)]
+        inputs, outputs = segment_io(segment, raw, self)
+        if len(outputs) != 1 or not inputs or len(inputs) > len(BLOCK_INPUTS):
+            raise NotABlock(f"{path}: reads {inputs}, gives {outputs}")
+        names = dict(zip(inputs, BLOCK_INPUTS))
+        child = Scope(self, depth, names, self.reserved, block=True)
+        sub = self.submodule(path)
+        canonical = recognise(self, child, raw, sub, inputs, outputs[0]) \
+            if isinstance(sub, nn.MultiheadAttention) else None
+        if canonical:
+            for p in canonical:
+                child.add(p)
+        else:
+            child.emit_nodes(raw, depth)
+        out = self.resolve(outputs[0])
+        if out in names:
+            raise NotABlock(path)
+        lines = child.finish()
+        args = ", ".join(f"{names[k]}: {self.tr.shape(self.by_name[k])}" for k in inputs)
+        body = "\n".join(["  " + line for line in lines] + [f"  return {child.names[out]}", "end"])
+        key_text = f"({args}):\n{body}"
+        if key_text not in self.blocks:
+            base = "".join(c for c in cls if c.isalnum() or c == "_") or "Block"
+            if base[0].isdigit() or base[0].islower():
+                base = base[:1].upper() + base[1:] if base[0].isalpha() else "B" + base
+            name, n = base, 2
+            while name in self.blocks.values() or name in self.reserved:
+                name, n = f"{base}_{n}", n + 1
+            self.blocks[key_text] = name
+            self.block_lines += [f"block {name}{key_text}", ""]
+        name = self.blocks[key_text]
+        extra = "(" + ", ".join(tok(k) for k in inputs[1:]) + ")" if len(inputs) > 1 else ""
+        return Piece(out, name + extra, inputs[0], refs=inputs[1:], hint=_leaf(path) or "out",
+                     strong=True, block=(name, path, frozenset(n.name for n in raw)))
+
+
+def write_spec(ctx: Context, inputs, header: list[str], comments: dict) -> tuple[str, dict]:
+    """The spec's text and the mapping: learned steps in the order they run, and declared weights."""
+    names = {}
+    for key, inp in zip(ctx.user_inputs, inputs):
+        names[key] = inp.name
+    # the inputs first: their fixed sizes get the model's names (D) before any step's
+    input_lines = []
+    for key, inp in zip(ctx.user_inputs, inputs):
+        word = dtype_word(val(ctx.by_name[key]))
+        shape = "[" + ", ".join(ctx.sizes.text(s if not isinstance(s, int) else int(s), "model" if k == len(
+            val(ctx.by_name[key]).shape) - 1 else "size") for k, s in enumerate(val(ctx.by_name[key]).shape)) + "]"
+        input_lines.append(f"input {inp.name}: {shape}" + ("" if word == "float" else f" {word}"))
+    ctx.reserved |= set(ctx.sizes.values)
+    top = Scope(ctx, 0, names, ctx.reserved, block=False)
+    calls = [n for n in ctx.nodes if n.op == "call_function"]
+    canonical = None
+    if isinstance(ctx.module, nn.MultiheadAttention):
+        outs = [a.name for a in ctx.output_args if hasattr(a, "name")]
+        if len(outs) == 1:
+            canonical = recognise(ctx, top, calls, ctx.module, list(ctx.user_inputs), outs[0])
+    if canonical:
+        for p in canonical:
+            top.add(p)
+    else:
+        top.emit_nodes(calls, 0)
+    lines = top.finish()
+    out_names = []
+    for a in ctx.output_args:
+        if a is None or not hasattr(a, "name"):
+            continue
+        k = ctx.resolve(a.name)
+        if k in names or k not in top.names:
+            raise ImportFailure(f"the module returns `{a.name}` unchanged from its inputs; the spec "
+                                "cannot return an input")
+        if ctx.users(k) and any(u.op != "output" for u in ctx.users(k)):
+            raise ImportFailure(f"the module returns `{top.names[k]}` and uses it again: a spec "
+                                "returns only what nothing else uses")
+        out_names.append(top.names[k])
+    opaque = [line for line in lines + ctx.block_lines if line.lstrip().startswith("# opaque:")]
+    ctx.opaque = len(opaque)
+    text = []
+    text += header
+    text += ctx.sizes.header(comments)
+    text.append("")
+    text += input_lines
+    text += ctx.decls
+    text.append("")
+    text += ctx.block_lines
+    text += lines
+    order = sorted(ctx.weights, key=lambda k: ctx.index[k])
+    steps = [{"kind": ctx.weights[k][0], "tensors": {n: _src(s) for n, s in ctx.weights[k][1].items()}}
+             for k in order]
+    mapping = {"steps": steps, "declared": ctx.decl_map, "outputs": out_names}
+    return "\n".join(text) + "\n", mapping
+
+
+def _src(s):
+    return s if isinstance(s, str) else list(s)

@@ -1,0 +1,301 @@
+"""Import, the sizes: which dim name each size of the traced graph gets.
+
+Dynamic sizes come from the input axes (`idx: [B, S]`): torch.export gives each a symbol,
+and an axis export found to be a multiple of c (`2*s1`) is named as a whole with an
+`assume S % 2 == 0`. Fixed sizes are named from the module's configuration: every
+integer attribute of the module, of its submodules and of a `config`/`cfg` object they
+hold whose name is in `CONFIG_NAMES` (`n_embd` -> `D`, `n_head` -> `H`, ...). A size is then
+written as one of those names, a quotient of two (`D/H`, declared as `dim Dh = D / H`), a
+small multiple (`3*D`, `4*D`), or a new name of its own (`F` for the width inside a
+feed-forward network, else `N`, `M`, ...). Two names with the same value would make the
+spec a guess, so the import stops and asks for distinct sizes (or `--size NAME=VALUE`).
+"""
+from __future__ import annotations
+
+import sympy as sp
+from torch import nn
+
+from .load import ImportFailure
+
+# configuration attribute -> dim name (docs/import.md shows the table)
+CONFIG_NAMES = {
+    "n_embd": "D", "n_embed": "D", "d_model": "D", "embed_dim": "D", "hidden_size": "D", "emb_dim": "D",
+    "model_dim": "D", "n_state": "D",
+    "n_head": "H", "nhead": "H", "num_heads": "H", "n_heads": "H", "num_attention_heads": "H",
+    "n_kv_head": "Hkv", "n_kv_heads": "Hkv", "num_key_value_heads": "Hkv",
+    "head_dim": "Dh", "head_size": "Dh",
+    "kdim": "Dk", "vdim": "Dv",
+    "vocab_size": "V", "n_vocab": "V", "ntoken": "V",
+    "block_size": "Ctx", "n_ctx": "Ctx", "n_positions": "Ctx", "max_position_embeddings": "Ctx",
+    "max_seq_len": "Ctx", "context_length": "Ctx", "max_len": "Ctx",
+    "dim_feedforward": "F", "intermediate_size": "F", "d_ff": "F", "ffn_dim": "F", "n_inner": "F",
+    "d_hid": "F",
+    "n_layer": "L", "n_layers": "L", "num_layers": "L", "num_hidden_layers": "L", "nlayers": "L",
+}
+COUNTS = {"L"}                        # names that count layers: never read into a shape
+DERIVED = {("D", "H"): "Dh", ("D", "Hkv"): "Dkv", ("H", "Hkv"): "G"}
+FRESH = {"ffn": ["F", "F2", "F3"], "model": ["D", "E", "D2"], "vocab": ["V", "V2"], "size": ["N", "M", "K", "N2", "M2", "K2"]}
+PRODUCT_MAX = 16
+ORDER = ["V", "Ctx", "D", "H", "Hkv", "Dh", "Dk", "Dv", "F", "L"]                      # `k*D` is tried for k up to this
+
+
+def config_sizes(module: nn.Module) -> tuple[dict[str, int], dict[str, str]]:
+    """dim name -> value, from the integer attributes the module and its parts carry; and
+    dim name -> the attribute it came from."""
+    found: dict[str, int] = {}
+    source: dict[str, str] = {}
+
+    def take(owner) -> None:
+        attrs = getattr(owner, "__dict__", {})
+        own: dict[str, int] = {}
+        attr: dict[str, str] = {}
+        for key, value in attrs.items():
+            if key in CONFIG_NAMES and isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                own[CONFIG_NAMES[key]] = value
+                attr[CONFIG_NAMES[key]] = key
+        # kdim/vdim equal to embed_dim are the model width, not sizes of their own
+        for extra in ("Dk", "Dv"):
+            if own.get(extra) is not None and own.get(extra) == own.get("D"):
+                del own[extra]
+        for name, value in own.items():
+            if name not in found:
+                found[name], source[name] = value, attr[name]
+
+    for sub in module.modules():
+        take(sub)
+        for holder in ("config", "cfg", "args", "params", "hparams"):
+            inner = getattr(sub, holder, None)
+            if inner is not None and not isinstance(inner, (nn.Module, int, float, str)):
+                take(inner)
+    return found, source
+
+
+def _finite(x) -> int | None:
+    x = sp.sympify(x)
+    return int(x) if x.is_Integer else None
+
+
+class Sizes:
+    """Names the sizes of one traced module; prints sympy sizes as spec text."""
+
+    def __init__(self, config: dict[str, int], user: dict[str, int]):
+        self.values: dict[str, int] = {}     # named size -> example value, in declaration order
+        self.derived: dict[str, tuple] = {}  # Dh -> ("D", "H")
+        self.used: set[str] = set()
+        self.assumes: list[str] = []
+        self.symbols: dict = {}              # export symbol -> sympy expression over our names
+        self.dynamic: list[str] = []
+        self.bounds: list = []               # (size, "<=", number) from export's ranges
+        self.exact = False                   # floor(S/2) means S/2 with S even (reshape sizes)
+        for name, value in list(user.items()) + list(config.items()):
+            self.values.setdefault(name, value)
+        for (a, b), name in DERIVED.items():
+            va, vb = self.values.get(a), self.values.get(b)
+            if va and vb and va % vb == 0 and name in self.values and self.values[name] == va // vb:
+                del self.values[name]        # head_dim = n_embd // n_head: a derived size
+        self.fresh_taken = set(self.values)
+
+    # ------------------------------------------------------------------ dynamic axes
+    def name_axis(self, expr, name: str, value: int) -> None:
+        """Input axis `name` has the export size `expr` (a symbol, or c*symbol)."""
+        e = sp.sympify(expr)
+        if name not in self.values:
+            self.values[name] = value
+            self.dynamic.append(name)
+        self.fresh_taken.add(name)
+        self.used.add(name)
+        if e.is_Symbol:
+            self.symbols.setdefault(e, sp.Symbol(name, positive=True, integer=True))
+            return
+        coeff, rest = e.as_coeff_Mul()
+        if rest.is_Symbol and coeff.is_Integer and coeff > 1:
+            if rest not in self.symbols:
+                self.symbols[rest] = sp.Symbol(name, positive=True, integer=True) / int(coeff)
+                self.assumes.append(f"{name} % {int(coeff)} == 0")
+            return
+        raise ImportFailure(f"export gives the input axis `{name}` the size {e}, which the spec cannot name")
+
+    def ranges(self, range_constraints) -> None:
+        """`assume` lines for the bounds export found on the dynamic sizes."""
+        for sym, vr in range_constraints.items():
+            if sym not in self.symbols:
+                continue
+            mine = self.symbols[sym]
+            upper, lower = _finite(vr.upper), _finite(vr.lower)
+            # export's own lower bound of 2 (sizes 0 and 1 would be specialised) is no guard
+            # written with the header, when the sizes of the weights have their names
+            if lower is not None and lower > 2:
+                self.bounds.append((mine, ">=", lower))
+            if upper is not None and upper < 2**62:
+                self.bounds.append((mine, "<=", upper))
+
+    def relation(self, expr) -> str | None:
+        """A runtime assertion export deferred (`s1 <= 1024`), as the text of an `assume`."""
+        e = sp.sympify(expr)
+        ops = {sp.Le: "<=", sp.Lt: "<", sp.Ge: ">=", sp.Gt: ">", sp.Eq: "==", sp.Ne: "!="}
+        for cls, sign in ops.items():
+            if isinstance(e, cls):
+                lhs, rhs = e.args
+                if isinstance(lhs, sp.Mod) and rhs == 0 and sign == "==":
+                    return f"{self.text(lhs.args[0])} % {self.text(lhs.args[1])} == 0"
+                return f"{self.text(lhs)} {sign} {self.text(rhs)}"
+        return None
+
+    # ------------------------------------------------------------------ fixed sizes
+    def name_int(self, n: int, role: str | None = None) -> str:
+        """A fixed size as spec text: a named size, a quotient, a small multiple, or a new name."""
+        if n <= 1:
+            return str(n)
+        hits = [k for k, v in self._fixed() if v == n]
+        if len(hits) > 1:
+            raise ImportFailure(
+                f"the sizes {', '.join(hits)} are all {n}, so the spec cannot tell them apart: build "
+                f"the module with distinct sizes (or name the size with --size NAME={n})")
+        if hits:
+            self.used.add(hits[0])
+            return hits[0]
+        quotient = self._quotient(n)
+        if quotient:
+            return quotient
+        for k in range(2, PRODUCT_MAX + 1):
+            if n % k:
+                continue
+            hits = [name for name, v in self._fixed() if v == n // k]
+            if len(hits) == 1:
+                self.used.add(hits[0])
+                return f"{k}*{hits[0]}"
+        # a number in an intermediate shape stays a number (the 3 of q, k, v); a width of a
+        # weight with no name gets one of its own
+        return self._fresh(n, role) if role else str(n)
+
+    def _fixed(self) -> list[tuple[str, int]]:
+        """The fixed sizes a number in a shape may be: no layer count, no dynamic size."""
+        return [(k, v) for k, v in self.values.items() if k not in COUNTS and k not in self.dynamic]
+
+    def bound(self, n: int) -> str:
+        """A bound in an `assume`: a named fixed size of that value, else the number."""
+        hits = [k for k, v in self._fixed() if v == n]
+        if len(hits) == 1:
+            self.used.add(hits[0])
+            return hits[0]
+        return str(n)
+
+    def _quotient(self, n: int) -> str | None:
+        for (a, b), name in DERIVED.items():
+            va, vb = self.values.get(a), self.values.get(b)
+            if va and vb and va % vb == 0 and va // vb == n and name not in self.values:
+                self.derived[name] = (a, b)
+                self.used |= {a, b}
+                return name
+        return None
+
+    def _fresh(self, n: int, role: str | None) -> str:
+        for name in FRESH.get(role, []) + FRESH["size"]:
+            if name not in self.fresh_taken:
+                self.fresh_taken.add(name)
+                self.values[name] = n
+                self.used.add(name)
+                return name
+        raise ImportFailure(f"too many unnamed sizes (at {n}): name them with --size NAME=VALUE")
+
+    def count(self, n: int) -> str:
+        """A layer count: `L` when the configuration says so."""
+        hits = [k for k, v in self.values.items() if v == n and k in COUNTS]
+        if hits:
+            self.used.add(hits[0])
+            return hits[0]
+        return str(n)
+
+    # ------------------------------------------------------------------ printing
+    def text(self, e, role: str | None = None) -> str:
+        """A size of the graph (an int, a symbol, an expression of them) as spec text."""
+        if isinstance(e, int):
+            return self.name_int(e, role)
+        e = sp.sympify(e)
+        if e.free_symbols:
+            unknown = e.free_symbols - set(self.symbols) - {s for s in e.free_symbols
+                                                            if str(s) in self.values}
+            if unknown:
+                raise ImportFailure(f"the size {e} depends on {', '.join(map(str, unknown))}, which no "
+                                    "input axis names (a data-dependent size)")
+            e = sp.expand(e.xreplace(self.symbols))
+        return self._print(e, role, top=True)
+
+    def _print(self, e, role, top=False) -> str:
+        if e.is_Integer:
+            return self.name_int(int(e), role) if top else self._coeff(int(e))
+        if e.is_Symbol:
+            self.used.add(e.name)
+            return e.name
+        if e.is_Add:
+            terms = e.as_ordered_terms()
+            out = self._print(terms[0], role)
+            for t in terms[1:]:
+                if t.could_extract_minus_sign():
+                    out += " - " + self._wrap(-t, role)
+                else:
+                    out += " + " + self._print(t, role)
+            return out
+        if e.is_Mul:
+            num, den = sp.fraction(e)
+            if den != 1:
+                return f"{self._wrap(num, role)}/{self._wrap(den, role, tight=True)}"
+            coeff, rest = e.as_coeff_Mul()
+            parts = ([] if coeff == 1 else [self._coeff(int(coeff))]) + \
+                [self._wrap(f, role, tight=True) for f in sp.Mul.make_args(rest)]
+            return "*".join(parts)
+        if isinstance(e, sp.floor) or type(e).__name__ == "FloorDiv":   # torch's own S // 2
+            num, den = sp.fraction(sp.together(e.args[0] if isinstance(e, sp.floor) else e.args[0] / e.args[1]))
+            if den.is_Integer and den > 1:
+                if self.exact:      # a reshape to it needs it whole: that is a guard of the model
+                    self.assumes.append(f"{self._print(num, role)} % {int(den)} == 0")
+                    return f"{self._wrap(num, role)}/{int(den)}"
+                return f"{self._wrap(num, role)} // {int(den)}"
+        if e.is_Pow and e.exp.is_Integer and e.exp > 1:
+            return f"{self._wrap(e.base, role, tight=True)}**{int(e.exp)}"
+        raise ImportFailure(f"the size {e} has no spec form")
+
+    def _wrap(self, e, role, tight=False) -> str:
+        text = self._print(e, role)
+        if e.is_Add or (tight and (e.is_Mul or e.is_Pow)) or text.startswith("-"):
+            return f"({text})"
+        return text
+
+    def _coeff(self, n: int) -> str:
+        """An integer factor inside an expression: a named size when exactly one has that value."""
+        if n < 0:
+            return "-" + self._coeff(-n)
+        hits = [k for k, v in self._fixed() if v == n]
+        if n > 1 and len(hits) == 1:
+            self.used.add(hits[0])
+            return hits[0]
+        return str(n)
+
+    # ------------------------------------------------------------------ the spec's header
+    def ordered(self) -> list[str]:
+        """Dynamic sizes first, then the model's sizes in the usual reading order."""
+        rank = {n: k for k, n in enumerate(ORDER)}
+        fixed = sorted((n for n in self.values if n not in self.dynamic),
+                       key=lambda n: (rank.get(n, len(ORDER)), list(self.values).index(n)))
+        return list(self.dynamic) + fixed
+
+    def header(self, comments: dict[str, str]) -> list[str]:
+        """`dim`, `assume` and `example` lines for every size the spec uses."""
+        ranges = [f"{self.text(e)} {op} {self.bound(n)}" for e, op, n in self.bounds]
+        lines = []
+        for name in self.ordered():
+            if name in self.used:
+                note = comments.get(name)
+                lines.append(f"dim {name}" + (f"  # {note}" if note else ""))
+        for name, (a, b) in self.derived.items():
+            lines.append(f"dim {name} = {a} / {b}")
+        assumes = [f"{a} % {b} == 0" for a, b in self.derived.values()] + self.assumes + ranges
+        seen = set()
+        for a in assumes:
+            if a not in seen:
+                seen.add(a)
+                lines.append(f"assume {a}")
+        example = [f"{n}={self.values[n]}" for n in self.ordered() if n in self.used]
+        if example:
+            lines.append("example " + ", ".join(example))
+        return lines

@@ -1,0 +1,466 @@
+"""Import, one graph node: an ATen operation of the traced graph -> one spec step (a `Piece`).
+
+A piece is either an operation on a piped tensor (`linear 3*D`, `transpose 1 2`) or an
+expression that starts a binding (`a + b`, `q @ (k -> transpose -2 -1) -> softmax -1`).
+Other tensors appear in its text as `\\x00node\\x00` tokens, replaced by binding names when
+the spec is written. Sizes come from the shapes export recorded (`node.meta["val"]`), read
+through `Sizes`; what has no faithful spec form becomes an `opaque` step with a comment.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+
+import torch
+
+from .load import ImportFailure
+from .sizes import Sizes
+
+LN_EPS = 1e-5   # nn.LayerNorm's default, the only one a generated module uses
+
+
+@dataclass
+class Piece:
+    key: str                      # the graph node (or pseudo node) whose value it gives
+    text: str
+    pipe: str | None = None       # the piped tensor's key; None: `text` is an expression
+    refs: list = field(default_factory=list)
+    outs: list | None = None      # several results (split): their keys
+    weight: tuple | None = None   # ("linear", {"weight": source, "bias": source})
+    hint: str = ""
+    strong: bool = False          # a learned step: starts a binding of its own
+    comment: str | None = None
+    opaque: bool = False
+    role: str | None = None
+    block: tuple | None = None    # a block call: (block name, module path)
+
+
+def tok(key: str) -> str:
+    return f"\x00{key}\x00"
+
+
+def val(node):
+    return node.meta.get("val") if hasattr(node, "meta") else None
+
+
+def is_tensor(node) -> bool:
+    return isinstance(val(node), torch.Tensor)
+
+
+def dtype_word(t: torch.Tensor) -> str:
+    if t.dtype == torch.bool:
+        return "bool"
+    if not t.dtype.is_floating_point and not t.dtype.is_complex:
+        return "int"
+    return "float"
+
+
+def target_name(node) -> str:
+    t = node.target
+    if isinstance(t, str):
+        return t
+    name = getattr(t, "__name__", str(t))
+    overload = getattr(t, "_overloadname", None)
+    schema = getattr(t, "_schema", None)
+    if schema is not None:
+        base = schema.name.split("::")[-1]
+        return f"aten.{base}.{overload or 'default'}"
+    return getattr(t, "__module__", "") + "." + name if name in dir(operator) else name
+
+
+def num_text(x: float) -> str:
+    if float(x).is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    return repr(float(x))
+
+
+def arg(node, i: int, name: str, default=None):
+    if len(node.args) > i:
+        return node.args[i]
+    return node.kwargs.get(name, default)
+
+
+class Translator:
+    """Turns nodes into pieces; knows the sizes and which parameters the graph uses how."""
+
+    def __init__(self, sizes: Sizes, params: dict, shared: set):
+        self.sizes = sizes
+        self.params = params          # placeholder name -> (kind, fqn)
+        self.shared = shared          # placeholder names used other than by one module step
+        self.n = 0
+
+    # -------------------------------------------------------------- helpers
+    def shape(self, node_or_val, role=None) -> str:
+        v = val(node_or_val) if hasattr(node_or_val, "meta") else node_or_val
+        return "[" + ", ".join(self.sizes.text(s if not isinstance(s, int) else int(s), role)
+                               for s in v.shape) + "]"
+
+    def size(self, s, role=None) -> str:
+        text = self.sizes.text(s.node.expr if isinstance(s, torch.SymInt) else s, role)
+        simple = text.lstrip("-").isdigit() or not ("+" in text or "-" in text or " " in text)
+        return text if simple else f"({text})"
+
+    def source(self, node):
+        """The parameter a weight argument reads: its fqn, or (fqn, k, n) for a row chunk."""
+        if node is None:
+            return None
+        if node.op == "placeholder" and node.name in self.params:
+            return self.params[node.name][1]
+        if node.op == "call_function" and node.target is operator.getitem:
+            parent, k = node.args
+            if parent.op == "call_function" and target_name(parent) in ("aten.chunk.default",
+                                                                       "aten.split.Tensor") \
+                    and parent.args[0].op == "placeholder" and parent.args[0].name in self.params:
+                total = val(parent.args[0]).shape[0]
+                if target_name(parent) == "aten.chunk.default":
+                    pieces = parent.args[1]
+                else:
+                    pieces = total // parent.args[1] if total % parent.args[1] == 0 else None
+                if pieces and arg(parent, 2, "dim", 0) == 0 and total % pieces == 0:
+                    return (self.params[parent.args[0].name][1], k, pieces)
+        return False
+
+    def owned(self, node) -> bool:
+        """A weight argument this step alone uses (so a `linear`/`layernorm` step can own it)."""
+        if node is None:
+            return True
+        if node.op == "placeholder":
+            return node.name in self.params and node.name not in self.shared
+        src = self.source(node)
+        return bool(src) and isinstance(src, tuple)
+
+    def opaque(self, node, why: str) -> Piece:
+        """An operation the spec cannot express: kept with its shape, marked with a comment."""
+        v = val(node)
+        if not isinstance(v, torch.Tensor):
+            raise ImportFailure(f"`{target_name(node)}` gives {type(v).__name__}, which the spec cannot hold")
+        tensors = [a for a in _flat(node.args) + _flat(list(node.kwargs.values()))
+                   if hasattr(a, "meta") and is_tensor(a)]
+        if not tensors:
+            raise ImportFailure(f"`{target_name(node)}` makes a tensor from no tensor; the spec cannot "
+                                "express it")
+        flag = {"int": " int", "bool": " bool"}.get(dtype_word(v), "")
+        others = ", ".join(self.params[x.name][1] if x.name in self.params else x.name for x in tensors[1:])
+        note = f"opaque: {target_name(node)} ({why})" + (f"; it also reads {others}" if others else "")
+        hint = target_name(node).split(".")[1] if "." in target_name(node) else "opaque"
+        return Piece(node.name, f'opaque "{target_name(node)}" {self.shape(node)}{flag}', tensors[0].name,
+                     hint=hint, comment=note, opaque=True)
+
+    # -------------------------------------------------------------- the table
+    def piece(self, node, module_path: str) -> Piece | None:
+        name = target_name(node)
+        leaf = _leaf(module_path)
+        fn = TABLE.get(name)
+        if fn is None:
+            return self.opaque(node, "no shapelang operation does this")
+        return fn(self, node, leaf)
+
+
+def _leaf(path: str) -> str:
+    parts = [p for p in path.split(".") if p]
+    if not parts:
+        return ""
+    if parts[-1].isdigit():
+        return "_".join(parts[-2:]) if len(parts) > 1 else "m" + parts[-1]
+    return parts[-1]
+
+
+def _flat(xs) -> list:
+    out = []
+    for x in xs:
+        if isinstance(x, (list, tuple)):
+            out += _flat(x)
+        else:
+            out.append(x)
+    return out
+
+
+# ------------------------------------------------------------------ operations
+
+def _same(t: Translator, node, leaf, text, hint=None):
+    return Piece(node.name, text, node.args[0].name, hint=hint or text.split()[0])
+
+
+def _view(t, node, leaf):
+    # always `reshape`: PyTorch's own kernels leave tensors in layouts (sdpa's output, say)
+    # where its `view` works but the spec's step-by-step layout would need a copy; the values
+    # are the same, and codegen writes `.view` wherever the spec's layout allows it.
+    # The sizes are the ones the code asked for (`S // 2` as S/2, with S even), else the result's.
+    shape = None
+    sizes = node.args[1] if target_name(node) in ("aten.view.default", "aten.reshape.default",
+                                                  "aten._unsafe_view.default") else None
+    if not isinstance(sizes, (list, tuple)) or -1 in sizes:
+        shape = t.shape(node)
+    else:
+        t.sizes.exact = True
+        try:
+            shape = "[" + ", ".join(t.sizes.text(_size_value(s)) for s in sizes) + "]"
+        finally:
+            t.sizes.exact = False
+    return Piece(node.name, f"reshape {shape}", node.args[0].name, hint="r")
+
+
+def _size_value(s):
+    v = val(s) if hasattr(s, "meta") else s
+    return v.node.expr if isinstance(v, torch.SymInt) else int(v)
+
+
+def _transpose(t, node, leaf):
+    rank = val(node).dim()
+    a, b = (d + rank if d < 0 else d for d in node.args[1:3])
+    if a == b:
+        return None
+    if {a, b} == {rank - 2, rank - 1} and rank > 2:
+        return Piece(node.name, "transpose -2 -1", node.args[0].name, hint="t")
+    return Piece(node.name, f"transpose {min(a, b)} {max(a, b)}", node.args[0].name, hint="t")
+
+
+def _permute(t, node, leaf):
+    rank = val(node).dim()
+    dims = [d + rank if d < 0 else d for d in node.args[1]]
+    return Piece(node.name, "permute " + " ".join(map(str, dims)), node.args[0].name, hint="p")
+
+
+def _unsqueeze(t, node, leaf):
+    rank = val(node).dim()
+    d = node.args[1]
+    return Piece(node.name, f"unsqueeze {d + rank if d < 0 else d}", node.args[0].name, hint="u")
+
+
+def _squeeze(t, node, leaf):
+    x = val(node.args[0])
+    dims = node.args[1] if len(node.args) > 1 else [k for k, s in enumerate(x.shape) if s == 1]
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    dims = [d + x.dim() if d < 0 else d for d in dims if x.shape[d] == 1]
+    if not dims:
+        return None
+    if len(dims) > 1:
+        return t.opaque(node, "squeezes several axes at once")
+    return Piece(node.name, f"squeeze {dims[0]}", node.args[0].name, hint="sq")
+
+
+def _expand(t, node, leaf):
+    return Piece(node.name, f"expand {t.shape(node)}", node.args[0].name, hint="e")
+
+
+def _slice(t, node, leaf):
+    x = val(node.args[0])
+    d = arg(node, 1, "dim", 0)
+    d = d + x.dim() if d < 0 else d
+    start, end, step = arg(node, 2, "start", None), arg(node, 3, "end", None), arg(node, 4, "step", 1)
+    size = x.shape[d]
+    if step != 1:
+        return t.opaque(node, f"a slice with step {step}")
+    start = 0 if start is None else _sym(start)
+    end = size if end is None else _sym(end)
+    if isinstance(end, int) and (isinstance(size, int) and end >= size or end >= 2**62):
+        end = size
+    if isinstance(start, int) and start < 0 or isinstance(end, int) and end < 0:
+        return t.opaque(node, "a slice counted from the end")
+    if start == 0 and _same_size(end, size):
+        return None
+    return Piece(node.name, f"slice {d} {t.size(start)} {t.size(end)}", node.args[0].name, hint="s")
+
+
+def _same_size(a, b) -> bool:
+    """Whether two sizes (ints or SymInts of the traced graph) are the same."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    return str(a) == str(b)
+
+
+def _sym(x):
+    if hasattr(x, "meta"):
+        v = val(x)
+        return v
+    return x
+
+
+def _select(t, node, leaf):
+    x = val(node.args[0])
+    d, i = node.args[1], _sym(node.args[2])
+    d = d + x.dim() if d < 0 else d
+    if isinstance(i, int) and i < 0:
+        return Piece(node.name, f"select {d} {i}", node.args[0].name, hint="sel")
+    return Piece(node.name, f"select {d} {t.size(i)}", node.args[0].name, hint="sel")
+
+
+def _split(t, node, leaf):
+    x = val(node.args[0])
+    d = arg(node, 2, "dim", 0)
+    d = d - x.dim() if d >= 0 and d == x.dim() - 1 else d
+    users = {u.args[1]: u.name for u in node.users if u.target is operator.getitem}
+    pieces = val(node)
+    outs = [users.get(k, f"\x01{node.name}_{k}") for k in range(len(pieces))]
+    name = target_name(node)
+    if name == "aten.chunk.default":
+        text = f"chunk {node.args[1]} {d}"
+    elif name == "aten.split.Tensor":
+        text = f"split {t.size(_sym(node.args[1]))} {d}"
+    else:
+        text = "split [" + ", ".join(t.sizes.text(_sym(s) if not isinstance(s, int) else s)
+                                     for s in node.args[1]) + f"] {d}"
+    return Piece(node.name, text, node.args[0].name, outs=outs, hint="part")
+
+
+def _reduce(t, node, leaf):
+    x = val(node.args[0])
+    dims = arg(node, 1, "dim", None)
+    keep = arg(node, 2, "keepdim", False)
+    if dims is None or len(dims) != 1 or node.kwargs.get("dtype") is not None:
+        return t.opaque(node, "a reduction over several axes")
+    d = dims[0]
+    d = d - x.dim() if d >= 0 and d == x.dim() - 1 else d
+    op = target_name(node).split(".")[1]
+    return Piece(node.name, f"{op} {d}" + (" keepdim" if keep else ""), node.args[0].name, hint=op)
+
+
+def _var(t, node, leaf):
+    correction = node.kwargs.get("correction", 1)
+    if correction not in (1, None) or len(arg(node, 1, "dim", []) or []) != 1:
+        return t.opaque(node, f"a variance with correction {correction}")
+    d = arg(node, 1, "dim")[0]
+    keep = node.kwargs.get("keepdim", False)
+    return Piece(node.name, f"var {d}" + (" keepdim" if keep else ""), node.args[0].name, hint="var")
+
+
+def _softmax(t, node, leaf):
+    rank = val(node).dim()
+    d = node.args[1]
+    d = d - rank if d >= 0 and d == rank - 1 else d
+    op = "log_softmax" if "log" in target_name(node) else "softmax"
+    if len(node.args) > 2 and node.args[2] not in (None, False) or node.kwargs.get("dtype"):
+        return t.opaque(node, "a softmax with a dtype")
+    return Piece(node.name, f"{op} {d}", node.args[0].name, hint=op)
+
+
+def _unary(op):
+    def f(t, node, leaf):
+        if op == "gelu" and node.kwargs.get("approximate", "none") != "none":
+            return t.opaque(node, "the tanh approximation of gelu")
+        if op == "softplus" and tuple(node.args[1:]) not in ((), (1,), (1, 20)):
+            return t.opaque(node, "softplus with other beta or threshold")
+        return Piece(node.name, op, node.args[0].name, hint=leaf or op)
+    return f
+
+
+def _pow(t, node, leaf):
+    if node.args[1] == 2:
+        return Piece(node.name, "square", node.args[0].name, hint="sq")
+    return _binary("**")(t, node, leaf)
+
+
+def _dropout(t, node, leaf):
+    p = float(node.args[1])
+    if p == 0:
+        return None
+    return Piece(node.name, f"dropout {num_text(p)}", node.args[0].name, hint=leaf or "drop")
+
+
+def _identity(t, node, leaf):
+    return None
+
+
+def _to(t, node, leaf):
+    x, v = val(node.args[0]), val(node)
+    if x.dtype == v.dtype:
+        return None
+    return t.opaque(node, f"a cast to {v.dtype}")
+
+
+def _binary(sign):
+    def f(t, node, leaf):
+        a, b = node.args[0], node.args[1]
+        if node.kwargs.get("alpha", 1) != 1 or len(node.args) > 2:
+            return t.opaque(node, "an add with alpha")
+        if target_name(node).startswith("aten.rsub"):
+            a, b = b, a
+        def operand(x):
+            if hasattr(x, "meta"):
+                if not is_tensor(x):
+                    return f"({t.sizes.text(val(x).node.expr)})"
+                return tok(x.name)
+            return num_text(x) if not isinstance(x, bool) else None
+        ta, tb = operand(a), operand(b)
+        if ta is None or tb is None:
+            return t.opaque(node, "a boolean operand")
+        if sign == "*" and hasattr(a, "meta") and not hasattr(b, "meta"):
+            scale = _scale_text(t, val(a), float(b))
+            if scale:
+                return Piece(node.name, f"scale {scale}", a.name, hint="scaled")
+        hint = {"+": "res", "-": "diff", "*": "prod", "/": "quot", "**": "pw"}[sign]
+        return Piece(node.name, f"{ta} {sign} {tb}", refs=[x.name for x in (a, b) if hasattr(x, "meta")],
+                     hint=hint)
+    return f
+
+
+def _scale_text(t, x, factor: float) -> str | None:
+    """`1/sqrt(Dh)` when the factor is one over the square root of the last axis."""
+    last = x.shape[-1] if x.dim() else None
+    if isinstance(last, int) and last > 1 and math.isclose(factor, 1 / math.sqrt(last), rel_tol=1e-12):
+        return f"1/sqrt({t.size(last)})"
+    return None
+
+
+def _matmul(t, node, leaf):
+    a, b = node.args[0], node.args[1]
+    return Piece(node.name, f"{tok(a.name)} @ {tok(b.name)}", refs=[a.name, b.name], hint="mm")
+
+
+def _cat(t, node, leaf):
+    tensors, d = node.args[0], arg(node, 1, "dim", 0)
+    if len(tensors) < 2:
+        return None
+    return Piece(node.name, f"concat({d}, " + ", ".join(tok(x.name) for x in tensors) + ")",
+                 refs=[x.name for x in tensors], hint="cat")
+
+
+def _masked_fill(t, node, leaf):
+    x, m, value = node.args[0], node.args[1], node.args[2]
+    if not (isinstance(value, float) and value == float("-inf")) or dtype_word(val(m)) != "bool":
+        return t.opaque(node, "a masked_fill with a value other than -inf")
+    return Piece(node.name, f"mask {tok(m.name)}", x.name, refs=[m.name], hint="masked")
+
+
+def _repeat_interleave(t, node, leaf):
+    n, d = node.args[1], arg(node, 2, "dim", None)
+    if not isinstance(n, int) or d is None:
+        return t.opaque(node, "repeat_interleave with a tensor of counts or no axis")
+    return Piece(node.name, f"repeat_interleave {t.size(n)} {d}", node.args[0].name, hint="rep")
+
+
+def _einsum(t, node, leaf):
+    eq, ops = node.args[0], node.args[1]
+    if len(ops) != 2:
+        return t.opaque(node, "an einsum of other than two tensors")
+    return Piece(node.name, f'einsum "{eq}" {tok(ops[1].name)}', ops[0].name, refs=[ops[1].name], hint="es")
+
+
+TABLE = {
+    "aten.view.default": _view, "aten.reshape.default": _view, "aten._unsafe_view.default": _view,
+    "aten.unflatten.int": _view, "aten.flatten.using_ints": _view,
+    "aten.transpose.int": _transpose, "aten.permute.default": _permute, "aten.t.default": _transpose,
+    "aten.unsqueeze.default": _unsqueeze, "aten.squeeze.dim": _squeeze, "aten.squeeze.dims": _squeeze,
+    "aten.squeeze.default": _squeeze, "aten.expand.default": _expand,
+    "aten.contiguous.default": lambda t, n, leaf: Piece(n.name, "contiguous", n.args[0].name, hint="c"),
+    "aten.slice.Tensor": _slice, "aten.select.int": _select,
+    "aten.split.Tensor": _split, "aten.split_with_sizes.default": _split, "aten.chunk.default": _split,
+    "aten.mean.dim": _reduce, "aten.sum.dim_IntList": _reduce, "aten.amax.default": _reduce,
+    "aten.var.correction": _var, "aten.var.dim": _var,
+    "aten.softmax.int": _softmax, "aten._softmax.default": _softmax, "aten.log_softmax.int": _softmax,
+    "aten._log_softmax.default": _softmax,
+    **{f"aten.{op}.default": _unary(op) for op in ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt",
+                                                  "rsqrt", "log", "abs", "neg", "softplus", "square")},
+    "aten.pow.Tensor_Scalar": _pow,
+    "aten.dropout.default": _dropout, "aten.clone.default": _identity, "aten.alias.default": _identity,
+    "aten.detach.default": _identity, "aten.lift_fresh_copy.default": _identity,
+    "aten._to_copy.default": _to, "aten.to.dtype": _to, "aten.to.dtype_layout": _to, "aten.type_as.default": _to,
+    "aten.add.Tensor": _binary("+"), "aten.sub.Tensor": _binary("-"), "aten.mul.Tensor": _binary("*"),
+    "aten.div.Tensor": _binary("/"), "aten.rsub.Scalar": _binary("-"), "aten.add.Scalar": _binary("+"),
+    "aten.mul.Scalar": _binary("*"), "aten.pow.Tensor_Tensor": _binary("**"),
+    "aten.matmul.default": _matmul, "aten.bmm.default": _matmul, "aten.mm.default": _matmul,
+    "aten.cat.default": _cat, "aten.concat.default": _cat,
+    "aten.masked_fill.Scalar": _masked_fill, "aten.repeat_interleave.self_int": _repeat_interleave,
+    "aten.einsum.default": _einsum,
+}
