@@ -36,14 +36,10 @@ CASES = [
     ("y: X.transpose(1, 2)", "X.transpose(1, 2)", "X -> transpose 1 2", "y: X -> transpose 1 2"),
     ("w: Q @ (K -> transpose -2 -1) -> softmax(dim=-1)", "softmax(dim=-1)", "softmax -1",
      "w: Q @ (K -> transpose -2 -1) -> softmax -1"),
-    ("mu: X -> mean dim=-1 keepdim=True", "mean dim=-1 keepdim=True", "mean -1 keepdim",
-     "mu: X -> mean -1 keepdim"),
     ("y: X -> transpose 1, 2", "transpose 1, 2", "transpose 1 2", "y: X -> transpose 1 2"),
     ("scores: torch.matmul(Q, K.transpose(-2, -1))", "torch.matmul(Q, K.transpose(-2, -1))",
      "Q @ (K -> transpose -2 -1)", "scores: Q @ (K -> transpose -2 -1)"),
     # other instances of the same habits
-    ("w: Q @ (K -> transpose -2 -1) -> softmax dim=-1", "softmax dim=-1", "softmax -1",
-     "w: Q @ (K -> transpose -2 -1) -> softmax -1"),
     ("h: X.view(B, S, H, Dh).transpose(1, 2)", "X.view(B, S, H, Dh).transpose(1, 2)",
      "X -> view [B, S, H, Dh] -> transpose 1 2", "h: X -> view [B, S, H, Dh] -> transpose 1 2"),
     ("m: Q.transpose(1, 2).reshape(B, S, -1)", "Q.transpose(1, 2).reshape(B, S, -1)",
@@ -189,6 +185,12 @@ ACCEPTED = [  # docs/language.md: accepted alternatives, each the same as its sh
     ("y: X -> sum -1 keepdim=False", "y: X -> sum -1"),
     ("y: X -> linear D bias=False", "y: X -> linear D bias=false"),
     ("y: concat(-1, X, A)", "y: X -> concat -1 A"),
+    # positional arguments by their PyTorch keyword
+    ("mu: X -> mean dim=-1 keepdim=True", "mu: X -> mean -1 keepdim"),
+    ("w: Q @ (K -> transpose -2 -1) -> softmax dim=-1", "w: Q @ (K -> transpose -2 -1) -> softmax -1"),
+    ("y: X -> transpose dim0=1 dim1=2", "y: X -> transpose 1 2"),
+    ("y: X -> slice 1 start=0 end=S", "y: X -> slice 1 0 S"),
+    ("y: X -> dropout p=0.1", "y: X -> dropout 0.1"),
 ]
 
 

@@ -28,6 +28,11 @@ class BlockCalls:
         finally:
             c.scope.subst = caller
 
+    def keywords(self, op) -> ShapeError:
+        """`-> Block eps=1e-6`: a block call has no keyword arguments."""
+        return ShapeError("E110", f"`{op.kwargs[0].name}=`: a block call takes no keyword arguments",
+                          span=op.kwargs[0].span, help="a block's sizes are the dims of its inputs")
+
     def block_step(self, block: Block, args, text, span) -> list:
         c = self.c
         ir = self.call_block(block, [t for t, _ in args], [r for _, r in args], span)

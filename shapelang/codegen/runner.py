@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from ..checker import dims as dimlib
+from ..checker import dtypes
 from ..checker.ir import CheckedSpec
 from .generator import Generated, generate
 
@@ -229,12 +230,14 @@ def make_inputs(spec: CheckedSpec, gen: Generated, sizes: dict[str, int], *, see
     out = []
     for _py, t, ref in gen.args:
         shape = [value_at(d, spec, sizes) for d in t.shape]
-        if t.dtype == "int":
-            out.append(torch.randint(0, bounds.get(ref, 2), shape, generator=g))
-        elif t.dtype == "bool":
+        kind = dtypes.kind(t.dtype)
+        if kind == "int":
+            high = min(bounds.get(ref, 2), 100 if t.dtype in ("int8", "uint8") else bounds.get(ref, 2))
+            out.append(torch.randint(0, high, shape, generator=g, dtype=_torch_dtype(t.dtype)))
+        elif kind == "bool":
             out.append(torch.rand(shape, generator=g) < 0.2)
         else:
-            out.append(torch.randn(shape, generator=g))
+            out.append(torch.randn(shape, generator=g).to(_torch_dtype(t.dtype)))
     return out
 
 
@@ -250,6 +253,7 @@ class Row:
     dtype: str
     got: list = field(default_factory=list)   # per call: one shape per output
     dtype_ok: bool = True
+    dtype_got: str = ""
     depth: int = 0
 
     @property
@@ -291,12 +295,14 @@ def _rows(spec: CheckedSpec, sizes) -> list[Row]:
     return rows
 
 
-def _dtype_kind(t) -> str:
-    torch = _import_torch()
+def _dtype_name(t) -> str:
+    """A torch tensor's dtype in the spec's names (torch.int64 -> int)."""
+    name = str(t.dtype).removeprefix("torch.")
+    return dtypes.canonical(name) or name
 
-    if t.dtype == torch.bool:
-        return "bool"
-    return "float" if t.is_floating_point() else "int"
+
+def _torch_dtype(name: str):
+    return getattr(_import_torch(), dtypes.torch_name(name))
 
 
 def _import_torch():
@@ -327,7 +333,9 @@ def run_spec(spec: CheckedSpec, sizes: dict[str, int], *, seed: int = 0, check_c
         tensors = value if isinstance(value, tuple) else (value,)
         for r in by_step.get(step_id, ()):
             r.got.append([list(t.shape) for t in tensors])
-            r.dtype_ok = r.dtype_ok and all(_dtype_kind(t) == r.dtype for t in tensors)
+            got = [_dtype_name(t) for t in tensors]
+            r.dtype_ok = r.dtype_ok and all(d == r.dtype for d in got)
+            r.dtype_got = r.dtype_got or next((d for d in got if d != r.dtype), "")
 
     check_budget(spec, sizes, rows)
     cache = {} if cache is None else cache
@@ -439,7 +447,7 @@ def report_text(rep: Report) -> str:
                     distinct.append(g)
             got = " / ".join(_shapes(g) for g in distinct) + (f" (x{len(r.got)})" if len(r.got) > 1 else "")
             if not r.dtype_ok:
-                got += " wrong dtype"
+                got += f" wrong dtype: {r.dtype_got}, not {r.dtype}"
         table.append([f"%{r.step}", str(r.line), "  " * r.depth + r.where, r.op, _shapes(r.expected), got,
                       "ok" if r.ok else "MISMATCH"])
     widths = [max(len(row[k]) for row in table) for k in range(len(table[0]))]

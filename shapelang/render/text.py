@@ -7,6 +7,7 @@ from __future__ import annotations
 import sympy as sp
 
 from ..checker import dims as dimlib
+from ..checker import dtypes
 from ..checker.ir import CheckedSpec
 from ..syntax.diagnostics import Diagnostic
 from .common import _axes, _ex, _num, _shape, _types
@@ -95,8 +96,7 @@ def _binding_rows(spec, b, types, indent="", axes=False) -> list:
     name = ", ".join(b.names)
     for k, s in enumerate(b.steps):
         ex = _ex(spec, s.out.shape)
-        shape = _shape(s.out.shape) if len(s.outputs) == 1 else \
-            " | ".join(_shape(t.shape) for t in s.outputs)
+        shape = " | ".join(_shape(t.shape) + dtypes.suffix(t.dtype) for t in s.outputs)
         ex_text = ("[" + ", ".join(map(str, ex)) + "]") if ex is not None else ""
         if len(s.outputs) > 1:
             exs = [_ex(spec, t.shape) for t in s.outputs]
