@@ -52,7 +52,7 @@ def resolve_sizes(spec: CheckedSpec, overrides: dict[str, int] | None = None) ->
     """Every dim's value: the example, overridden; derived dims computed; assumptions checked."""
     p = spec.prover
     base = [n for n in spec.dims if n not in spec.definitions]
-    values = {n: v for n, v in spec.example.items() if n in base}
+    values = {n: v for n, v in (spec.example or spec.example_given).items() if n in base}
     given_derived = {}
     for name, v in (overrides or {}).items():
         if name not in p.user:
@@ -63,14 +63,15 @@ def resolve_sizes(spec: CheckedSpec, overrides: dict[str, int] | None = None) ->
             given_derived[name] = v
         else:
             values[name] = v
-    missing = [n for n in base if n not in values]
+    missing = [n for n in base if n not in values and n not in spec.call_bound]
     if missing:
         raise SizesError(f"no size for {', '.join(missing)}: the spec's example does not give "
                          f"{'it' if len(missing) == 1 else 'them'}; add --sizes "
                          + ",".join(f"{n}=..." for n in missing))
     env = {p.user[n]: v for n, v in values.items()}
     _check_assumptions(spec, env, only_known=True)   # name a broken `assume` before a derived dim
-    pending = dict(spec.definitions)
+    open_ = {p.user[n] for n in spec.call_bound} - set(env)   # bound at block calls, not given
+    pending = {n: e for n, e in spec.definitions.items() if not e.free_symbols & open_}
     while pending:
         ready = [n for n, e in pending.items() if e.free_symbols <= set(env)]
         if not ready:
@@ -89,7 +90,7 @@ def resolve_sizes(spec: CheckedSpec, overrides: dict[str, int] | None = None) ->
             raise SizesError(f"`{name}` is derived: {name} = {spec.definitions[name]} = "
                              f"{env[p.user[name]]} at these sizes, not {v}; set the sizes it is made of")
     _check_assumptions(spec, env, only_known=False)
-    return {n: env[p.user[n]] for n in spec.dims}
+    return {n: env[p.user[n]] for n in spec.dims if p.user[n] in env}
 
 
 def _check_assumptions(spec: CheckedSpec, env: dict, *, only_known: bool) -> None:

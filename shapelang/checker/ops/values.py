@@ -2,7 +2,6 @@
 dropout, elementwise functions, masks, norms, reductions and indexing."""
 from __future__ import annotations
 
-from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Num
 from .. import dtypes
 from ..layout import Geometry, TensorType, channels_last, dense_like, fresh, suggests_channels_last
@@ -93,9 +92,6 @@ def mask(c, x, a):
             raise a.fail(f"`mask causal` needs at least 2 dims (query and key), got {c.show(x)}")
         return _same_shape(c, x, a, kind="causal", rows=x.shape[-2], cols=x.shape[-1])
     m = a.tensor_at(0)
-    if m.rank > x.rank:
-        raise ShapeError("E102", f"the mask {c.show(m)} has more dims than the scores {c.show(x)}",
-                         span=node.span)
     # out-of-place masked_fill broadcasts the input and the mask together
     out = broadcast(c, [x.shape, m.shape], ["the input", "the mask"], node.span)
     if len(out) == x.rank and all(c.same(p, q) for p, q in zip(out, x.shape)):
