@@ -7,7 +7,7 @@ import sympy as sp
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import Assume, Binding, Block, Call, DimDecl, Example, Name, Return
 from . import dims as dimlib
-from . import ops
+from . import dtypes, ops
 from .ir import BindingIR, BlockIR, Decl
 from .layout import TensorType
 from .scope import Poisoned, Scope
@@ -113,6 +113,11 @@ class BlockCalls:
         subst = {}
         for decl, t, ref in zip(block.inputs, args, refs):
             declared = self._declared_shape(decl)
+            want = dtypes.canonical(decl.dtype) if decl.dtype else None
+            if want is not None and want != t.dtype:
+                raise ShapeError("E113", f"block `{block.name}` expects `{decl.name}` of "
+                                 f"{dtypes.show(want)} values, got {dtypes.show(t.dtype)}", span=span,
+                                 help=f"cast it: `-> to {want}`")
             if len(declared) != t.rank:
                 raise ShapeError("E113", f"block `{block.name}` expects `{decl.name}` with "
                                  f"{len(declared)} dims, got {c.show(t)}", span=span)

@@ -166,12 +166,22 @@ def matmul(a, b, span, texts=("", "")) -> str:
     return a.dtype
 
 
-def same_dtype(what: str, types, span) -> str:
-    """einsum: every operand of one dtype."""
+def einsum(inputs, output: str, types, span) -> str:
+    """torch.einsum: without summed indices it multiplies (promoting the dtypes); a sum over
+    one operand gives int64 for ints and bools; a contraction of several is a batched matrix
+    product, which needs one dtype and no bool."""
+    summed = set("".join(inputs)) - set(output) - {"."}
+    if len(types) == 1:
+        return "int" if summed and kind(types[0].dtype) != "float" else types[0].dtype
+    if not summed:
+        return concat(types)
     for t in types[1:]:
         if t.dtype != types[0].dtype:
-            raise refuse(f"{what} of {show(types[0].dtype)} and {show(t.dtype)} operands: PyTorch needs "
-                         "one dtype", span, _CAST_HELP)
+            raise refuse(f"`einsum` contracting {show(types[0].dtype)} with {show(t.dtype)} values: "
+                         "PyTorch needs one dtype", span, _CAST_HELP)
+    if types[0].dtype == "bool":
+        raise refuse("`einsum` contracting bool values: PyTorch has no bool matrix product", span,
+                     _CAST_HELP)
     return types[0].dtype
 
 
@@ -230,7 +240,7 @@ def _scale(c, x, a, res):
 
 
 def _mask(c, x, a, res):
-    if kind(x.dtype) != "float":
+    if kind(x.dtype) == "int":
         raise refuse(f"`mask` fills with -inf, which {show(x.dtype)} values cannot hold", a.op.span,
                      _CAST_HELP)
     return [x.dtype]
@@ -249,8 +259,12 @@ def _learned(c, x, a, res):
 
 
 def _norm(c, x, a, res):
-    """layer_norm and rms_norm take a float16/bfloat16 input with float32 weights."""
+    """layer_norm and rms_norm take a float16/bfloat16 input with float32 weights; layer_norm
+    refuses a float64 input with them (rms_norm computes in the wider dtype)."""
     need_float(f"`{a.op.name}`", x, a.op.span, c.show(x))
+    if a.op.name == "layernorm" and x.dtype == "float64" and res.detail.get("affine", True):
+        raise refuse("`layernorm` of float64 values with float32 weights: PyTorch refuses mixed "
+                     "dtypes wider than the weights", a.op.span, f"cast the input: `-> to {DEFAULT}`")
     return [x.dtype]
 
 

@@ -185,7 +185,7 @@ def einsum_types(c, eq, operands, span):
         out.extend(ellipsis if ch == "." else [sizes[ch]])
     strides = einsum_strides(spec.inputs, spec.output, operands, sizes,
                              Geometry(c.prover.canon, c.same))
-    dtype = dtypes.same_dtype("`einsum`", operands, span)
+    dtype = dtypes.einsum(spec.inputs, spec.output, operands, span)
     t = TensorType(tuple(out), strides, dtype) if strides is not None else fresh(out, dtype)
     return t, prod(sizes.values()) * prod(ellipsis)
 
