@@ -80,7 +80,7 @@ _ENTRIES = [
     OpDef("scale", "scale S", "multiplies by a scalar size expression, e.g. `scale 1/sqrt(Dk)`",
           values.scale, provenance="same"),
     OpDef("mask", "mask causal | mask M", "causal mask on the last two axes, or masked_fill where the "
-          "boolean M (broadcastable to the input) is True", values.mask, provenance="same"),
+          "boolean M is True (out of place: the input and M broadcast together)", values.mask, provenance="same"),
     OpDef("dropout", "dropout P", "zeroes elements with probability P while training", values.dropout,
           provenance="same", positional=("p",)),
     *[OpDef(name, name, "elementwise", values.elementwise, emitter="unary", provenance="same",
