@@ -169,6 +169,13 @@ MORE = [  # the other rows of docs/language.md's table of PyTorch habits
     ("s: Q @ K.transpose(-2, -1) * 0.5", "s: Q @ (K -> transpose -2 -1) * 0.5"),
     ("s: -K.mT @ Q", "s: -(K -> transpose -2 -1) @ Q"),
     ("s: (X + A).reshape(B, S, H, Dh)", "s: X + A -> reshape [B, S, H, Dh]"),
+    # casts and keywords
+    ("m: mask.float()", "m: mask -> float"),
+    ("m: 1 - mask.float()", "m: 1 - (mask -> float)"),
+    ("h: X.to(torch.bfloat16)", "h: X -> to bfloat16"),
+    ("w: F.softmax(Q @ K.mT, dim=-1, dtype=torch.float32)",
+     "w: Q @ (K -> transpose -2 -1) -> softmax -1 dtype=float32"),
+    ('g: F.gelu(X, approximate="tanh")', 'g: X -> gelu approximate="tanh"'),
 ]
 
 
