@@ -296,10 +296,7 @@ class Checker(Facts):
         rule = ops.RULES.get(op.name)
         if rule is not None:
             try:
-                args = ops.Args(self.ctx, op, x, ops.TABLE[op.name])
-                result = rule(self.ctx, x, args)
-                args.finish()
-                result = dtypes.apply(self.ctx, ops.TABLE[op.name], x, args, result)
+                result = ops.apply(self.ctx, op, x)     # the shape rule, keywords, dtypes
             except Poisoned:
                 raise
             except ShapeError as err:

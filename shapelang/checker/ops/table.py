@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .. import dtypes
 from . import combine, reshaping, values
+from .args import Args
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,15 @@ TABLE: dict[str, OpDef] = {d.name: d for d in _ENTRIES}
 
 # the operations a pipeline step may name (blocks are looked up by the checker)
 RULES = {name: d.rule for name, d in TABLE.items() if d.rule is not None}
+
+def apply(c, op, x):
+    """One operation on tensor `x`: its shape rule, then no keyword left unread, then its dtypes."""
+    d = TABLE[op.name]
+    args = Args(c, op, x, d)
+    result = d.rule(c, x, args)
+    args.finish()
+    return dtypes.apply(c, d, x, args, result)
+
 
 FAMILIES = {"layout": "Layout: the same elements, moved or regrouped",
             "values": "Values: the same shape, new values",
