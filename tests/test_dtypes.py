@@ -239,3 +239,22 @@ def test_block_input_dtype_annotation_is_checked():
     errors = spec.errors()
     assert [(d.code, d.span.line) for d in errors] == [("E113", 9)], render_check(spec)
     assert "int" in errors[0].message and "float" in errors[0].message
+
+
+def test_params_and_buffers_take_a_dtype_and_run_in_it():
+    spec = check("dim B, S, D\nexample B=2, S=3, D=4\ninput x: [B, S, D] bfloat16\n"
+                 "param W: [D, D] bfloat16\nparam g: [D] bfloat16\nbuffer pe: [S, D] float16\n"
+                 "y: x @ W * g + (pe -> to bfloat16)\nz: x @ (pe -> transpose 0 1)\n")
+    assert [(d.code, d.span.line) for d in spec.errors()] == [("E120", 8)], render_check(spec)
+    spec = check(spec.source.replace("z: x @ (pe -> transpose 0 1)\n", ""))
+    assert spec.ok and spec.bindings[-1].types[0].dtype == "bfloat16"
+    from shapelang.codegen import runner
+    rep = runner.run_spec(spec, runner.resolve_sizes(spec))
+    assert rep.ok, runner.report_text(rep)
+
+
+def test_a_learned_param_is_floating_point():
+    spec = check("dim D\nparam W: [D] int\nbuffer ok: [D] int\n")
+    assert [(d.code, d.span.line) for d in spec.errors()] == [("E120", 2)]
+    with pytest.raises(RuntimeError):
+        torch.nn.Parameter(torch.zeros(3, dtype=torch.long))

@@ -187,10 +187,7 @@ class Checker(Facts):
             self.need(self.prover.positive(e), "E109", d.span, f"the size `{e}` is not always positive",
                       expr=e)
             shape.append(e)
-        dtype = dtypes.canonical(s.dtype or dtypes.DEFAULT)
-        if dtype is None:
-            raise dtypes.unknown(s.dtype, s.dtype_span or s.span)
-        return fresh(shape, dtype)
+        return fresh(shape, dtypes.declared(s))
 
     def _declare(self, s: TensorDecl) -> None:
         if s.name in self.scope.values or s.name in self.prover.user:

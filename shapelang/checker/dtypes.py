@@ -60,6 +60,18 @@ def unknown(name: str, span) -> ShapeError:
                            "float16, bfloat16, float64, int32, int16, int8, uint8")
 
 
+def declared(decl) -> str:
+    """The dtype of an `input`, `param` or `buffer` declaration (float unless it names one)."""
+    d = canonical(decl.dtype or DEFAULT)
+    if d is None:
+        raise unknown(decl.dtype, decl.dtype_span or decl.span)
+    if decl.kind == "param" and kind(d) != "float":
+        raise refuse(f"a learned `param` of {show(d)} values: PyTorch learns floating-point "
+                     "parameters only", decl.dtype_span or decl.span,
+                     f"declare it as a `buffer` (not learned): `buffer {decl.name}: ... {decl.dtype}`")
+    return d
+
+
 def promote(a: str, b: str) -> str:
     """torch.promote_types."""
     if a == b:
