@@ -139,8 +139,8 @@ def binary(op: str, left, right, span, texts=("", "")) -> str:
     if op == "sub" and "bool" in dts:
         which = texts[dts.index("bool")] or "a bool tensor"
         raise refuse(f"`-` with a bool tensor: `{which}` holds bool values, which PyTorch does not "
-                     "subtract", span, "to invert a mask use `~mask`-style logic as a cast: "
-                     "`1 - (mask -> to float)` gives 0 where the mask is True")
+                     "subtract", span, f"cast it first: `({which} -> to float)`; `1 - (mask -> to float)` "
+                     "is 1 where the mask is False")
     operands = [(d, 2 if isinstance(x, str) else _level(x)) for x, d in zip((left, right), dts)]
     out = result_type(operands)
     if op == "div" and kind(out) != "float":
@@ -162,8 +162,8 @@ def with_scalar(op: str, t, scalar, scalar_left: bool, span, texts=("", "")) -> 
 def negate(t, span, text: str = "") -> str:
     if t.dtype == "bool":
         raise refuse(f"`-{text}` negates a bool tensor, which PyTorch refuses", span,
-                     "to invert a mask, compute `1 - (mask -> to float)`, or cast it: "
-                     "`-(mask -> to float)`")
+                     f"cast it first: `-({text or 'mask'} -> to float)`; `1 - (mask -> to float)` "
+                     "is 1 where the mask is False")
     return t.dtype
 
 
