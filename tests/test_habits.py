@@ -36,14 +36,10 @@ CASES = [
     ("y: X.transpose(1, 2)", "X.transpose(1, 2)", "X -> transpose 1 2", "y: X -> transpose 1 2"),
     ("w: Q @ (K -> transpose -2 -1) -> softmax(dim=-1)", "softmax(dim=-1)", "softmax -1",
      "w: Q @ (K -> transpose -2 -1) -> softmax -1"),
-    ("mu: X -> mean dim=-1 keepdim=True", "mean dim=-1 keepdim=True", "mean -1 keepdim",
-     "mu: X -> mean -1 keepdim"),
     ("y: X -> transpose 1, 2", "transpose 1, 2", "transpose 1 2", "y: X -> transpose 1 2"),
     ("scores: torch.matmul(Q, K.transpose(-2, -1))", "torch.matmul(Q, K.transpose(-2, -1))",
      "Q @ (K -> transpose -2 -1)", "scores: Q @ (K -> transpose -2 -1)"),
     # other instances of the same habits
-    ("w: Q @ (K -> transpose -2 -1) -> softmax dim=-1", "softmax dim=-1", "softmax -1",
-     "w: Q @ (K -> transpose -2 -1) -> softmax -1"),
     ("h: X.view(B, S, H, Dh).transpose(1, 2)", "X.view(B, S, H, Dh).transpose(1, 2)",
      "X -> view [B, S, H, Dh] -> transpose 1 2", "h: X -> view [B, S, H, Dh] -> transpose 1 2"),
     ("m: Q.transpose(1, 2).reshape(B, S, -1)", "Q.transpose(1, 2).reshape(B, S, -1)",
@@ -173,6 +169,13 @@ MORE = [  # the other rows of docs/language.md's table of PyTorch habits
     ("s: Q @ K.transpose(-2, -1) * 0.5", "s: Q @ (K -> transpose -2 -1) * 0.5"),
     ("s: -K.mT @ Q", "s: -(K -> transpose -2 -1) @ Q"),
     ("s: (X + A).reshape(B, S, H, Dh)", "s: X + A -> reshape [B, S, H, Dh]"),
+    # casts and keywords
+    ("m: mask.float()", "m: mask -> float"),
+    ("m: 1 - mask.float()", "m: 1 - (mask -> float)"),
+    ("h: X.to(torch.bfloat16)", "h: X -> to bfloat16"),
+    ("w: F.softmax(Q @ K.mT, dim=-1, dtype=torch.float32)",
+     "w: Q @ (K -> transpose -2 -1) -> softmax -1 dtype=float32"),
+    ('g: F.gelu(X, approximate="tanh")', 'g: X -> gelu approximate="tanh"'),
 ]
 
 
@@ -189,6 +192,12 @@ ACCEPTED = [  # docs/language.md: accepted alternatives, each the same as its sh
     ("y: X -> sum -1 keepdim=False", "y: X -> sum -1"),
     ("y: X -> linear D bias=False", "y: X -> linear D bias=false"),
     ("y: concat(-1, X, A)", "y: X -> concat -1 A"),
+    # positional arguments by their PyTorch keyword
+    ("mu: X -> mean dim=-1 keepdim=True", "mu: X -> mean -1 keepdim"),
+    ("w: Q @ (K -> transpose -2 -1) -> softmax dim=-1", "w: Q @ (K -> transpose -2 -1) -> softmax -1"),
+    ("y: X -> transpose dim0=1 dim1=2", "y: X -> transpose 1 2"),
+    ("y: X -> slice 1 start=0 end=S", "y: X -> slice 1 0 S"),
+    ("y: X -> dropout p=0.1", "y: X -> dropout 0.1"),
 ]
 
 

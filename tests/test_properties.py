@@ -23,9 +23,8 @@ and blocks (called as `X -> F`, `F(X)` or `stack 2 F`). Two tests run them:
 layout-heavy ones (views after transposes, expands, chunks, slices and
 elementwise ops), all with derandomize=True.
 
-Known checker bugs are kept as strict xfail tests at the bottom; while they are
-open the generator writes around the parser ones (see `AVOID_KNOWN_BUGS`), so
-that this file stays green. Layouts are compared as they are: the checker
+Known checker bugs are kept as strict xfail tests at the bottom, so that this
+file stays green. Layouts are compared as they are: the checker
 follows torch's (tests/test_checker_layout.py has a property test of its own).
 """
 from __future__ import annotations
@@ -54,7 +53,6 @@ torch.set_num_threads(1)
 TORCH_ERRORS = (RuntimeError, IndexError, ValueError)
 MAX_RANK = 6
 MAX_NUMEL = 2_000_000       # skip torch re-runs at counterexamples that would be huge
-AVOID_KNOWN_BUGS = True     # see the xfail tests at the bottom
 DROPOUT_EVAL = [False]      # run dropout as in eval mode (it returns its input)
 
 # ----------------------------------------------------------------------------- dims
@@ -66,22 +64,6 @@ def sym(name: str) -> sp.Symbol:
 
 _ATOMIC = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _no_name_before_paren(op_text: str) -> str:
-    """`embed T (Q*C)` parses as a call T(Q*C) (see xfail below): write `(T) (Q*C)`."""
-    head, _, rest = op_text.partition(" ")
-    parts = re.split(r'("[^"]*")', rest)
-    for i in range(0, len(parts), 2):   # outside quoted patterns
-        parts[i] = re.sub(r"(?<![\w)=.])([A-Za-z_]\w*) \(", r"(\1) (", parts[i])
-    return head + (" " if rest else "") + "".join(parts)
-
-
-def _call_arg(cur: str) -> str:
-    """A pipeline as a call argument; one ending in `kw=value` swallows the next comma."""
-    if AVOID_KNOWN_BUGS and re.search(r"=[^=\s]*\s*$", cur):
-        return f"({cur})"   # see the xfail test for the kwarg comma below
-    return cur
 
 
 def paren(t: str) -> str:
@@ -432,8 +414,6 @@ class Builder:
 
     # ---------------------------------------------------------------- ops
     def op(self, text, fn, sh):
-        if AVOID_KNOWN_BUGS:
-            text = _no_name_before_paren(text)
         self.steps.append(Step("op", text, fn, newline=self.g.coin(0.1)))
         return sh
 
@@ -703,7 +683,7 @@ class Builder:
         def fn(x, env, T):
             return torch.cat([x] + [get(env, T) for get in getters], a)
         if g.coin(0.3):
-            call = lambda cur: f"concat({a}, {_call_arg(cur)}, {', '.join(refs)})"
+            call = lambda cur: f"concat({a}, {cur}, {', '.join(refs)})"
             self.steps.append(Step("bin", "concat", fn, call=call))
         else:
             self.op(f"concat {a} {' '.join(refs)}", fn, None)
@@ -858,7 +838,7 @@ class Builder:
                 return self.op_contiguous(sh)
             ref, get = self._operand(odims)
             if g.coin(0.3):   # the call form
-                call = lambda cur: f'einsum("{eq}", {_call_arg(cur)}, {ref})'
+                call = lambda cur: f'einsum("{eq}", {cur}, {ref})'
                 self.steps.append(Step("bin", "einsum",
                                        lambda x, env, T: torch.einsum(eq, x, get(env, T)), call=call))
             else:
@@ -1267,7 +1247,7 @@ def test_layout_pipelines_agree_with_torch(prog):
 # ============================================================================= known bugs
 # Minimal repros of checker bugs found by the tests above. Each is a strict
 # xfail: it turns into an error (XPASS) once the bug is fixed, so that the
-# marker and the matching AVOID_KNOWN_BUGS workaround above get removed.
+# marker gets removed (the fixed ones stay as regression tests).
 # `test_torch_facts_behind_known_bugs` checks the PyTorch behaviour each repro
 # relies on, so that an xfail cannot hide a wrong premise.
 
@@ -1330,8 +1310,6 @@ def test_einsum_call_form_parses():
     assert _shape(spec, "y") == (2, 5)
 
 
-@pytest.mark.xfail(strict=True, reason="grammar: `kwarg: NAME \"=\" _tight \",\"?` eats the comma "
-                   "after `bias=false` inside a call, so M becomes an argument of linear (E110)")
 def test_bug_kwarg_swallows_comma_in_call():
     spec = _check("dim N, Q\nexample N=2, Q=3\ninput X: [N, Q]\ninput M: [N, Q]\n"
                   "y: concat(-1, X -> linear Q bias=false, M)\n")
@@ -1339,9 +1317,6 @@ def test_bug_kwarg_swallows_comma_in_call():
     assert _shape(spec, "y") == (2, 6)
 
 
-@pytest.mark.xfail(strict=True, reason="grammar: in operation arguments `N (N + 1)` parses as a "
-                   "call N(N + 1); docs tell users to parenthesise `+`, so `slice 0 N (N + 1)` "
-                   "fails with `slice` takes 3 arguments, got 2")
 def test_bug_name_then_parenthesised_argument_is_a_call():
     spec = _check("dim N, Q\nexample N=4, Q=3\ninput X: [N + 1, Q]\ny: X -> slice 0 N (N + 1)\n")
     assert spec.ok, _codes(spec)

@@ -5,12 +5,45 @@ from __future__ import annotations
 import sympy as sp
 
 from ..syntax.diagnostics import ShapeError
-from ..syntax.nodes import Assume, Binding, Block, Call, Return
+from ..syntax.nodes import Assume, Binding, Block, Call, DimDecl, Example, Name, Return
 from . import dims as dimlib
-from . import ops
+from . import dtypes, ops
 from .ir import BindingIR, BlockIR, Decl
 from .layout import TensorType
 from .scope import Poisoned, Scope
+
+
+def call_bound_dims(statements, dims) -> list[str]:
+    """Dims named in a block's input shapes and nowhere outside the blocks: each call binds
+    them to the caller's sizes (`block Block(x: [B, N, D])` called with [B, T, D])."""
+    in_blocks, outside = [], set()
+    for s in statements:
+        if isinstance(s, Block):
+            for decl in s.inputs:
+                in_blocks += [d.name for d in decl.shape.dims if isinstance(d, Name)]
+        elif not isinstance(s, (DimDecl, Example)):
+            outside |= _names(s)
+        elif isinstance(s, DimDecl) and s.value is not None:
+            outside |= _names(s.value)
+    return [n for n in dict.fromkeys(in_blocks) if n in dims and n not in outside]
+
+
+def _names(node, depth=0) -> set:
+    """Every name a statement or expression mentions."""
+    if isinstance(node, Name):
+        return {node.name}
+    out = set()
+    if depth > 200:
+        return out
+    if isinstance(node, (tuple, list)):
+        for x in node:
+            out |= _names(x, depth + 1)
+    elif hasattr(node, "__dataclass_fields__"):
+        for f in node.__dataclass_fields__:
+            v = getattr(node, f)
+            if isinstance(v, (tuple, list)) or hasattr(v, "__dataclass_fields__"):
+                out |= _names(v, depth + 1)
+    return out
 
 
 class BlockCalls:
@@ -27,6 +60,11 @@ class BlockCalls:
             return [dimlib.build(d, c._dim_lookup) for d in decl.shape.dims]
         finally:
             c.scope.subst = caller
+
+    def keywords(self, op) -> ShapeError:
+        """`-> Block eps=1e-6`: a block call has no keyword arguments."""
+        return ShapeError("E110", f"`{op.kwargs[0].name}=`: a block call takes no keyword arguments",
+                          span=op.kwargs[0].span, help="a block's sizes are the dims of its inputs")
 
     def block_step(self, block: Block, args, text, span) -> list:
         c = self.c
@@ -75,6 +113,11 @@ class BlockCalls:
         subst = {}
         for decl, t, ref in zip(block.inputs, args, refs):
             declared = self._declared_shape(decl)
+            want = dtypes.canonical(decl.dtype) if decl.dtype else None
+            if want is not None and want != t.dtype:
+                raise ShapeError("E113", f"block `{block.name}` expects `{decl.name}` of "
+                                 f"{dtypes.show(want)} values, got {dtypes.show(t.dtype)}", span=span,
+                                 help=f"cast it: `-> to {want}`")
             if len(declared) != t.rank:
                 raise ShapeError("E113", f"block `{block.name}` expects `{decl.name}` with "
                                  f"{len(declared)} dims, got {c.show(t)}", span=span)

@@ -31,7 +31,7 @@ from ..syntax.nodes import (
 )
 from ..syntax.parser import parse_recovering
 from . import dims as dimlib
-from . import fixes, habits, ops
+from . import dtypes, fixes, habits, ops
 from .blocks import BlockCalls
 from .facts import Facts
 from .ir import BindingIR, CheckedSpec, Decl, Step
@@ -40,10 +40,6 @@ from .provenance import Provenance
 from .prover import Prover
 from .scope import Poisoned, Scope
 from .suggest import Suggestions, int_literal
-
-DTYPES = {"float", "int", "bool", "long", "half", "bfloat16", "float32", "float16", "int64"}
-_DTYPE_KIND = {"long": "int", "int64": "int", "float32": "float", "float16": "float",
-               "half": "float", "bfloat16": "float"}
 
 
 def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True) -> CheckedSpec:
@@ -191,11 +187,7 @@ class Checker(Facts):
             self.need(self.prover.positive(e), "E109", d.span, f"the size `{e}` is not always positive",
                       expr=e)
             shape.append(e)
-        dtype = s.dtype or "float"
-        if dtype not in DTYPES:
-            raise ShapeError("E110", f"unknown dtype `{dtype}`", span=s.dtype_span or s.span,
-                             help="dtypes are float, int and bool")
-        return fresh(shape, _DTYPE_KIND.get(dtype, dtype))
+        return fresh(shape, dtypes.declared(s))
 
     def _declare(self, s: TensorDecl) -> None:
         if s.name in self.scope.values or s.name in self.prover.user:
@@ -301,7 +293,7 @@ class Checker(Facts):
         rule = ops.RULES.get(op.name)
         if rule is not None:
             try:
-                result = rule(self.ctx, x, ops.Args(self.ctx, op, x))
+                result = ops.apply(self.ctx, op, x)     # the shape rule, keywords, dtypes
             except Poisoned:
                 raise
             except ShapeError as err:
@@ -309,6 +301,8 @@ class Checker(Facts):
                                                       err.counterexample, op.span) from None
             extra = [self._arg_ref(a) for a in op.args if self._is_tensor_arg(a)]
             return self.emit(op.name, op.text, op.span, [ref] + extra, result)
+        if op.kwargs and (op.name == "stack" or op.name in self.blocks):
+            raise self.block_calls.keywords(op)
         if op.name == "stack":
             return self.block_calls.stack(op, x, ref)
         if op.name in self.skipped:
@@ -384,8 +378,9 @@ class Checker(Facts):
             v = self.value(node.operand)
             if not isinstance(v, tuple):
                 return -v
+            dt = dtypes.negate(v[0], node.span, _src(self.spec.source, node.operand))
             return self.emit("neg", _src(self.spec.source, node), node.span, [v[1]],
-                             ops.Result((dense_like(v[0], self.prover.canon),)))[0]
+                             ops.Result((replace(dense_like(v[0], self.prover.canon), dtype=dt),)))[0]
         if isinstance(node, BinOp):
             return self.binop(node)
         if isinstance(node, Call):
@@ -407,6 +402,7 @@ class Checker(Facts):
                 res = ops.matmul(self.ctx, a[0], b[0], texts, node.span)
             except ShapeError as err:
                 raise self.suggest.matmul(err, node) from None
+            dtypes.set_outputs(res, [dtypes.matmul(a[0], b[0], node.span, texts)])
             ref = self._tensor_refs
             ref[id(node.left)], ref[id(node.right)] = a[1], b[1]
             return self.emit("matmul", text, node.span, [a[1], b[1]], res)[0]
@@ -416,10 +412,12 @@ class Checker(Facts):
             shape = ops.broadcast(self.ctx, [a[0].shape, b[0].shape],
                                   [f"`{texts[0]}`", f"`{texts[1]}`"], node.span)
             out = elementwise([a[0], b[0]], shape, Geometry(self.prover.canon, self.same))
-            res = ops.Result((out,))
+            res = ops.Result((replace(out, dtype=dtypes.binary(names[node.op], a[0], b[0], node.span,
+                                                               texts)),))
             return self.emit(names[node.op], text, node.span, [a[1], b[1]], res)[0]
         t, s = (a, b) if ta else (b, a)
-        res = ops.Result((dense_like(t[0], self.prover.canon),),
+        dt = dtypes.with_scalar(names[node.op], t[0], s, not ta, node.span, texts)
+        res = ops.Result((replace(dense_like(t[0], self.prover.canon), dtype=dt),),
                          detail={"scalar": s, "scalar_left": not ta})
         return self.emit(names[node.op], text, node.span, [t[1]], res)[0]
 

@@ -16,6 +16,7 @@ import sympy as sp
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import Assume, DimDecl, Example
 from . import dims as dimlib
+from .blocks import call_bound_dims
 from .layout import TensorType
 from .prover import Prover, divisor_alternatives
 
@@ -95,7 +96,12 @@ class Facts:
                     spans[item.name] = item.span
         if not examples:
             return
-        missing = [n for n in self.out.dims if n not in values and n not in self.out.definitions]
+        self.out.example_given = dict(values)
+        # a dim only in block signatures is bound at each call: the example need not give it
+        self.out.call_bound = bound = [n for n in call_bound_dims(self.spec.statements, p.user)
+                                       if n not in values]
+        missing = [n for n in self.out.dims
+                   if n not in values and n not in self.out.definitions and n not in bound]
         span = examples[0].span
         if missing:
             self.error("W201", f"the example gives no value for {', '.join(missing)}", span,
@@ -103,6 +109,8 @@ class Facts:
             return
         env = {p.user[k]: x for k, x in values.items()}
         for name, value in self.out.definitions.items():
+            if env is not None and not value.free_symbols <= set(env):
+                continue       # made of a dim bound at block calls
             v = p.value(value, env) if env is not None else None
             iv = dimlib.as_int(v) if v is not None else None
             if env is not None and iv is not None:

@@ -29,7 +29,7 @@ NOTES = {
     "function": "shapelang has no `torch.` or `F.` functions: `@` is the matrix product, "
                 "and operations follow the tensor after `->`",
     "arguments": "an operation's arguments follow its name, separated by spaces, without "
-                 "`dim=`: `transpose 1 2`, `softmax -1`, `mean -1 keepdim`",
+                 "parentheses or commas: `transpose 1 2`, `softmax -1`, `mean -1 keepdim`",
 }
 _BINDING = re.compile(r"^(\s*(?:[A-Za-z_]\w*'?\s*,\s*)*[A-Za-z_]\w*'?\s*:\s*)")
 _RETURN = re.compile(r"^(\s*return\s+)")

@@ -116,6 +116,8 @@ class CheckedSpec(Totals):
     expects: list = field(default_factory=list)  # (name, shape, span)
     diagnostics: list = field(default_factory=list)
     prover: object = None
+    example_given: dict = field(default_factory=dict)   # what the example line gives, complete or not
+    call_bound: list = field(default_factory=list)      # dims bound at block calls, not in the example
 
     @property
     def ok(self) -> bool:

@@ -188,6 +188,9 @@ class Prover:
         """Complete an assignment of base dims with the derived ones (None if not whole)."""
         env = {self.user[n]: v for n, v in values.items() if n in self.user}
         for sym, value in self.definition.items():
+            open_ = value.free_symbols - set(env)
+            if open_ and not open_ & set(self.definition):
+                continue       # made of a dim the assignment leaves open (bound at block calls)
             try:
                 v = as_int(evaluate(value, env))
             except (KeyError, ZeroDivisionError, ValueError):

@@ -24,8 +24,10 @@ OPS: dict[str, tuple[str, list[str]]] = {
     "transpose": ("transpose", ["dim0", "dim1"]),
     "swapaxes": ("transpose", ["axis0", "axis1"]),
     "swapdims": ("transpose", ["dim0", "dim1"]),
-    "softmax": ("softmax", ["dim"]),
-    "log_softmax": ("log_softmax", ["dim"]),
+    "softmax": ("softmax", ["dim", "dtype?"]),
+    "log_softmax": ("log_softmax", ["dim", "dtype?"]),
+    "to": ("to", ["dtype"]),
+    "type": ("to", ["dtype"]),
     "mean": ("mean", ["dim", "keepdim?"]),
     "sum": ("sum", ["dim", "keepdim?"]),
     "var": ("var", ["dim", "keepdim?"]),
@@ -46,6 +48,8 @@ SHAPES = {"view", "reshape", "expand", "permute"}   # sizes or axes as varargs o
 UNARY = {"relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt", "rsqrt", "log", "abs",
          "neg", "square", "softplus"}
 MATMUL = {"matmul", "bmm", "mm"}
+CASTS = {"float": "float", "half": "half", "bfloat16": "bfloat16", "double": "double", "long": "long",
+         "bool": "bool", "int": "to int32"}   # Tensor.int() is int32; shapelang's `int` is int64
 MODULES = {"torch", "F", "nn.functional", "torch.nn.functional", "functional"}
 DEFAULT_DIM = {"chunk": "0", "split": "0", "flatten": None}
 
@@ -236,6 +240,10 @@ class Translator:
         """`name(args, keywords)` as a shapelang operation."""
         if name in UNARY and not args and not keywords:
             return name
+        if name in CASTS and not args and not keywords:
+            return CASTS[name]
+        if name == "gelu" and not args and [k.arg for k in keywords] == ["approximate"]:
+            return f"gelu approximate={self._plain(keywords[0].value).text}"
         if name in SHAPES:
             if keywords:
                 raise Unknown(name)
@@ -274,6 +282,11 @@ class Translator:
                     raise Unknown("keepdim")
                 if node.value:
                     out.append("keepdim")
+            elif key == "dtype":
+                dtype = _dotted(node)
+                if dtype is None or not dtype.startswith("torch."):
+                    raise Unknown("dtype")
+                out.append(("dtype=" if op != "to" else "") + dtype[len("torch."):])
             elif key == "value":
                 text = self.segment(node)
                 if "inf" not in text and not text.lstrip().startswith("-"):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from ..checker import dtypes
 from ..checker.ir import BlockIR, CheckedSpec, Step
 from .naming import MODULE_ATTRS, RESERVED, CodegenError, Namer, _snake, _symbols_in, comment_text, py_str
 from .sizes import Sizes
@@ -159,15 +160,18 @@ class Emitter:
 
     def _param_init(self, unit: Unit, d) -> str:
         shape = ", ".join(self.sizes.cfg(unit, x) for x in d.type.shape)
+        dt = "" if d.type.dtype == dtypes.DEFAULT else f", dtype=torch.{dtypes.torch_name(d.type.dtype)}"
         if len(d.type.shape) == 0:
-            return "torch.zeros(())"
+            return f"torch.zeros((){dt})"
         if len(d.type.shape) == 1:
             ones = re.search(r"gamma|scale|weight|norm|^g$|^ln", d.name.lower())
-            return f"torch.{'ones' if ones else 'zeros'}({shape})"
-        return f"torch.randn({shape}) * 0.02"
+            return f"torch.{'ones' if ones else 'zeros'}({shape}{dt})"
+        return f"torch.randn({shape}{dt}) * 0.02"
 
     def _buffer_init(self, unit: Unit, d) -> str:
         shape = ", ".join(self.sizes.cfg(unit, x) for x in d.type.shape)
+        if d.type.dtype not in ("int", "bool", dtypes.DEFAULT):
+            return f"torch.zeros({shape or '()'}, dtype=torch.{dtypes.torch_name(d.type.dtype)})"
         if d.type.dtype == "int":
             if not d.type.shape:
                 return "torch.zeros((), dtype=torch.long)"

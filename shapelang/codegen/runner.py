@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from ..checker import dims as dimlib
+from ..checker import dtypes
 from ..checker.ir import CheckedSpec
 from .generator import Generated, generate
 
@@ -51,7 +52,7 @@ def resolve_sizes(spec: CheckedSpec, overrides: dict[str, int] | None = None) ->
     """Every dim's value: the example, overridden; derived dims computed; assumptions checked."""
     p = spec.prover
     base = [n for n in spec.dims if n not in spec.definitions]
-    values = {n: v for n, v in spec.example.items() if n in base}
+    values = {n: v for n, v in (spec.example or spec.example_given).items() if n in base}
     given_derived = {}
     for name, v in (overrides or {}).items():
         if name not in p.user:
@@ -62,14 +63,15 @@ def resolve_sizes(spec: CheckedSpec, overrides: dict[str, int] | None = None) ->
             given_derived[name] = v
         else:
             values[name] = v
-    missing = [n for n in base if n not in values]
+    missing = [n for n in base if n not in values and n not in spec.call_bound]
     if missing:
         raise SizesError(f"no size for {', '.join(missing)}: the spec's example does not give "
                          f"{'it' if len(missing) == 1 else 'them'}; add --sizes "
                          + ",".join(f"{n}=..." for n in missing))
     env = {p.user[n]: v for n, v in values.items()}
     _check_assumptions(spec, env, only_known=True)   # name a broken `assume` before a derived dim
-    pending = dict(spec.definitions)
+    open_ = {p.user[n] for n in spec.call_bound} - set(env)   # bound at block calls, not given
+    pending = {n: e for n, e in spec.definitions.items() if not e.free_symbols & open_}
     while pending:
         ready = [n for n, e in pending.items() if e.free_symbols <= set(env)]
         if not ready:
@@ -88,7 +90,7 @@ def resolve_sizes(spec: CheckedSpec, overrides: dict[str, int] | None = None) ->
             raise SizesError(f"`{name}` is derived: {name} = {spec.definitions[name]} = "
                              f"{env[p.user[name]]} at these sizes, not {v}; set the sizes it is made of")
     _check_assumptions(spec, env, only_known=False)
-    return {n: env[p.user[n]] for n in spec.dims}
+    return {n: env[p.user[n]] for n in spec.dims if p.user[n] in env}
 
 
 def _check_assumptions(spec: CheckedSpec, env: dict, *, only_known: bool) -> None:
@@ -229,12 +231,14 @@ def make_inputs(spec: CheckedSpec, gen: Generated, sizes: dict[str, int], *, see
     out = []
     for _py, t, ref in gen.args:
         shape = [value_at(d, spec, sizes) for d in t.shape]
-        if t.dtype == "int":
-            out.append(torch.randint(0, bounds.get(ref, 2), shape, generator=g))
-        elif t.dtype == "bool":
+        kind = dtypes.kind(t.dtype)
+        if kind == "int":
+            high = min(bounds.get(ref, 2), 100 if t.dtype in ("int8", "uint8") else bounds.get(ref, 2))
+            out.append(torch.randint(0, high, shape, generator=g, dtype=_torch_dtype(t.dtype)))
+        elif kind == "bool":
             out.append(torch.rand(shape, generator=g) < 0.2)
         else:
-            out.append(torch.randn(shape, generator=g))
+            out.append(torch.randn(shape, generator=g).to(_torch_dtype(t.dtype)))
     return out
 
 
@@ -250,6 +254,7 @@ class Row:
     dtype: str
     got: list = field(default_factory=list)   # per call: one shape per output
     dtype_ok: bool = True
+    dtype_got: str = ""
     depth: int = 0
 
     @property
@@ -291,12 +296,14 @@ def _rows(spec: CheckedSpec, sizes) -> list[Row]:
     return rows
 
 
-def _dtype_kind(t) -> str:
-    torch = _import_torch()
+def _dtype_name(t) -> str:
+    """A torch tensor's dtype in the spec's names (torch.int64 -> int)."""
+    name = str(t.dtype).removeprefix("torch.")
+    return dtypes.canonical(name) or name
 
-    if t.dtype == torch.bool:
-        return "bool"
-    return "float" if t.is_floating_point() else "int"
+
+def _torch_dtype(name: str):
+    return getattr(_import_torch(), dtypes.torch_name(name))
 
 
 def _import_torch():
@@ -327,7 +334,9 @@ def run_spec(spec: CheckedSpec, sizes: dict[str, int], *, seed: int = 0, check_c
         tensors = value if isinstance(value, tuple) else (value,)
         for r in by_step.get(step_id, ()):
             r.got.append([list(t.shape) for t in tensors])
-            r.dtype_ok = r.dtype_ok and all(_dtype_kind(t) == r.dtype for t in tensors)
+            got = [_dtype_name(t) for t in tensors]
+            r.dtype_ok = r.dtype_ok and all(d == r.dtype for d in got)
+            r.dtype_got = r.dtype_got or next((d for d in got if d != r.dtype), "")
 
     check_budget(spec, sizes, rows)
     cache = {} if cache is None else cache
@@ -439,7 +448,7 @@ def report_text(rep: Report) -> str:
                     distinct.append(g)
             got = " / ".join(_shapes(g) for g in distinct) + (f" (x{len(r.got)})" if len(r.got) > 1 else "")
             if not r.dtype_ok:
-                got += " wrong dtype"
+                got += f" wrong dtype: {r.dtype_got}, not {r.dtype}"
         table.append([f"%{r.step}", str(r.line), "  " * r.depth + r.where, r.op, _shapes(r.expected), got,
                       "ok" if r.ok else "MISMATCH"])
     widths = [max(len(row[k]) for row in table) for k in range(len(table[0]))]

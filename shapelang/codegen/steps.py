@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from ..checker import dtypes
 from ..checker.ir import Step
+from ..checker.ops.values import CASTS
 from .naming import CodegenError, _snake, py_str
 from .units import Unit
 
@@ -107,7 +109,30 @@ def _mask(o: Op) -> list[str]:
 
 
 def _unary(o: Op) -> list[str]:
-    return [f"{o.out} = " + UNARY[o.s.op].replace("F.", FUNCTIONAL + ".").format(o.x)]
+    call = UNARY[o.s.op].replace("F.", FUNCTIONAL + ".")
+    if o.d.get("approximate", "none") != "none":     # gelu's tanh approximation
+        call = call.replace("({})", f"({{}}, approximate={py_str(o.d['approximate'])})")
+    return [f"{o.out} = " + call.format(o.x)]
+
+
+def _torch_dtype(d: str | None) -> str:
+    return "torch." + dtypes.torch_name(d) if d else ""
+
+
+def _keywords(**kw) -> str:
+    """`, eps=1e-06, bias=False`: the keywords that differ from PyTorch's defaults (None: default)."""
+    return "".join(f", {k}={v}" for k, v in kw.items() if v is not None)
+
+
+def _softmax(o: Op) -> list[str]:
+    dtype = _keywords(dtype=_torch_dtype(o.d.get("dtype")) or None)
+    return [f"{o.out} = {FUNCTIONAL}.{o.s.op}({o.x}, dim={o.axis(o.d['dim'])}{dtype})"]
+
+
+def _cast(o: Op) -> list[str]:
+    if o.s.op == "to":
+        return [f"{o.out} = {o.x}.to({_torch_dtype(o.d['dtype'])})"]
+    return [f"{o.out} = {o.x}.{o.s.op}()"]
 
 
 def _module(o: Op, init: str) -> list[str]:
@@ -116,19 +141,24 @@ def _module(o: Op, init: str) -> list[str]:
     return [f"{o.out} = self.{o.attr}({o.x})"]
 
 
-def _layernorm(o: Op) -> list[str]:
-    bias = "" if o.d.get("bias", True) else ", bias=False"
-    return _module(o, f"nn.LayerNorm({o.cfg(o.d['features'])}{bias})")
+def _norm(o: Op) -> list[str]:
+    affine = o.d.get("affine", True)
+    kw = _keywords(eps=repr(o.d["eps"]) if o.d.get("eps") is not None else None,
+                   elementwise_affine=None if affine else "False",
+                   bias="False" if o.s.op == "layernorm" and affine and not o.d.get("bias", True) else None)
+    cls = "LayerNorm" if o.s.op == "layernorm" else "RMSNorm"
+    return _module(o, f"nn.{cls}({o.cfg(o.d['features'])}{kw})")
 
 
 def _linear(o: Op) -> list[str]:
-    bias = "" if o.d["bias"] else ", bias=False"
-    return _module(o, f"nn.Linear({o.cfg(o.d['in'])}, {o.cfg(o.d['out'])}{bias})")
+    kw = _keywords(bias=None if o.d["bias"] else "False", dtype=_torch_dtype(o.d.get("dtype")) or None)
+    return _module(o, f"nn.Linear({o.cfg(o.d['in'])}, {o.cfg(o.d['out'])}{kw})")
 
 
 def _embed(o: Op) -> list[str]:
     if o.d.get("table") is None:
-        return _module(o, f"nn.Embedding({o.cfg(o.d['vocab'])}, {o.cfg(o.d['dim'])})")
+        kw = _keywords(padding_idx=o.d.get("padding_idx"), dtype=_torch_dtype(o.d.get("dtype")) or None)
+        return _module(o, f"nn.Embedding({o.cfg(o.d['vocab'])}, {o.cfg(o.d['dim'])}{kw})")
     return [f"{o.out} = {FUNCTIONAL}.embedding({o.x}, {o.args[1]})"]
 
 
@@ -147,8 +177,9 @@ def _only(o: Op) -> str:
 
 
 def _reduce(o: Op) -> list[str]:
-    keep = ", keepdim=True" if o.d.get("keepdim") else ""
-    return [f"{o.out} = {o.x}.{o.s.op}(dim={o.axis(o.d['dim'])}{keep})"]
+    kw = _keywords(keepdim="True" if o.d.get("keepdim") else None,
+                   correction=None if o.d.get("correction", 1) == 1 else o.d["correction"])
+    return [f"{o.out} = {o.x}.{o.s.op}(dim={o.axis(o.d['dim'])}{kw})"]
 
 
 def _select(o: Op) -> list[str]:
@@ -237,13 +268,14 @@ EMITTERS = {
     "flatten": lambda o: [f"{o.out} = {o.x}.flatten({o.d['start']}, {o.d['end']})"],
     "expand": lambda o: [f"{o.out} = {o.x}.expand({o.sizes(o.d['shape'])})"],
     "repeat_interleave": _repeat_interleave,
-    "softmax": lambda o: [f"{o.out} = {FUNCTIONAL}.softmax({o.x}, dim={o.axis(o.d['dim'])})"],
-    "log_softmax": lambda o: [f"{o.out} = {FUNCTIONAL}.log_softmax({o.x}, dim={o.axis(o.d['dim'])})"],
+    "softmax": _softmax,
+    "log_softmax": _softmax,
+    "to": _cast,
     "scale": _scale,
     "mask": _mask,
     "contiguous": lambda o: [f"{o.out} = {o.x}.contiguous()"],
-    "layernorm": _layernorm,
-    "rmsnorm": lambda o: _module(o, f"nn.RMSNorm({o.cfg(o.d['features'])})"),
+    "layernorm": _norm,
+    "rmsnorm": _norm,
     "linear": _linear,
     "dropout": lambda o: _module(o, f"nn.Dropout({o.d['p']!r})"),
     "embed": _embed,
@@ -262,6 +294,7 @@ EMITTERS = {
     "block": _block,
     "stack": _stack,
     **{op: _unary for op in UNARY},
+    **{op: _cast for op in CASTS},
     **{op: _binary for op in BINARY},
 }
 STEPS = EMITTERS

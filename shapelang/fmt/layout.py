@@ -4,7 +4,8 @@ Rules (docs/editors.md, "Formatting"):
 - a statement starts at its block's indentation: 0 at the top, 2 inside `block ... end`;
   a line that continues a pipeline (starts with `->`) is indented 2 more;
 - one space around `->`, none before and one after `,` and `:`, none inside brackets,
-  none between a name and the `(` of its call;
+  none between a name and the `(` of its call (a name, a space and `(` are two arguments
+  of an operation, `slice 1 H (H + 1)`, and stay apart);
   anywhere else a run of spaces becomes one and tokens written together stay together
   (operators in sizes and shapes keep the learner's spacing);
 - trailing comments of consecutive lines line up at column 16, or one space after
@@ -101,7 +102,7 @@ def _join(tokens: list[_Tok], raw: str) -> str:
         if a.punct == "->" or b.punct == "->" or a.punct in (",", ":"):
             sep = " "
         elif (b.punct in _NO_SPACE_BEFORE or a.punct in _NO_SPACE_AFTER
-              or (b.punct == "(" and a.kind == "NAME")):   # a call: `sqrt(Dk)`, `-> Block(x)`
+              or b.kind == "CALL_OPEN"):   # a call: `sqrt(Dk)`, `stack N Block(x)`
             sep = ""
         else:
             sep = " " if gap else ""

@@ -30,6 +30,7 @@ def _binding_json(spec, b, types) -> dict:
             "shape": [dimlib.show(d) for d in s.out.shape],
             "example": _ex(spec, s.out.shape),
             "outputs": [[dimlib.show(d) for d in t.shape] for t in s.outputs],
+            "dtype": s.out.dtype, "dtypes": [t.dtype for t in s.outputs],
             "contiguous": s.out.is_contiguous,
             "params": dimlib.show(s.params), "params_example": _num(spec, s.params),
             "flops": dimlib.show(s.flops), "flops_example": _num(spec, s.flops),
@@ -39,6 +40,7 @@ def _binding_json(spec, b, types) -> dict:
     main = b.types[0]
     return {"name": ", ".join(b.names), "line": b.span.line,
             "shape": [dimlib.show(d) for d in main.shape], "example": _ex(spec, main.shape),
+            "dtype": main.dtype,
             "steps": steps}
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sympy as sp
 
 from ..checker import dims as dimlib
+from ..checker import dtypes
 from ..checker.ir import CheckedSpec
 from . import poly
 from .color import diagnostic_lines
@@ -56,8 +57,9 @@ def _ex_text(ex) -> str:
     return "[" + ", ".join(map(_big, ex)) + "]"
 
 
-def _shape_cell(shapes: list, changed: list | None = None) -> Cell:
-    """Shapes (lists of axis texts) joined by ` | `, the changed axes marked for colour."""
+def _shape_cell(shapes: list, changed: list | None = None, suffixes: list | None = None) -> Cell:
+    """Shapes (lists of axis texts) joined by ` | `, the changed axes marked for colour, each
+    followed by its suffix (the dtype where it is not the default)."""
     text, spans = "", []
     for k, parts in enumerate(shapes):
         if k:
@@ -69,7 +71,7 @@ def _shape_cell(shapes: list, changed: list | None = None) -> Cell:
             if changed and j in changed[k]:
                 spans.append((len(text), len(text) + len(part), "changed"))
             text += part
-        text += "]"
+        text += "]" + (suffixes[k] if suffixes else "")
     return Cell(text, tuple(spans))
 
 
@@ -178,7 +180,8 @@ class _Trace:
             row = {"binding": Cell(name, ((0, len(name), "name"),)) if k == len(b.steps) - 1 else Cell(),
                    "line": Cell(str(s.span.line)), "op": Cell(s.text),
                    "in": self._shape_in(s, types),
-                   "out": _shape_cell([[self.size(d) for d in t.shape] for t in s.outputs], changed)}
+                   "out": _shape_cell([[self.size(d) for d in t.shape] for t in s.outputs], changed,
+                                      [dtypes.suffix(t.dtype) for t in s.outputs])}
             exs = [_ex(self.spec, t.shape) for t in s.outputs]
             if all(e is not None for e in exs):
                 row["ex"] = _shape_cell([[_big(v) for v in e] for e in exs], changed)
@@ -195,7 +198,7 @@ class _Trace:
         n = sp.Integer(1)
         for x in d.type.shape:
             n *= x
-        kind = d.kind + ("" if d.type.dtype == "float" else f" {d.type.dtype}")
+        kind = d.kind + dtypes.suffix(d.type.dtype)
         row = {"binding": Cell(d.name, ((0, len(d.name), "name"),)), "line": Cell(str(d.span.line)),
                "op": Cell(kind), "out": Cell(self.shape(d.type.shape)),
                "params": Cell(self.amount(n) if d.kind == "param" else "")}
@@ -270,7 +273,7 @@ class _Trace:
         out += [Line("")] + laid[0]
         for (ir, call, caller), table in zip(blocks, laid[1:]):
             args = ", ".join(f"{d.name}: {self.shape_text(d.type.shape)}"
-                             + ("" if d.type.dtype == "float" else f" {d.type.dtype}") for d in ir.inputs)
+                             + dtypes.suffix(d.type.dtype) for d in ir.inputs)
             head = f"block {ir.name}({args})"
             if call is not None:
                 head += f", called {'in ' + caller + ' ' if caller else ''}on line {call.span.line}"

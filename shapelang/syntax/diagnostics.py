@@ -32,6 +32,7 @@ CODES: dict[str, str] = {
     "E114": "stacked block changes the shape",
     "E115": "assumption cannot be used",
     "E116": "an exercise blank is not filled in",
+    "E120": "a dtype the operation does not take",
     "W201": "example is missing sizes",
     "W301": "an axis is made of parts of different axes (heads mixed with tokens)",
     "W302": "pieces of an axis merged back out of order",

@@ -28,7 +28,7 @@ _TOKEN_WORDS = {
     "NAME": "a name", "INT": "a number", "SIGNED_INT": "a negative number",
     "DECIMAL": "a decimal number", "STRING": "a quoted pattern", "HOLE": "a blank `?`", "_NL": "end of line",
     "CMP": "a comparison (==, <=, ...)", "COLON": "`:`", "COMMA": "`,`", "LSQB": "`[`",
-    "RSQB": "`]`", "LPAR": "`(`", "RPAR": "`)`", "EQUAL": "`=`", "PLUS": "`+`",
+    "RSQB": "`]`", "LPAR": "`(`", "CALL_OPEN": "`(`", "KW_COMMA": "`,`", "RPAR": "`)`", "EQUAL": "`=`", "PLUS": "`+`",
     "MINUS": "`-`", "STAR": "`*`", "SLASH": "`/`", "PERCENT": "`%`", "$END": "end of file",
 }
 

@@ -28,10 +28,12 @@ CACHE_LIMIT = 200_000
 _MISSING = object()
 # the arguments of an operation that change values (not only shapes)
 _SIG_DETAILS = {
-    "softmax": ("dim",), "log_softmax": ("dim",), "scale": ("factor",), "dropout": ("p",),
-    "mask": ("kind",), "sum": ("dim", "keepdim"), "mean": ("dim", "keepdim"),
-    "var": ("dim", "keepdim"), "amax": ("dim", "keepdim"), "select": ("dim", "index"),
-    "slice": ("dim", "start", "end"), "layernorm": ("bias",), "linear": ("bias",),
+    "softmax": ("dim", "dtype"), "log_softmax": ("dim", "dtype"), "scale": ("factor",),
+    "dropout": ("p",), "mask": ("kind",), "sum": ("dim", "keepdim"), "mean": ("dim", "keepdim"),
+    "var": ("dim", "keepdim", "correction"), "amax": ("dim", "keepdim"), "select": ("dim", "index"),
+    "slice": ("dim", "start", "end"), "layernorm": ("bias", "eps", "affine"),
+    "rmsnorm": ("eps", "affine"), "linear": ("bias", "dtype"), "gelu": ("approximate",),
+    "embed": ("dtype", "padding_idx"), "to": ("dtype",),
     "concat": ("dim",), "split": ("dim",), "chunk": ("dim", "chunks"), "block": ("block",),
     "stack": ("block", "count"),
 }

@@ -231,6 +231,27 @@ dim B, S, D
 input X: [B, S, D]
 Y: X -> linear D
 """),
+    "E120": Explanation(
+        means="""
+PyTorch refuses this operation for the dtype of its input, at every size:
+`softmax`, `mean`, `layernorm` and `gelu` need floating-point values, `embed`
+needs int ids, `-` and negation refuse bool masks, and `@` needs both operands
+of one dtype. Tensors are float (float32) unless declared otherwise
+(`input ids: [B, S] int`); dtypes follow PyTorch's type promotion from there
+(`ids * 0.5` is float). Cast with `-> to float` where the code casts.""",
+        matters="""
+The shapes all fit, so nothing else would flag the line, and the model fails
+the first time it runs.""",
+        wrong="""
+dim B, S
+input pad: [B, S] bool
+keep: 1 - pad
+""",
+        right="""
+dim B, S
+input pad: [B, S] bool
+keep: 1 - (pad -> to float)
+"""),
     "E113": Explanation(
         means="""
 A block is called with a tensor that does not fit its declared input: another

@@ -9,7 +9,7 @@ counterexample.
 """
 from .args import Args, Result, prod
 from .combine import broadcast, concat_types, einsum_types, matmul
-from .table import RULES, TABLE, UNARY, OpDef
+from .table import RULES, TABLE, UNARY, OpDef, apply
 
-__all__ = ["RULES", "TABLE", "UNARY", "Args", "OpDef", "Result", "broadcast", "concat_types",
+__all__ = ["RULES", "TABLE", "UNARY", "Args", "OpDef", "Result", "apply", "broadcast", "concat_types",
            "einsum_types", "matmul", "prod"]

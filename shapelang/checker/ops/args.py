@@ -35,9 +35,41 @@ def _ax(n: int) -> str:
 class Args:
     """Typed access to an operation's arguments, with learner-facing errors."""
 
-    def __init__(self, c, op: Op, x: TensorType | None = None):
+    def __init__(self, c, op: Op, x: TensorType | None = None, opdef=None):
         self.c, self.op, self.pos, self.x = c, op, op.args, x
-        self.kw = {k.name: k for k in op.kwargs}
+        self.opdef = opdef
+        self.kw = _Keywords((k.name, k) for k in op.kwargs)
+        self.tensors: list[TensorType] = []    # the tensor arguments read, in order (for dtypes)
+        if opdef is not None and opdef.positional:
+            self._positional_keywords(opdef.positional)
+
+    def _positional_keywords(self, names) -> None:
+        """`softmax dim=-1`, `dropout p=0.1`: a positional argument given by its keyword."""
+        given = sorted((names.index(k), k) for k in self.kw if k in names)
+        pos = list(self.pos)
+        for i, name in given:
+            k = self.kw[name]
+            if i < len(pos):
+                raise self.fail(f"`{self.op.name}` gets `{name}` twice: as argument {i + 1} and as "
+                                f"`{name}=`", span=k.span)
+            if i > len(pos):
+                raise self.fail(f"`{self.op.name} {name}=` needs the arguments before it too: "
+                                f"{', '.join(names[:i])}", span=k.span,
+                                help=f"write it as `{self.opdef.usage}`")
+            pos.append(k.value)
+        self.pos = tuple(pos)
+
+    def finish(self) -> None:
+        """Refuse a keyword the rule did not read: no keyword is silently dropped."""
+        for name, k in self.kw.items_unread():
+            accepted = sorted(set(getattr(self.opdef, "kwargs", ()) or ())
+                              | set(getattr(self.opdef, "positional", ()) or ()))
+            if accepted:
+                help = "it takes " + ", ".join(f"`{n}=`" for n in accepted)
+            else:
+                help = f"`{self.op.name}` takes no keyword arguments"
+            raise ShapeError("E110", f"`{self.op.name}` has no keyword `{name}=`", span=k.span,
+                             help=help + " (docs/language.md lists the keywords of every operation)")
 
     def fail(self, message: str, help: str | None = None, span=None) -> ShapeError:
         return ShapeError("E110", message, help=help, span=span or self.op.span)
@@ -97,7 +129,9 @@ class Args:
         return dims, infer
 
     def tensor_at(self, i: int) -> TensorType:
-        return self.c.tensor(self.pos[i])
+        t = self.c.tensor(self.pos[i])
+        self.tensors.append(t)
+        return t
 
     def str_at(self, i: int) -> str:
         node = self.pos[i]
@@ -119,6 +153,58 @@ class Args:
         if isinstance(k.value, Name) and k.value.name in ("true", "false", "True", "False"):
             return k.value.name.lower() == "true"
         raise self.fail(f"`{name}=` takes true or false", span=k.span)
+
+    def kw_number(self, name: str, default, *, positive: bool = False, whole: bool = False):
+        """A keyword's number (`eps=1e-6`, `correction=0`), or `default` when not given."""
+        k = self.kw.get(name)
+        if k is None:
+            return default
+        v = k.value
+        if isinstance(v, Neg) and isinstance(v.operand, Num):
+            v = Num(v.span, -v.operand.value, "-" + v.operand.text)
+        if not isinstance(v, Num) or (whole and not isinstance(v.value, int)) \
+                or (positive and not v.value > 0):
+            what = "a whole number" if whole else "a number"
+            raise self.fail(f"`{name}=` takes {what}{' above 0' if positive else ''}", span=k.span)
+        return v.value
+
+    def kw_choice(self, name: str, choices: tuple, default: str) -> str:
+        """A keyword that takes one of a few words (`approximate="tanh"`)."""
+        k = self.kw.get(name)
+        if k is None:
+            return default
+        v = k.value
+        word = v.value if isinstance(v, Str) else v.name if isinstance(v, Name) else None
+        if word not in choices:
+            raise self.fail(f"`{name}=` takes " + " or ".join(f'"{c}"' for c in choices), span=k.span)
+        return word
+
+
+class _Keywords(dict):
+    """The keyword arguments by name; remembers which ones a rule read."""
+
+    def __init__(self, items):
+        super().__init__(items)
+        self.read: set = set()
+
+    def get(self, name, default=None):
+        self.read.add(name)
+        return super().get(name, default)
+
+    def __getitem__(self, name):
+        self.read.add(name)
+        return super().__getitem__(name)
+
+    def __contains__(self, name):
+        self.read.add(name)
+        return super().__contains__(name)
+
+    def items(self):
+        self.read.update(self.keys())
+        return super().items()
+
+    def items_unread(self):
+        return [(n, k) for n, k in super().items() if n not in self.read]
 
 
 def _is_minus_one(node) -> bool:

@@ -6,7 +6,7 @@ import sympy as sp
 
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit
-from .. import patterns
+from .. import dtypes, patterns
 from ..layout import Geometry, TensorType, channels_last, einsum_strides, fresh, suggests_channels_last
 from .args import ONE, ZERO, Result, _ax, prod
 
@@ -20,23 +20,33 @@ def linear(c, x, a):
     c.need_positive(out_f, a.pos[0].span)
     in_f = x.shape[-1]
     bias = a.kw_bool("bias", True)
+    k = a.kw.get("dtype")
+    dtype = dtypes.from_node(k.value, "`dtype=`") if k is not None else None
     shape = x.shape[:-1] + (out_f,)
     return Result((fresh(shape, x.dtype),), params=in_f * out_f + (out_f if bias else 0),
-                  flops=prod(shape) * in_f, detail={"in": in_f, "out": out_f, "bias": bias})
+                  flops=prod(shape) * in_f, detail={"in": in_f, "out": out_f, "bias": bias,
+                                                    "dtype": dtype})
 
 
 def embed(c, x, a):
     a.count(1, 2, usage="embed W_te")
-    if x.dtype != "int":
-        raise ShapeError("E112", f"`embed` looks up token ids, but {c.show(x)} holds {x.dtype} values",
-                         help="declare the ids as `input ids: [B, S] int`", span=a.op.span)
+    k = a.kw.get("dtype")
+    dtype = dtypes.from_node(k.value, "`dtype=`") if k is not None else None
+    pad = a.kw_number("padding_idx", None, whole=True)
     if len(a.pos) == 2:
         vocab, width = a.dim_at(0), a.dim_at(1)
         for k, (e, what) in enumerate(((vocab, "vocabulary size"), (width, "width"))):
             c.need_whole(e, span=a.pos[k].span, what=lambda e=e, what=what: f"the {what} {e}")
             c.need_positive(e, a.pos[k].span, what=lambda e=e, what=what: f"the {what} {e}")
+        if pad is not None:
+            c.need_leq(pad + 1 if pad >= 0 else -pad, vocab, span=a.kw["padding_idx"].span,
+                       message=lambda: f"`padding_idx={pad}` may be outside the vocabulary of {vocab}")
         return Result((fresh(x.shape + (width,)),), params=vocab * width,
-                      detail={"vocab": vocab, "dim": width, "table": None})
+                      detail={"vocab": vocab, "dim": width, "table": None, "dtype": dtype,
+                              "padding_idx": pad})
+    if dtype is not None or pad is not None:
+        raise a.fail("`dtype=` and `padding_idx=` belong to an embedding that owns its table "
+                     "(`embed V D`)", span=(a.kw.get("dtype") or a.kw.get("padding_idx")).span)
     table = a.tensor_at(0)
     if table.rank != 2:
         raise a.fail(f"the embedding table must be [V, D], got {c.show(table)}", span=a.pos[0].span)
@@ -70,9 +80,10 @@ def concat_types(c, parts, axis: int, span, axis_span):
     shape[d] = sum((p.shape[d] for p in parts), ZERO)
     # torch.cat: channels-last when every part suggests it, else contiguous (measured)
     g = Geometry(c.prover.canon, c.same)
+    dtype = dtypes.concat(parts)   # torch.cat promotes
     if all(suggests_channels_last(p.shape, p.strides, g) for p in parts):
-        return TensorType(tuple(shape), channels_last(shape), parts[0].dtype)
-    return fresh(shape, parts[0].dtype)
+        return TensorType(tuple(shape), channels_last(shape), dtype)
+    return fresh(shape, dtype)
 
 
 def _norm_axis(axis, rank):
@@ -174,8 +185,8 @@ def einsum_types(c, eq, operands, span):
         out.extend(ellipsis if ch == "." else [sizes[ch]])
     strides = einsum_strides(spec.inputs, spec.output, operands, sizes,
                              Geometry(c.prover.canon, c.same))
-    t = TensorType(tuple(out), strides, operands[0].dtype) if strides is not None \
-        else fresh(out, operands[0].dtype)
+    dtype = dtypes.einsum(spec.inputs, spec.output, operands, span)
+    t = TensorType(tuple(out), strides, dtype) if strides is not None else fresh(out, dtype)
     return t, prod(sizes.values()) * prod(ellipsis)
 
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .. import dtypes
 from . import combine, reshaping, values
+from .args import Args
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,9 @@ class OpDef:
     emitter: str | None = None      # key in shapelang.codegen.emit.EMITTERS (default: the name)
     family: str = "values"          # docs section: layout, values, combine, blocks
     provenance: str | None = None   # key in shapelang.checker.provenance's rules (None: unknown)
+    kwargs: tuple = ()              # keywords it takes besides its positional ones (`eps`, `bias`)
+    positional: tuple = ()          # names of its positional arguments, each may be given as `name=`
+    dtype: str | Callable | None = None   # its dtype rule (shapelang.checker.dtypes; None: by name)
 
     @property
     def emitter_key(self) -> str:
@@ -37,6 +42,9 @@ class OpDef:
 
 UNARY = ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt", "rsqrt", "log", "abs",
          "softplus", "neg", "square")
+UNARY_KWARGS = {"gelu": ("approximate",)}
+CASTS = values.CASTS   # Tensor.float() and its kin: the dtype each casts to
+CASTS_DOC = "Tensor.float() and its kin: cast to float32, float16, bfloat16, float64, int64, bool"
 
 _ENTRIES = [
     # layout: the same elements, moved or regrouped
@@ -46,69 +54,81 @@ _ENTRIES = [
     OpDef("reshape", "reshape [S1, S2, ..]", "as `view`, copying when the strides do not allow a view",
           reshaping.reshape, family="layout", provenance="regroup"),
     OpDef("transpose", "transpose A B", "swaps two axes", reshaping.transpose, family="layout",
-          provenance="permute"),
+          provenance="permute", positional=("dim0", "dim1")),
     OpDef("permute", "permute A B C ..", "reorders all axes", reshaping.permute, family="layout",
           provenance="permute"),
     OpDef("unsqueeze", "unsqueeze A", "inserts an axis of size 1 at A", reshaping.unsqueeze,
-          family="layout", provenance="unsqueeze"),
+          family="layout", provenance="unsqueeze", positional=("dim",)),
     OpDef("squeeze", "squeeze A", "removes axis A, which must be 1 (without A: every axis that is 1)",
-          reshaping.squeeze, family="layout", provenance="squeeze"),
+          reshaping.squeeze, family="layout", provenance="squeeze", positional=("dim",)),
     OpDef("movedim", "movedim A B", "moves axis A to position B, keeping the order of the others",
-          reshaping.movedim, family="layout", provenance="permute"),
+          reshaping.movedim, family="layout", provenance="permute", positional=("source", "destination")),
     OpDef("flatten", "flatten A B", "merges axes A..B into one (`flatten A`: to the end)",
-          reshaping.flatten, family="layout", provenance="regroup"),
+          reshaping.flatten, family="layout", provenance="regroup", positional=("start_dim", "end_dim")),
     OpDef("expand", "expand [S1, S2, ..]", "broadcasts size-1 axes to the sizes given; `-1` keeps an axis",
           reshaping.expand, family="layout", provenance="expand"),
     OpDef("repeat_interleave", "repeat_interleave N A", "repeats each element of axis A N times",
-          reshaping.repeat_interleave, family="layout", provenance="repeat"),
+          reshaping.repeat_interleave, family="layout", provenance="repeat", positional=("repeats", "dim")),
     OpDef("rearrange", 'rearrange "b s (h d) -> b h s d" h=H',
           "einops' rearrange; several sizes as `h=H, d=Dk`", reshaping.rearrange, family="layout",
           provenance="rearrange"),
     OpDef("contiguous", "contiguous", "copies into a contiguous layout", values.contiguous,
           family="layout", provenance="same"),
     # values: the same shape, new values
-    OpDef("softmax", "softmax A", "softmax along axis A", values.softmax, provenance="same"),
-    OpDef("log_softmax", "log_softmax A", "log of softmax along axis A", values.softmax,
-          provenance="same"),
+    OpDef("softmax", "softmax A [dtype=float32]", "softmax along axis A (computed in `dtype` when "
+          "given)", values.softmax, provenance="same", positional=("dim",), kwargs=("dtype",)),
+    OpDef("log_softmax", "log_softmax A [dtype=float32]", "log of softmax along axis A",
+          values.softmax, provenance="same", positional=("dim",), kwargs=("dtype",)),
     OpDef("scale", "scale S", "multiplies by a scalar size expression, e.g. `scale 1/sqrt(Dk)`",
           values.scale, provenance="same"),
     OpDef("mask", "mask causal | mask M", "causal mask on the last two axes, or masked_fill where the "
-          "boolean M (broadcastable to the input) is True", values.mask, provenance="same"),
+          "boolean M is True (out of place: the input and M broadcast together)", values.mask, provenance="same"),
     OpDef("dropout", "dropout P", "zeroes elements with probability P while training", values.dropout,
-          provenance="same"),
-    *[OpDef(name, name, "elementwise", values.elementwise, emitter="unary", provenance="same")
-      for name in UNARY],
+          provenance="same", positional=("p",)),
+    *[OpDef(name, name, "elementwise", values.elementwise, emitter="unary", provenance="same",
+            kwargs=UNARY_KWARGS.get(name, ())) for name in UNARY],
+    OpDef("to", "to DTYPE", "casts to a dtype: `to float`, `to bfloat16`, `to int` (see Dtypes)",
+          values.cast, provenance="same", positional=("dtype",)),
+    *[OpDef(name, name, f"Tensor.{name}(): casts to {dtype}", values.cast, provenance="same")
+      for name, dtype in CASTS.items()],
     OpDef("opaque", 'opaque "what" [S1, S2, ..]', "an operation shapelang does not model, kept with "
           "the shape it gives (float; `int` or `bool` after the shape); `shapelang import` writes it "
           "for what it cannot translate, and code generation refuses it",
           values.opaque),
-    OpDef("layernorm", "layernorm [bias=false]", "normalises the last axis; learned gamma and beta "
-          "(2*D parameters, D without bias)", values.norm, provenance="norm"),
-    OpDef("rmsnorm", "rmsnorm", "RMS-normalises the last axis; learned gamma (D parameters)",
-          values.norm, provenance="norm"),
+    OpDef("layernorm", "layernorm [eps=1e-05] [bias=false]", "normalises the last axis; learned "
+          "gamma and beta (2*D parameters, D without bias, none with `elementwise_affine=false`)",
+          values.norm, provenance="norm", kwargs=("eps", "bias", "elementwise_affine")),
+    OpDef("rmsnorm", "rmsnorm [eps=1e-06]", "RMS-normalises the last axis; learned gamma (D "
+          "parameters); eps defaults to the dtype's machine epsilon, as in nn.RMSNorm",
+          values.norm, provenance="norm", kwargs=("eps", "elementwise_affine")),
     OpDef("sum", "sum A [keepdim]", "sums over axis A (kept as size 1 with `keepdim`)",
-          values.reduce, provenance="reduce"),
+          values.reduce, provenance="reduce", positional=("dim",), kwargs=("keepdim",)),
     OpDef("mean", "mean A [keepdim]", "mean over axis A", values.reduce,
-          provenance="reduce"),
-    OpDef("var", "var A [keepdim]", "variance over axis A", values.reduce,
-          provenance="reduce"),
+          provenance="reduce", positional=("dim",), kwargs=("keepdim",)),
+    OpDef("var", "var A [keepdim] [correction=0]", "variance over axis A (`correction=0`: the "
+          "biased one)", values.reduce, provenance="reduce", positional=("dim",),
+          kwargs=("keepdim", "correction")),
     OpDef("amax", "amax A [keepdim]", "maximum over axis A", values.reduce,
-          provenance="reduce"),
+          provenance="reduce", positional=("dim",), kwargs=("keepdim",)),
     OpDef("select", "select A I", "picks position I of axis A (the axis goes)", values.select,
-          provenance="select"),
+          provenance="select", positional=("dim", "index")),
     OpDef("slice", "slice A START END", "keeps positions START..END-1 of axis A", values.slice_,
-          provenance="slice"),
+          provenance="slice", positional=("dim", "start", "end")),
     # combine: learned maps and several tensors
-    OpDef("linear", "linear OUT [bias=false]", "nn.Linear on the last axis; in-features inferred",
-          combine.linear, flops="out elements × in-features", family="combine", provenance="linear"),
+    OpDef("linear", "linear OUT [bias=false] [dtype=bfloat16]", "nn.Linear on the last axis; "
+          "in-features inferred; `dtype` of its weights (float32 by default)",
+          combine.linear, flops="out elements × in-features", family="combine", provenance="linear",
+          positional=("out_features",), kwargs=("bias", "dtype")),
     OpDef("embed", "embed W | embed V D", "token ids [..] with a table W: [V, D] give [.., D]; "
-          "`embed V D` owns its table", combine.embed, family="combine", provenance="embed"),
+          "`embed V D` owns its table (`dtype=` of the table, `padding_idx=`)", combine.embed,
+          family="combine", provenance="embed", kwargs=("dtype", "padding_idx")),
     OpDef("concat", "concat A T1 T2 ..", "joins the piped tensor with T1, T2, .. along axis A",
           combine.concat, family="combine", provenance="concat"),
     OpDef("split", "split S A | split [S1, S2, ..] A", "cuts axis A into pieces of size S (or the "
-          "sizes given), bound to several names", combine.split, family="combine", provenance="split"),
+          "sizes given), bound to several names", combine.split, family="combine", provenance="split",
+          positional=("split_size", "dim")),
     OpDef("chunk", "chunk N A", "cuts axis A into N equal pieces", combine.chunk, family="combine",
-          provenance="split"),
+          provenance="split", positional=("chunks", "dim")),
     OpDef("einsum", 'einsum "bhqd,bhkd->bhqk" K', "the piped tensor is the first operand",
           combine.einsum, flops="product of all index sizes", family="combine", provenance="einsum"),
     # blocks
@@ -123,6 +143,15 @@ TABLE: dict[str, OpDef] = {d.name: d for d in _ENTRIES}
 # the operations a pipeline step may name (blocks are looked up by the checker)
 RULES = {name: d.rule for name, d in TABLE.items() if d.rule is not None}
 
+def apply(c, op, x):
+    """One operation on tensor `x`: its shape rule, then no keyword left unread, then its dtypes."""
+    d = TABLE[op.name]
+    args = Args(c, op, x, d)
+    result = d.rule(c, x, args)
+    args.finish()
+    return dtypes.apply(c, d, x, args, result)
+
+
 FAMILIES = {"layout": "Layout: the same elements, moved or regrouped",
             "values": "Values: the same shape, new values",
             "combine": "Combining tensors and learned maps",
@@ -133,18 +162,23 @@ def markdown() -> str:
     """The operation tables of docs/language.md."""
     out = []
     for family, title in FAMILIES.items():
-        out += [f"**{title}**", "", "| operation | what it does | FLOPs |", "| --- | --- | --- |"]
-        rows, seen_unary = [], False
+        out += [f"**{title}**", "", "| operation | what it does | keywords | FLOPs |",
+                "| --- | --- | --- | --- |"]
+        rows, seen = [], set()
         for d in _ENTRIES:
             if d.family != family:
                 continue
-            if d.name in UNARY:
-                if seen_unary:
-                    continue
-                seen_unary = True
-                usage = ", ".join(f"`{n}`" for n in UNARY)
+            keywords = ", ".join(f"`{k}=`" for k in d.positional + d.kwargs)
+            for group, doc in ((UNARY, "elementwise"), (CASTS, CASTS_DOC)):
+                if d.name in group:
+                    if id(group) in seen:
+                        break
+                    seen.add(id(group))
+                    keywords = ", ".join(f"{n}: `{k}=`" for n in group for k in UNARY_KWARGS.get(n, ()))
+                    rows.append(f"| {', '.join(f'`{n}`' for n in group)} | {doc} | {keywords} | |")
+                    break
             else:
                 usage = " / ".join(f"`{u.strip()}`" for u in d.usage.split("|"))
-            rows.append(f"| {usage} | {d.doc} | {d.flops} |")
+                rows.append(f"| {usage} | {d.doc} | {keywords} | {d.flops} |")
         out += rows + [""]
     return "\n".join(out)

@@ -2,11 +2,14 @@
 dropout, elementwise functions, masks, norms, reductions and indexing."""
 from __future__ import annotations
 
-from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Num
+from .. import dtypes
 from ..layout import Geometry, TensorType, channels_last, dense_like, fresh, suggests_channels_last
 from .args import ONE, ZERO, Result
 from .combine import broadcast
+
+CASTS = {"float": "float", "half": "float16", "bfloat16": "bfloat16", "double": "float64",
+         "long": "int", "bool": "bool"}
 
 
 def _same_shape(c, x, a, usage=None, **detail):
@@ -14,8 +17,24 @@ def _same_shape(c, x, a, usage=None, **detail):
 
 
 def softmax(c, x, a):
-    a.count(1, usage="softmax -1")
-    return _same_shape(c, x, a, dim=a.axis_at(0, x.rank))
+    a.count(1, usage=f"{a.op.name} -1")
+    k = a.kw.get("dtype")
+    dtype = dtypes.from_node(k.value, "`dtype=`") if k is not None else None
+    return _same_shape(c, x, a, dim=a.axis_at(0, x.rank), dtype=dtype)
+
+
+def cast(c, x, a):
+    """`to bfloat16`, `float`: a new tensor of that dtype (the same one when it already is)."""
+    if a.op.name == "to":
+        a.count(1, usage="to float")
+        dtype = dtypes.from_node(a.pos[0], "`to`")
+    else:
+        a.count(0, usage=a.op.name)
+        dtype = dtypes.canonical(CASTS[a.op.name])
+    if dtype == x.dtype:      # Tensor.to returns the tensor itself
+        return Result((x,), detail={"dtype": dtype})
+    out = dense_like(x, c.prover.canon, c.same)
+    return Result((TensorType(out.shape, out.strides, dtype, out.alt, out.why),), detail={"dtype": dtype})
 
 
 def _geometry(c) -> Geometry:
@@ -55,6 +74,8 @@ def dropout(c, x, a):
 
 def elementwise(c, x, a):
     a.count(0, usage=a.op.name)
+    if a.op.name == "gelu":
+        return _pointwise(c, x, approximate=a.kw_choice("approximate", ("none", "tanh"), "none"))
     return _pointwise(c, x)
 
 
@@ -71,14 +92,11 @@ def mask(c, x, a):
             raise a.fail(f"`mask causal` needs at least 2 dims (query and key), got {c.show(x)}")
         return _same_shape(c, x, a, kind="causal", rows=x.shape[-2], cols=x.shape[-1])
     m = a.tensor_at(0)
-    if m.rank > x.rank:
-        raise ShapeError("E102", f"the mask {c.show(m)} has more dims than the scores {c.show(x)}",
-                         span=node.span)
+    # out-of-place masked_fill broadcasts the input and the mask together
     out = broadcast(c, [x.shape, m.shape], ["the input", "the mask"], node.span)
-    c.need_shape_equal(out, x.shape, span=node.span, code="E102",
-                       message=lambda: f"the mask {c.show(m)} would grow the input {c.show(x)} to "
-                               f"{c.show_shape(out)}; a mask must broadcast to the input's shape")
-    return _same_shape(c, x, a, kind="tensor")
+    if len(out) == x.rank and all(c.same(p, q) for p, q in zip(out, x.shape)):
+        return _same_shape(c, x, a, kind="tensor")
+    return Result((fresh(out, x.dtype),), detail={"kind": "tensor"})
 
 
 def norm(c, x, a):
@@ -86,14 +104,17 @@ def norm(c, x, a):
     if x.rank < 1:
         raise a.fail(f"`{a.op.name}` needs at least one dim")
     d = x.shape[-1]
-    learned = 2 * d if a.op.name == "layernorm" and a.kw_bool("bias", True) else d
+    bias = a.op.name == "layernorm" and a.kw_bool("bias", True)
+    affine = a.kw_bool("elementwise_affine", True)
+    learned = (2 * d if bias else d) if affine else 0
+    eps = a.kw_number("eps", None, positive=True)
     # layer_norm returns a contiguous tensor; rms_norm keeps a channels-last memory format
     # (Tensor.suggest_memory_format) and is contiguous otherwise: measured with torch
     out = fresh(x.shape, x.dtype)
     if a.op.name == "rmsnorm" and suggests_channels_last(x.shape, x.strides, _geometry(c)):
         out = TensorType(x.shape, channels_last(x.shape), x.dtype)
     return Result((out,), params=learned,
-                  detail={"features": d, "bias": a.op.name == "layernorm" and a.kw_bool("bias", True)})
+                  detail={"features": d, "bias": bias and affine, "affine": affine, "eps": eps})
 
 
 def reduce(c, x, a):
@@ -103,7 +124,10 @@ def reduce(c, x, a):
     keep = keep or a.kw_bool("keepdim", False)
     d = a.axis_at(0, x.rank)
     shape = x.shape[:d] + ((ONE,) if keep else ()) + x.shape[d + 1:]
-    return Result((fresh(shape, x.dtype),), detail={"dim": d, "keepdim": keep})
+    detail = {"dim": d, "keepdim": keep}
+    if a.op.name == "var":
+        detail["correction"] = a.kw_number("correction", 1, whole=True)
+    return Result((fresh(shape, x.dtype),), detail=detail)
 
 
 def select(c, x, a):

@@ -198,6 +198,8 @@ class Provenance:
             self.findings.check_scale(s, x, s.detail.get("factor"))
         if s.op == "mask" and s.detail.get("kind") == "causal":
             self.findings.check_causal(s)
+        if s.op == "mask" and s.detail.get("kind") == "tensor":
+            return self.p_expand(s, x, ins)     # masked_fill broadcasts the input to the mask
         return [x]
 
     def p_norm(self, s, x: TP, ins):

@@ -1,0 +1,124 @@
+"""False errors of issue 12, each a regression test checked against PyTorch where it can
+compute the shape: a parenthesised argument after a name argument, a mask that broadcasts
+the input, and dims bound at block calls (trace and `run`)."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from shapelang import check, render_check, to_json, trace
+from shapelang.codegen import runner
+from shapelang.fmt import format_text
+
+warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+
+
+# ------------------------------------------------------------------ `slice 1 H (H + 1)`
+
+@pytest.mark.parametrize("op, index", [
+    ("slice 1 H (H + 1)", lambda t, h: t[:, h:h + 1]),
+    ("slice 1 (H - 1) H", lambda t, h: t[:, h - 1:h]),
+    ("slice -1 H (H + 2)", lambda t, h: t[..., h:h + 2]),
+    ("select 1 (H - 1)", lambda t, h: t[:, h - 1]),
+    ("repeat_interleave H (0)", lambda t, h: t.repeat_interleave(h, dim=0)),
+])
+def test_a_parenthesised_argument_after_a_name_is_an_argument(op, index):
+    torch = pytest.importorskip("torch")
+    text = f"dim H\nexample H=3\ninput X: [H + 2, H + 2]\ny: X -> {op}\n"
+    spec = check(text)
+    assert spec.ok, render_check(spec)
+    got = [int(spec.example_value(d)) for d in spec.bindings[-1].types[0].shape]
+    assert got == list(index(torch.zeros(5, 5), 3).shape)
+
+
+def test_a_call_is_still_a_call():
+    spec = check("dim B, S, D\nexample B=1, S=2, D=16\ninput x: [B, S, D]\n"
+                 "block Blk(z: [B, S, D], w: [B, S, D]):\n  return z + w\nend\n"
+                 "a: x -> scale 1/sqrt(D)\nb: x -> stack 2 Blk(x)\nc: x -> Blk(x)\nd: sqrt (D) * x\n")
+    assert spec.ok, render_check(spec)
+
+
+def test_fmt_keeps_the_space_that_separates_the_arguments():
+    text = "dim H\ninput X: [H + 2, 3]\ny: X -> slice 0 H (H + 1)\nz: X -> scale 1/sqrt(H)\n"
+    assert format_text(text) == text
+
+
+# ------------------------------------------------------------------ masks broadcast the input
+
+@pytest.mark.parametrize("scores, mask", [
+    ("[B, 1, S]", "[B, H, S]"),
+    ("[1, S]", "[B, H, S]"),
+    ("[B, H, S, S]", "[S]"),
+    ("[B, 1, 1, S]", "[B, 1, S, 1]"),
+])
+def test_masked_fill_broadcasts_both_operands(scores, mask):
+    torch = pytest.importorskip("torch")
+    sizes = {"B": 2, "H": 3, "S": 4}
+    text = (f"dim B, H, S\nexample B=2, H=3, S=4\ninput mm: {mask} bool\n"
+            f"y: {scores} -> mask mm -> softmax -1\n")
+    spec = check(text)
+    assert spec.ok, render_check(spec)
+    dims = lambda s: [sizes.get(d.strip(), 1) for d in s[1:-1].split(",")]
+    want = torch.zeros(dims(scores)).masked_fill(torch.zeros(dims(mask), dtype=torch.bool), 0).shape
+    assert [int(spec.example_value(d)) for d in spec.bindings[-1].types[0].shape] == list(want)
+    assert runner.run_spec(spec, runner.resolve_sizes(spec)).ok
+
+
+def test_a_mask_that_does_not_broadcast_is_still_refused():
+    spec = check("dim B, H, S\nexample B=2, H=3, S=4\ninput mm: [B, H, S] bool\ny: [B, 2, S] -> mask mm\n")
+    assert [d.code for d in spec.errors()] == ["E102"]
+
+
+# ------------------------------------------------------------------ dims bound at block calls
+
+BLOCK = """\
+dim B, T, N, C, H
+example B=2, T=5, C=8, H=2
+assume C % H == 0
+block Block(x: [B, N, C]):
+  a: x -> view [B, N, H, C / H] -> transpose 1 2
+  y: a -> transpose 1 2 -> reshape [B, N, C] -> layernorm -> linear C
+  return y
+end
+input x: [B, T, C]
+out: x -> Block -> Block
+"""
+
+
+def test_a_dim_only_in_a_block_signature_needs_no_example_value():
+    spec = check(BLOCK)
+    assert not spec.diagnostics, render_check(spec)
+    assert spec.call_bound == ["N"]
+    text = trace(spec)
+    assert "out      10    Block      [B, T, C]  [B, T, C]  [2, 5, 8]" in text
+    assert "total parameters: 2*C**2 + 6*C = 176" in text
+    data = to_json(spec, trace=True)
+    assert data["bindings"][0]["example"] == [2, 5, 8]
+    assert data["total"]["params_example"] == 176
+
+
+def test_run_needs_no_value_for_it_and_honours_one_given():
+    pytest.importorskip("torch")
+    spec = check(BLOCK)
+    sizes = runner.resolve_sizes(spec)
+    assert sizes == {"B": 2, "T": 5, "C": 8, "H": 2}
+    assert runner.run_spec(spec, sizes).ok
+    assert runner.resolve_sizes(spec, {"N": 3})["N"] == 3
+
+
+def test_run_names_only_the_dims_really_missing():
+    spec = check(BLOCK.replace("example B=2, T=5, C=8, H=2", "example B=2, C=8, H=2"))
+    assert [d.code for d in spec.diagnostics] == ["W201"]
+    assert "T" in spec.diagnostics[0].message and "N" not in spec.diagnostics[0].message
+    with pytest.raises(runner.SizesError) as err:
+        runner.resolve_sizes(spec)
+    assert "no size for T:" in str(err.value)
+    assert runner.resolve_sizes(spec, {"T": 4})["T"] == 4
+
+
+def test_a_dim_used_outside_the_blocks_is_still_needed():
+    text = BLOCK.replace("input x: [B, T, C]", "input x: [B, T, C]\ninput pos: [N, C]")
+    spec = check(text)
+    assert [d.code for d in spec.diagnostics] == ["W201"]
+    assert "N" in spec.diagnostics[0].message
