@@ -92,7 +92,7 @@ def test_a_dim_only_in_a_block_signature_needs_no_example_value():
     assert spec.call_bound == ["N"]
     text = trace(spec)
     assert "out      10    Block      [B, T, C]  [B, T, C]  [2, 5, 8]" in text
-    assert "total parameters: 2*C**2 + 6*C = 176" in text
+    assert "total parameters: 2·C² + 6·C = 176" in text
     data = to_json(spec, trace=True)
     assert data["bindings"][0]["example"] == [2, 5, 8]
     assert data["total"]["params_example"] == 176

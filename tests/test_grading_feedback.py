@@ -237,7 +237,6 @@ def test_a_sum_as_an_argument_is_graded_like_the_sum_in_parentheses():
     ("02_split_heads", "transpose 1 2", "transpose 1,2", "transpose 1 2"),
     ("02_split_heads", "transpose 1 2", "transpose 1, 2", "transpose 1 2"),
     ("05_softmax", "softmax -1", "softmax(dim=-1)", "softmax -1"),
-    ("05_softmax", "softmax -1", "softmax dim=-1", "softmax -1"),
     ("09_layernorm_stats", "mean -1 keepdim", "mean(dim=-1, keepdim=True)", "mean -1 keepdim"),
     ("02_split_heads", "Q -> view [B, S, H, Dh] -> transpose 1 2",
      "Q.view(B, S, H, Dh).transpose(1, 2)", "Q -> view [B, S, H, Dh] -> transpose 1 2"),
@@ -425,3 +424,12 @@ def test_feedback_transcripts(sub, update_goldens):
         if not update_goldens:
             pytest.fail(f"{golden.name} did not exist; written, review and commit it")
     assert got == golden.read_text(), f"{golden.name} differs; rerun with --update-goldens"
+
+
+def test_keyword_spelling_of_a_positional_argument_is_shapelang_and_gets_full_marks():
+    # `softmax dim=-1` names softmax's axis by its PyTorch keyword: valid shapelang, no note
+    text = submission("05_softmax", {})
+    res = grader("05_softmax").grade_text(text.replace("softmax -1", "softmax dim=-1", 1), "learner.shape")
+    assert res.score == res.max_score, text_report(res)
+    res = grader("05_softmax").grade_text(text.replace("softmax -1", "softmax dim=-2", 1), "learner.shape")
+    assert res.score < res.max_score, text_report(res)

@@ -34,7 +34,7 @@ USAGE = {
     "sum": "x -> sum -1", "mean": "x -> mean -1", "var": "x -> var -1", "amax": "x -> amax -1",
     "select": "x -> select 1 0", "slice": "x -> slice 1 0 S", "linear": "x -> linear F",
     "embed": "ids -> embed V D", "concat": "x -> concat -1 x", "split": "x -> split D -1",
-    "chunk": "x -> chunk 1 -1", "einsum": 'x -> einsum "bsd->bds"',
+    "chunk": "x -> chunk 1 -1", "einsum": 'x -> einsum "bsd->bds"', "opaque": 'x -> opaque "f" [B, S, D]',
     **{name: f"x -> {name}" for name in ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt",
                                           "rsqrt", "log", "abs", "softplus", "neg", "square", "float",
                                           "half", "bfloat16", "double", "long", "bool")},
