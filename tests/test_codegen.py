@@ -69,6 +69,8 @@ al: anon
 lam: lambda -> linear I -> view [B, S, I]
 kw: x -> linear in -> view [B, S, in] -> scale 1/sqrt(in)
 gm: x * gamma -> scale 0.5 -> scale sqrt(D) -> view [B, S, F * 0 + D]
+fa: x -> attention y y attn_mask=m dropout_p=0.1 scale=1/sqrt(D)
+fb: x -> attention x x is_causal=true
 block Inner(z: [B, T, D]):
   dead: z -> relu
   u, w: z -> chunk 2 -1

@@ -307,7 +307,8 @@ class Checker(Facts):
             except ShapeError as err:
                 raise err if err.span else ShapeError(err.code, err.message, err.help, err.notes,
                                                       err.counterexample, op.span) from None
-            extra = [self._arg_ref(a) for a in op.args if self._is_tensor_arg(a)]
+            extra = [self._arg_ref(a) for a in list(op.args) + [k.value for k in op.kwargs]
+                     if self._is_tensor_arg(a)]
             return self.emit(op.name, op.text, op.span, [ref] + extra, result)
         if op.name == "stack":
             return self.block_calls.stack(op, x, ref)

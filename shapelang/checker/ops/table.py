@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import combine, reshaping, values
+from . import attention, combine, reshaping, values
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,15 @@ _ENTRIES = [
           None, family="blocks", provenance="block"),
     OpDef("stack", "stack N Block | stack N Block(A)", "N copies of a block, each with its own weights",
           None, family="blocks", provenance="block"),
+]
+
+# operations of whole layers, tables and masks computed in the spec (rules in their own modules)
+_ENTRIES += [
+    OpDef("attention", "attention K V [M]", "scaled dot-product attention of the piped queries "
+          "[.., L, E] with keys [.., S, E] and values [.., S, Ev], giving [.., L, Ev]; keywords as "
+          "PyTorch's: `attn_mask=M` (bool: True takes part), `is_causal=true`, `scale=S`, "
+          "`enable_gqa=true`, `dropout_p=P`", attention.attention,
+          flops="batch × L × S × (E + Ev)", family="combine", provenance="attention"),
 ]
 
 TABLE: dict[str, OpDef] = {d.name: d for d in _ENTRIES}

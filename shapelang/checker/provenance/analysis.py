@@ -30,10 +30,11 @@ from .. import patterns
 from ..ops.table import TABLE
 from .atoms import TP, Atom, Axis
 from .findings import Findings
+from .layers import LayerRules
 from .regroup import Regrouper
 
 
-class Provenance:
+class Provenance(LayerRules):
     """The pass; `c` is the checker that has just produced the IR (prover, example, report)."""
 
     def __init__(self, checker):
