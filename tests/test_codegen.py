@@ -71,6 +71,12 @@ kw: x -> linear in -> view [B, S, in] -> scale 1/sqrt(in)
 gm: x * gamma -> scale 0.5 -> scale sqrt(D) -> view [B, S, F * 0 + D]
 fa: x -> attention y y attn_mask=m dropout_p=0.1 scale=1/sqrt(D)
 fb: x -> attention x x is_causal=true
+tp: arange(S) -> unsqueeze 1
+tq: arange(1, S + 1) < arange(0.0, 2*S, 2) + linspace(0, 1, S)
+tm: where(tp >= arange(S), zeros([S, S]), ones([1, S])) * full([S, 1], 2)
+tn: tp -> tril -1 -> triu (in - 1) -> sin -> cos -> pow 2
+to: arange(S) > 2 -> where arange(S) 0 -> outer arange(T)
+tr: outer(arange(D), arange(I)) != 0
 block Inner(z: [B, T, D]):
   dead: z -> relu
   u, w: z -> chunk 2 -1

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from ..checker.ir import BlockIR, CheckedSpec, Step
-from . import steps_layers  # noqa: F401  (registers its emitters in EMITTERS)
+from . import steps_layers, steps_tables  # noqa: F401  (they register their emitters in EMITTERS)
 from .naming import MODULE_ATTRS, RESERVED, CodegenError, Namer, _snake, _symbols_in, comment_text, py_str
 from .sizes import Sizes
 from .steps import BINARY, CHAIN_SUFFIX, EMITTERS, FUNCTIONAL, STEPS, UNARY, Op, _module_name

@@ -33,6 +33,7 @@ CODES: dict[str, str] = {
     "E115": "assumption cannot be used",
     "E116": "an exercise blank is not filled in",
     "W201": "example is missing sizes",
+    "W202": "a size is rounded down for some sizes (floor division)",
     "W301": "an axis is made of parts of different axes (heads mixed with tokens)",
     "W302": "pieces of an axis merged back out of order",
     "W303": "softmax over an axis other than the keys of attention scores",

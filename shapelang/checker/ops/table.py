@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import attention, combine, reshaping, values
+from . import attention, combine, reshaping, tables, values
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,30 @@ _ENTRIES += [
           "PyTorch's: `attn_mask=M` (bool: True takes part), `is_causal=true`, `scale=S`, "
           "`enable_gqa=true`, `dropout_p=P`", attention.attention,
           flops="batch × L × S × (E + Ev)", family="combine", provenance="attention"),
+    OpDef("arange", "arange(END) | arange(START, END, STEP)", "the whole numbers START..END-1 (int; "
+          "float with a decimal argument such as `arange(0.0, D, 2)`): ceil((END - START) / STEP) "
+          "elements", tables.call_only, family="tables", provenance="new"),
+    OpDef("linspace", "linspace(START, END, N)", "N evenly spaced floats from START to END",
+          tables.call_only, family="tables", provenance="new"),
+    OpDef("zeros", "zeros([S1, S2, ..])", "a float tensor of zeros", tables.call_only,
+          family="tables", provenance="new"),
+    OpDef("ones", "ones([S1, S2, ..])", "a float tensor of ones", tables.call_only,
+          family="tables", provenance="new"),
+    OpDef("full", "full([S1, S2, ..], V)", "a tensor filled with V (`true`/`false`: bool, a whole "
+          "number: int, else float; `-inf` allowed)", tables.call_only, family="tables", provenance="new"),
+    OpDef("where", "where(M, A, B) | where A B", "A where the bool M is True, else B (tensors or "
+          "numbers; the shapes broadcast)", tables.where, family="tables", provenance="where"),
+    OpDef("outer", "outer(A, B) | outer B", "the outer product of two vectors [N] and [M]: [N, M]",
+          tables.outer, flops="N × M", family="tables", provenance="outer"),
+    OpDef("triu", "triu [K]", "keeps the upper triangle of the last two axes, from diagonal K "
+          "(default 0; a size expression, e.g. `triu (P + 1)`)", tables.triangle, family="tables",
+          provenance="same"),
+    OpDef("tril", "tril [K]", "keeps the lower triangle of the last two axes, up to diagonal K",
+          tables.triangle, family="tables", provenance="same"),
+    OpDef("sin", "sin", "elementwise sine (float)", tables.trig, family="tables", provenance="same"),
+    OpDef("cos", "cos", "elementwise cosine (float)", tables.trig, family="tables", provenance="same"),
+    OpDef("pow", "pow E", "raises each element to the scalar power E (the same as `** E`)",
+          tables.power, family="tables"),
 ]
 
 TABLE: dict[str, OpDef] = {d.name: d for d in _ENTRIES}
@@ -131,6 +155,8 @@ RULES = {name: d.rule for name, d in TABLE.items() if d.rule is not None}
 FAMILIES = {"layout": "Layout: the same elements, moved or regrouped",
             "values": "Values: the same shape, new values",
             "combine": "Combining tensors and learned maps",
+            "tables": "Tables and masks computed in the spec (comparisons `< <= > >= == !=` of "
+                      "tensors give bool tensors)",
             "blocks": "Blocks"}
 
 

@@ -26,3 +26,16 @@ class LayerRules:
         if s.detail.get("gqa"):   # the heads are the queries' (K and V heads repeat)
             batch = batch[:-1] + (padded[0][-1],)
         return [TP(batch + (q.axes[-2], v.axes[-1]))]
+
+    def p_outer(self, s, a: TP, ins):
+        b = ins[1] if len(ins) > 1 else None
+        if b is None or len(a.axes) != 1 or len(b.axes) != 1:
+            return None
+        return [TP(a.axes + b.axes)]
+
+    def p_new(self, s, x, ins):
+        """A tensor made from sizes alone (arange, full, ..): new axes."""
+        return [TP(tuple(self.fresh(d) for d in s.out.shape))]
+
+    def p_where(self, s, x: TP, ins):
+        return self.elementwise(s, ins)
