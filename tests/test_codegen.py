@@ -77,6 +77,9 @@ tm: where(tp >= arange(S), zeros([S, S]), ones([1, S])) * full([S, 1], 2)
 tn: tp -> tril -1 -> triu (in - 1) -> sin -> cos -> pow 2
 to: arange(S) > 2 -> where arange(S) 0 -> outer arange(T)
 tr: outer(arange(D), arange(I)) != 0
+cv: x -> transpose 1 2 -> conv1d F 3 padding=1 -> conv1d D 2 stride=2 padding=1 dilation=2 bias=false
+cg: x -> transpose 1 2 -> conv1d D 1 groups=H
+cw: x -> unsqueeze 1 -> conv2d 2 [1, 2] stride=[1, 2] padding="valid"
 block Inner(z: [B, T, D]):
   dead: z -> relu
   u, w: z -> chunk 2 -1

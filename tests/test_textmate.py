@@ -26,8 +26,8 @@ def _op_alternatives() -> list[set[str]]:
     def walk(node):
         if isinstance(node, dict):
             for key in ("match", "begin"):
-                m = re.search(r"\((?:\?:)?((?:[a-z_]+\|){5,}[a-z_]+)\)", node.get(key, ""))
-                if m:
+                m = re.search(r"\((?:\?:)?((?:[a-z_0-9]+\|){5,}[a-z_0-9]+)\)", node.get(key, ""))
+                if m and "float" not in m.group(1).split("|"):   # the dtypes are another list
                     found.append(set(m.group(1).split("|")))
             for v in node.values():
                 walk(v)

@@ -32,4 +32,34 @@ EMITTERS.update({
     "attention": _attention,
 })
 CHAIN_SUFFIX.update({"attention": "attn"})
-MODULE_OPS.update({})
+
+
+def _pair(o: Op, sizes) -> str:
+    if len(set(sizes)) == 1:
+        return o.cfg(sizes[0])
+    return "(" + ", ".join(o.cfg(x) for x in sizes) + ")"
+
+
+def _conv(o: Op) -> list[str]:
+    d = o.d
+    cls = "nn.Conv1d" if d["spatial"] == 1 else "nn.Conv2d"
+    args = [o.cfg(d["in"]), o.cfg(d["out"]), _pair(o, d["kernel"])]
+    if any(x != 1 for x in d["stride"]):
+        args.append(f"stride={_pair(o, d['stride'])}")
+    if d["padding"] == "same":
+        args.append('padding="same"')
+    elif any(x != 0 for x in d["padding"]):
+        args.append(f"padding={_pair(o, d['padding'])}")
+    if any(x != 1 for x in d["dilation"]):
+        args.append(f"dilation={_pair(o, d['dilation'])}")
+    if d["groups"] != 1:
+        args.append(f"groups={o.cfg(d['groups'])}")
+    if not d["bias"]:
+        args.append("bias=False")
+    o.unit.init.append(f"self.{o.attr} = {cls}({', '.join(args)})")
+    return [f"{o.out} = self.{o.attr}({o.x})"]
+
+
+EMITTERS.update({"conv1d": _conv, "conv2d": _conv})
+MODULE_OPS.update({"conv1d": "conv", "conv2d": "conv"})
+CHAIN_SUFFIX.update({"conv1d": "conv", "conv2d": "conv"})

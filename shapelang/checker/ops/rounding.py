@@ -23,7 +23,7 @@ def floor_div(c, num, den, span, what: str, offset=0) -> sp.Expr:
     rest_text = str(rest) if rest.is_Symbol else f"({rest})"
     help = f"add `assume {rest_text} % {den} == 0` if that holds" + \
         (f": {what} is then {exact + offset}" if exact is not None else "")
-    c.error("W202", f"{what} is {shown}, rounded down by PyTorch: it is not a whole multiple for "
-            "every allowed size, so later sizes must be written with the same rounding",
+    c.error("W202", f"{what} is {shown}: PyTorch rounds the division down, and it is not exact for "
+            "every allowed size, so a later shape must be written with the same rounding",
             span, help, severity="warning")
     return out

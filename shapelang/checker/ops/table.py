@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import attention, combine, reshaping, tables, values
+from . import attention, combine, conv, reshaping, tables, values
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,13 @@ _ENTRIES += [
           "PyTorch's: `attn_mask=M` (bool: True takes part), `is_causal=true`, `scale=S`, "
           "`enable_gqa=true`, `dropout_p=P`", attention.attention,
           flops="batch × L × S × (E + Ev)", family="combine", provenance="attention"),
+    OpDef("conv1d", "conv1d OUT K", "nn.Conv1d on [B, C, L] (or [C, L]): [B, OUT, L'] with L' = "
+          "floor((L + 2p - d(K - 1) - 1) / s) + 1; keywords `stride=`, `padding=` (a size, "
+          '`"same"`, `"valid"`), `dilation=`, `groups=`, `bias=false`; OUT*C/groups*K (+ OUT) parameters',
+          conv.conv, flops="out elements × C/groups × K", family="combine", provenance="conv"),
+    OpDef("conv2d", "conv2d OUT K", "nn.Conv2d on [B, C, H, W]: K, `stride=`, `padding=`, "
+          "`dilation=` are sizes or pairs `[KH, KW]`; each spatial size as for `conv1d`",
+          conv.conv, flops="out elements × C/groups × KH × KW", family="combine", provenance="conv"),
     OpDef("arange", "arange(END) | arange(START, END, STEP)", "the whole numbers START..END-1 (int; "
           "float with a decimal argument such as `arange(0.0, D, 2)`): ceil((END - START) / STEP) "
           "elements", tables.call_only, family="tables", provenance="new"),

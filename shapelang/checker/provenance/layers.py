@@ -4,7 +4,7 @@ gets the step, the provenance of its first input and of all inputs, and returns 
 provenance of its outputs, or None where it is unknown (then the pass stays silent)."""
 from __future__ import annotations
 
-from .atoms import TP
+from .atoms import TP, _size
 
 
 class LayerRules:
@@ -39,3 +39,18 @@ class LayerRules:
 
     def p_where(self, s, x: TP, ins):
         return self.elementwise(s, ins)
+
+    def p_conv(self, s, x: TP, ins):
+        """Channels are new features (as after `linear`); a spatial axis keeps its positions
+        when its size is kept, else it is a new axis of positions."""
+        n = s.detail["spatial"]
+        if len(x.axes) < n + 1:
+            return None
+        lead = x.axes[:-n - 1]
+        chans = self.fresh(s.out.shape[len(lead)], True)
+        spatial = []
+        for k, ax in enumerate(x.axes[-n:]):
+            size = s.out.shape[-n + k]
+            spatial.append(ax if ax and self.prover.same(_size(ax), size) else self.fresh(size))
+        spatial = tuple(spatial)
+        return [TP(lead + (chans,) + spatial)]
