@@ -79,6 +79,9 @@ to: arange(S) > 2 -> where arange(S) 0 -> outer arange(T)
 tr: outer(arange(D), arange(I)) != 0
 cv: x -> transpose 1 2 -> conv1d F 3 padding=1 -> conv1d D 2 stride=2 padding=1 dilation=2 bias=false
 cg: x -> transpose 1 2 -> conv1d D 1 groups=H
+ix1, ix2: x -> topk G -1
+ix3: x -> gather -1 ix2 -> take_along_dim ix2 -1 -> index_select 0 arange(B)
+ix4: ids -> one_hot V
 cw: x -> unsqueeze 1 -> conv2d 2 [1, 2] stride=[1, 2] padding="valid"
 block Inner(z: [B, T, D]):
   dead: z -> relu

@@ -251,6 +251,7 @@ class Row:
     got: list = field(default_factory=list)   # per call: one shape per output
     dtype_ok: bool = True
     depth: int = 0
+    dtypes: tuple = ()      # one dtype per output (topk gives float values and int indices)
 
     @property
     def ok(self) -> bool:
@@ -282,7 +283,7 @@ def _rows(spec: CheckedSpec, sizes) -> list[Row]:
             for s in b.steps:
                 rows.append(Row(s.id, s.span.line, label, s.text,
                                 [[value_at(d, spec, sizes) for d in t.shape] for t in s.outputs],
-                                s.out.dtype, depth=depth))
+                                s.out.dtype, depth=depth, dtypes=tuple(t.dtype for t in s.outputs)))
                 if s.block is not None and id(s.block) not in seen:
                     seen.add(id(s.block))
                     walk(s.block.bindings, s.block.name + ".", depth + 1)
@@ -327,7 +328,8 @@ def run_spec(spec: CheckedSpec, sizes: dict[str, int], *, seed: int = 0, check_c
         tensors = value if isinstance(value, tuple) else (value,)
         for r in by_step.get(step_id, ()):
             r.got.append([list(t.shape) for t in tensors])
-            r.dtype_ok = r.dtype_ok and all(_dtype_kind(t) == r.dtype for t in tensors)
+            want = r.dtypes if len(r.dtypes) == len(tensors) else (r.dtype,) * len(tensors)
+            r.dtype_ok = r.dtype_ok and all(_dtype_kind(t) == d for t, d in zip(tensors, want))
 
     check_budget(spec, sizes, rows)
     cache = {} if cache is None else cache

@@ -63,3 +63,13 @@ def _conv(o: Op) -> list[str]:
 EMITTERS.update({"conv1d": _conv, "conv2d": _conv})
 MODULE_OPS.update({"conv1d": "conv", "conv2d": "conv"})
 CHAIN_SUFFIX.update({"conv1d": "conv", "conv2d": "conv"})
+
+
+EMITTERS.update({
+    "index_select": lambda o: [f"{o.out} = {o.x}.index_select({o.d['dim']}, {o.args[1]})"],
+    "gather": lambda o: [f"{o.out} = torch.gather({o.x}, {o.axis(o.d['dim'])}, {o.args[1]})"],
+    "take_along_dim": lambda o: [f"{o.out} = torch.take_along_dim({o.x}, {o.args[1]}, dim={o.axis(o.d['dim'])})"],
+    "topk": lambda o: [f"{o.out} = {o.x}.topk({o.local(o.d['k'])}, dim={o.axis(o.d['dim'])})"],
+    "one_hot": lambda o: [f"{o.out} = {FUNCTIONAL}.one_hot({o.x}, {o.local(o.d['classes'])})"],
+})
+CHAIN_SUFFIX.update({"index_select": "sel", "gather": "g", "take_along_dim": "g", "one_hot": "oh"})

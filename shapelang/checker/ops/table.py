@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import attention, combine, conv, reshaping, tables, values
+from . import attention, combine, conv, indexing, reshaping, tables, values
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,17 @@ _ENTRIES += [
     OpDef("conv2d", "conv2d OUT K", "nn.Conv2d on [B, C, H, W]: K, `stride=`, `padding=`, "
           "`dilation=` are sizes or pairs `[KH, KW]`; each spatial size as for `conv1d`",
           conv.conv, flops="out elements × C/groups × KH × KW", family="combine", provenance="conv"),
+    OpDef("index_select", "index_select A idx", "the entries of axis A at the int indices idx [N]: "
+          "axis A becomes N", indexing.index_select, family="indexing"),
+    OpDef("gather", "gather A idx", "torch.gather: int indices with the input's rank (no dim larger than "
+          "the input's, except A) give a result of their shape", indexing.gather, family="indexing"),
+    OpDef("take_along_dim", "take_along_dim idx A", "torch.take_along_dim: indices along axis A; the "
+          "other axes broadcast", indexing.take_along_dim, family="indexing"),
+    OpDef("topk", "topk K A", "the K largest entries along axis A and their int indices (two tensors: "
+          "`vals, idx: x -> topk K -1`); K may be a size, proved at most the axis", indexing.topk,
+          family="indexing"),
+    OpDef("one_hot", "one_hot V", "int class indices [..] give int [.., V]", indexing.one_hot,
+          family="indexing", provenance="one_hot"),
     OpDef("arange", "arange(END) | arange(START, END, STEP)", "the whole numbers START..END-1 (int; "
           "float with a decimal argument such as `arange(0.0, D, 2)`): ceil((END - START) / STEP) "
           "elements", tables.call_only, family="tables", provenance="new"),
@@ -164,6 +175,7 @@ FAMILIES = {"layout": "Layout: the same elements, moved or regrouped",
             "combine": "Combining tensors and learned maps",
             "tables": "Tables and masks computed in the spec (comparisons `< <= > >= == !=` of "
                       "tensors give bool tensors)",
+            "indexing": "Indexing with tensors of int indices",
             "blocks": "Blocks"}
 
 

@@ -54,3 +54,6 @@ class LayerRules:
             spatial.append(ax if ax and self.prover.same(_size(ax), size) else self.fresh(size))
         spatial = tuple(spatial)
         return [TP(lead + (chans,) + spatial)]
+
+    def p_one_hot(self, s, x: TP, ins):
+        return [TP(x.axes + (self.fresh(s.out.shape[-1], True),))]
