@@ -73,6 +73,20 @@ ty: ids -> to float -> half -> float -> double -> bfloat16 -> float -> long -> b
 kwo: x -> layernorm eps=1e-12 elementwise_affine=false -> rmsnorm eps=1e-6 -> gelu approximate="tanh"
   -> softmax dim=-1 dtype=float32 -> var -1 correction=0
 mk: x -> mean 1 keepdim -> mask (ids -> bool -> unsqueeze -1)
+fa: x -> attention y y attn_mask=m dropout_p=0.1 scale=1/sqrt(D)
+fb: x -> attention x x is_causal=true
+tp: arange(S) -> unsqueeze 1
+tq: arange(1, S + 1) < arange(0.0, 2*S, 2) + linspace(0, 1, S)
+tm: where(tp >= arange(S), zeros([S, S]), ones([1, S])) * full([S, 1], 2)
+tn: tp -> tril -1 -> triu (in - 1) -> sin -> cos -> pow 2
+tz: arange(S) > 2 -> where arange(S) 0 -> outer arange(T)
+tr: outer(arange(D), arange(I)) != 0
+cv: x -> transpose 1 2 -> conv1d F 3 padding=1 -> conv1d D 2 stride=2 padding=1 dilation=2 bias=false
+cg: x -> transpose 1 2 -> conv1d D 1 groups=H
+ix1, ix2: x -> topk G -1
+ix3: x -> gather -1 ix2 -> take_along_dim ix2 -1 -> index_select 0 arange(B)
+ix4: ids -> one_hot V
+cw: x -> unsqueeze 1 -> conv2d 2 [1, 2] stride=[1, 2] padding="valid"
 block Inner(z: [B, T, D]):
   dead: z -> relu
   u, w: z -> chunk 2 -1

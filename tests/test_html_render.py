@@ -162,8 +162,6 @@ def _tags(page: str, spec, binding: str) -> list:
     ("grouped_query_attention", "scores", [[("Dh", "moved"), ("S", "moved")], [("Dh", "contracted")], [],
                                            [], []]),
     ("grouped_query_attention", "heads", [[("S", "contracted")]]),
-    # patches: (h p1) (w p2) regrouped into tokens × patch features
-    ("vit_patch_embedding", "patches", [[("Nh·Nw", "merged"), ("P·P·C", "merged")]]),
     ("layernorm_projections", "mu", [[("D", "reduced")]]),
     ("layernorm_projections", "x_hat", [[("D", "broadcast")], [], [], [("D", "broadcast")]]),
 ])
@@ -172,6 +170,15 @@ def test_what_a_step_changes_is_named(name, binding, want):
     page = trace_html(spec)
     got = _tags(page, spec, binding)
     assert got[: len(want)] == want
+
+
+def test_patches_regrouped_by_rearrange_are_named_merged():
+    # ViT's patches without a convolution: (h p1) (w p2) regrouped into tokens × patch features
+    text = ("dim B, C, Himg, Wimg, P\ndim Nh = Himg / P\ndim Nw = Wimg / P\nassume Himg % P == 0\n"
+            "assume Wimg % P == 0\nexample B=1, C=3, Himg=32, Wimg=32, P=16\ninput img: [B, C, Himg, Wimg]\n"
+            'patches: img -> rearrange "b c (h p1) (w p2) -> b (h w) (p1 p2 c)" p1=P, p2=P\n')
+    spec = shapelang.check(text)
+    assert _tags(trace_html(spec), spec, "patches")[:1] == [[("Nh·Nw", "merged"), ("P·P·C", "merged")]]
 
 
 def test_a_learned_map_makes_new_features_and_a_new_axis_is_not_a_split():

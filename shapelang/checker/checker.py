@@ -39,7 +39,7 @@ from .layout import Geometry, TensorType, dense_like, elementwise, fresh
 from .provenance import Provenance
 from .prover import Prover
 from .scope import Poisoned, Scope
-from .suggest import Suggestions, int_literal
+from .suggest import Suggestions
 
 
 def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True) -> CheckedSpec:
@@ -299,7 +299,8 @@ class Checker(Facts):
             except ShapeError as err:
                 raise err if err.span else ShapeError(err.code, err.message, err.help, err.notes,
                                                       err.counterexample, op.span) from None
-            extra = [self._arg_ref(a) for a in op.args if self._is_tensor_arg(a)]
+            extra = [self._arg_ref(a) for a in list(op.args) + [k.value for k in op.kwargs]
+                     if self._is_tensor_arg(a)]
             return self.emit(op.name, op.text, op.span, [ref] + extra, result)
         if op.kwargs and (op.name == "stack" or op.name in self.blocks):
             raise self.block_calls.keywords(op)
@@ -318,7 +319,7 @@ class Checker(Facts):
     def _is_tensor_arg(self, a) -> bool:
         if isinstance(a, Name):
             return self.scope.values.get(a.name) is not None
-        return isinstance(a, (Pipeline, BinOp)) and self._mentions_tensor(a)
+        return isinstance(a, (Pipeline, BinOp, Call)) and self._mentions_tensor(a)
 
     def _mentions_tensor(self, a) -> bool:
         if isinstance(a, Name):
@@ -384,7 +385,10 @@ class Checker(Facts):
         if isinstance(node, BinOp):
             return self.binop(node)
         if isinstance(node, Call):
-            return self.call(node)
+            v = self.call(node)
+            if isinstance(v, tuple):
+                self._tensor_refs[id(node)] = v[1]
+            return v
         raise ShapeError("E112", "unexpected expression", span=node.span)
 
     def binop(self, node: BinOp):
@@ -392,6 +396,9 @@ class Checker(Facts):
         ta, tb = isinstance(a, tuple), isinstance(b, tuple)
         texts = (_src(self.spec.source, node.left), _src(self.spec.source, node.right))
         text = _src(self.spec.source, node)
+        if node.op in ops.COMPARISONS:
+            res, refs = ops.compare(self.ctx, a, b, texts, node.span, node.op)
+            return self.emit(ops.COMPARISONS[node.op], text, node.span, refs, res)[0]
         if not ta and not tb:
             return dimlib.build(node, self._dim_lookup, allow_real=True)
         if node.op == "@":
@@ -425,35 +432,15 @@ class Checker(Facts):
         if node.func in dimlib.SCALAR_FUNCTIONS:
             return dimlib.build(node, self._dim_lookup, allow_real=True)
         text = _src(self.spec.source, node)
-        if node.func in ("concat", "cat"):
-            if len(node.args) < 2:
-                raise ShapeError("E110", "`concat` takes an axis and tensors: concat(-1, A, B)",
-                                 span=node.span)
-            axis_node = node.args[0]
-            axis = int_literal(axis_node)
-            if axis is None:
-                raise ShapeError("E110", "the first argument of concat is an axis", span=axis_node.span)
-            vals = [self.tensor_value(a) for a in node.args[1:]]
-            t = ops.concat_types(self.ctx, [v[0] for v in vals], axis, node.span, axis_node.span)
-            res = ops.Result((t,), detail={"dim": axis + t.rank if axis < 0 else axis})
-            return self.emit("concat", text, node.span, [v[1] for v in vals], res)[0]
-        if node.func == "einsum":
-            if not node.args or not isinstance(node.args[0], Str):
-                raise ShapeError("E110", 'einsum takes an equation first: einsum("ij,jk->ik", A, B)',
-                                 span=node.span)
-            vals = [self.tensor_value(a) for a in node.args[1:]]
-            if not vals:
-                raise ShapeError("E110", "einsum needs at least one tensor", span=node.span)
-            out, flops = ops.einsum_types(self.ctx, node.args[0].value, [v[0] for v in vals],
-                                          node.args[0].span)
-            res = ops.Result((out,), flops=flops, detail={"equation": node.args[0].value})
-            return self.emit("einsum", text, node.span, [v[1] for v in vals], res)[0]
         if node.func in self.skipped:
             raise Poisoned()
         if node.func in self.blocks:
             vals = [self.tensor_value(a) for a in node.args]
             return self.block_calls.block_step(self.blocks[node.func], vals, text, node.span)[0]
-        known = list(self.blocks) + ["concat", "einsum", "sqrt", "min", "max"]
+        if node.func in ops.CALLS:
+            op, refs, res = ops.CALLS[node.func](self.ctx, node)
+            return self.emit(op, text, node.span, refs, res)[0]
+        known = list(self.blocks) + list(ops.CALLS) + ["sqrt", "min", "max"]
         raise ShapeError("E002", f"unknown function or block `{node.func}`", span=node.func_span,
                          help=self._did_you_mean(node.func, known))
 

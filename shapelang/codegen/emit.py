@@ -16,6 +16,7 @@ import sympy as sp
 
 from ..checker import dtypes
 from ..checker.ir import BlockIR, CheckedSpec, Step
+from . import steps_layers, steps_tables  # noqa: F401  (they register their emitters in EMITTERS)
 from .naming import MODULE_ATTRS, RESERVED, CodegenError, Namer, _snake, _symbols_in, comment_text, py_str
 from .sizes import Sizes
 from .steps import BINARY, CHAIN_SUFFIX, EMITTERS, FUNCTIONAL, STEPS, UNARY, Op, _module_name

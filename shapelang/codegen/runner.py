@@ -256,6 +256,7 @@ class Row:
     dtype_ok: bool = True
     dtype_got: str = ""
     depth: int = 0
+    dtypes: tuple = ()      # one dtype per output (topk gives float values and int indices)
 
     @property
     def ok(self) -> bool:
@@ -287,7 +288,7 @@ def _rows(spec: CheckedSpec, sizes) -> list[Row]:
             for s in b.steps:
                 rows.append(Row(s.id, s.span.line, label, s.text,
                                 [[value_at(d, spec, sizes) for d in t.shape] for t in s.outputs],
-                                s.out.dtype, depth=depth))
+                                s.out.dtype, depth=depth, dtypes=tuple(t.dtype for t in s.outputs)))
                 if s.block is not None and id(s.block) not in seen:
                     seen.add(id(s.block))
                     walk(s.block.bindings, s.block.name + ".", depth + 1)
@@ -335,8 +336,9 @@ def run_spec(spec: CheckedSpec, sizes: dict[str, int], *, seed: int = 0, check_c
         for r in by_step.get(step_id, ()):
             r.got.append([list(t.shape) for t in tensors])
             got = [_dtype_name(t) for t in tensors]
-            r.dtype_ok = r.dtype_ok and all(d == r.dtype for d in got)
-            r.dtype_got = r.dtype_got or next((d for d in got if d != r.dtype), "")
+            want = r.dtypes if len(r.dtypes) == len(tensors) else (r.dtype,) * len(tensors)
+            r.dtype_ok = r.dtype_ok and all(g == w for g, w in zip(got, want))
+            r.dtype_got = r.dtype_got or next((g for g, w in zip(got, want) if g != w), "")
 
     check_budget(spec, sizes, rows)
     cache = {} if cache is None else cache

@@ -250,6 +250,9 @@ class NodeBuilder:
                                           "tensors in a spec have a handful of dims"))
         return ShapeLit(_span(c[0], c[-1]), tuple(node(d) for d in dims))
 
+    def compare(self, c):
+        return BinOp(_span(c[0], c[2]), str(c[1]), node(c[0]), node(c[2]))
+
     def neg(self, c):
         return Neg(_span(c[0], c[1]), node(c[1]))
 

@@ -336,4 +336,30 @@ dim B, S, D
 input X: [B, S, D]
 Y: X -> linear 4*D
 """),
+    "W202": Explanation(
+        means="""
+PyTorch computes some sizes with floor division: a convolution with stride s
+gives floor((L + 2p - d(k - 1) - 1) / s) + 1 positions, and `arange(0, D, 2)`
+gives ceil(D / 2) numbers. When the division is not exact for every allowed
+size, the checker keeps the rounded size (written with `floor`) and names the
+assumption that makes it exact, such as `assume S % 2 == 0` for a stride-2
+convolution over S frames (Whisper's front end).""",
+        matters="""
+A rounded size equals the simple one (S/2) only for some sizes, so a later
+shape written as S/2 cannot be proved; with the assumption it can, and the
+generated module asserts it.""",
+        wrong="""
+dim B, C, S
+example B=1, C=8, S=6
+input mel: [B, C, S]
+h: mel -> conv1d C 3 stride=2 padding=1
+""",
+        right="""
+dim B, C, S
+assume S % 2 == 0
+example B=1, C=8, S=6
+input mel: [B, C, S]
+h: mel -> conv1d C 3 stride=2 padding=1
+expect h: [B, C, S/2]
+"""),
 }

@@ -8,8 +8,10 @@ context `c` (the checker), which proves them or raises a ShapeError with a
 counterexample.
 """
 from .args import Args, Result, prod
+from .calls import CALLS
 from .combine import broadcast, concat_types, einsum_types, matmul
 from .table import RULES, TABLE, UNARY, OpDef, apply
+from .tables import COMPARISONS, compare
 
-__all__ = ["RULES", "TABLE", "UNARY", "Args", "OpDef", "Result", "apply", "broadcast", "concat_types",
-           "einsum_types", "matmul", "prod"]
+__all__ = ["CALLS", "COMPARISONS", "RULES", "TABLE", "UNARY", "Args", "OpDef", "Result", "apply", "broadcast",
+           "compare", "concat_types", "einsum_types", "matmul", "prod"]

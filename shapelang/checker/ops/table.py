@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import dtypes
-from . import combine, reshaping, values
+from . import attention, combine, conv, indexing, reshaping, tables, values
 from .args import Args
 
 
@@ -138,6 +138,60 @@ _ENTRIES = [
           None, family="blocks", provenance="block"),
 ]
 
+# operations of whole layers, tables and masks computed in the spec (rules in their own modules)
+_ENTRIES += [
+    OpDef("attention", "attention K V [M]", "scaled dot-product attention of the piped queries "
+          "[.., L, E] with keys [.., S, E] and values [.., S, Ev], giving [.., L, Ev]; keywords as "
+          "PyTorch's: `attn_mask=M` (bool: True takes part), `is_causal=true`, `scale=S`, "
+          "`enable_gqa=true`, `dropout_p=P`", attention.attention,
+          flops="batch × L × S × (E + Ev)", family="combine", provenance="attention",
+          kwargs=("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")),
+    OpDef("conv1d", "conv1d OUT K", "nn.Conv1d on [B, C, L] (or [C, L]): [B, OUT, L'] with L' = "
+          "floor((L + 2p - d(K - 1) - 1) / s) + 1; keywords `stride=`, `padding=` (a size, "
+          '`"same"`, `"valid"`), `dilation=`, `groups=`, `bias=false`; OUT*C/groups*K (+ OUT) parameters',
+          conv.conv, flops="out elements × C/groups × K", family="combine", provenance="conv",
+          kwargs=("stride", "padding", "dilation", "groups", "bias")),
+    OpDef("conv2d", "conv2d OUT K", "nn.Conv2d on [B, C, H, W]: K, `stride=`, `padding=`, "
+          "`dilation=` are sizes or pairs `[KH, KW]`; each spatial size as for `conv1d`",
+          conv.conv, flops="out elements × C/groups × KH × KW", family="combine", provenance="conv",
+          kwargs=("stride", "padding", "dilation", "groups", "bias")),
+    OpDef("index_select", "index_select A idx", "the entries of axis A at the int indices idx [N]: "
+          "axis A becomes N", indexing.index_select, family="indexing"),
+    OpDef("gather", "gather A idx", "torch.gather: int indices with the input's rank (no dim larger than "
+          "the input's, except A) give a result of their shape", indexing.gather, family="indexing"),
+    OpDef("take_along_dim", "take_along_dim idx A", "torch.take_along_dim: indices along axis A; the "
+          "other axes broadcast", indexing.take_along_dim, family="indexing"),
+    OpDef("topk", "topk K A", "the K largest entries along axis A and their int indices (two tensors: "
+          "`vals, idx: x -> topk K -1`); K may be a size, proved at most the axis", indexing.topk,
+          family="indexing"),
+    OpDef("one_hot", "one_hot V", "int class indices [..] give int [.., V]", indexing.one_hot,
+          family="indexing", provenance="one_hot"),
+    OpDef("arange", "arange(END) | arange(START, END, STEP)", "the whole numbers START..END-1 (int; "
+          "float with a decimal argument such as `arange(0.0, D, 2)`): ceil((END - START) / STEP) "
+          "elements", tables.call_only, family="tables", provenance="new"),
+    OpDef("linspace", "linspace(START, END, N)", "N evenly spaced floats from START to END",
+          tables.call_only, family="tables", provenance="new"),
+    OpDef("zeros", "zeros([S1, S2, ..])", "a float tensor of zeros", tables.call_only,
+          family="tables", provenance="new"),
+    OpDef("ones", "ones([S1, S2, ..])", "a float tensor of ones", tables.call_only,
+          family="tables", provenance="new"),
+    OpDef("full", "full([S1, S2, ..], V)", "a tensor filled with V (`true`/`false`: bool, a whole "
+          "number: int, else float; `-inf` allowed)", tables.call_only, family="tables", provenance="new"),
+    OpDef("where", "where(M, A, B) | where A B", "A where the bool M is True, else B (tensors or "
+          "numbers; the shapes broadcast)", tables.where, family="tables", provenance="where"),
+    OpDef("outer", "outer(A, B) | outer B", "the outer product of two vectors [N] and [M]: [N, M]",
+          tables.outer, flops="N × M", family="tables", provenance="outer"),
+    OpDef("triu", "triu [K]", "keeps the upper triangle of the last two axes, from diagonal K "
+          "(default 0; a size expression, e.g. `triu (P + 1)`)", tables.triangle, family="tables",
+          provenance="same"),
+    OpDef("tril", "tril [K]", "keeps the lower triangle of the last two axes, up to diagonal K",
+          tables.triangle, family="tables", provenance="same"),
+    OpDef("sin", "sin", "elementwise sine (float)", tables.trig, family="tables", provenance="same"),
+    OpDef("cos", "cos", "elementwise cosine (float)", tables.trig, family="tables", provenance="same"),
+    OpDef("pow", "pow E", "raises each element to the scalar power E (the same as `** E`)",
+          tables.power, family="tables"),
+]
+
 TABLE: dict[str, OpDef] = {d.name: d for d in _ENTRIES}
 
 # the operations a pipeline step may name (blocks are looked up by the checker)
@@ -155,6 +209,9 @@ def apply(c, op, x):
 FAMILIES = {"layout": "Layout: the same elements, moved or regrouped",
             "values": "Values: the same shape, new values",
             "combine": "Combining tensors and learned maps",
+            "tables": "Tables and masks computed in the spec (comparisons `< <= > >= == !=` of "
+                      "tensors give bool tensors)",
+            "indexing": "Indexing with tensors of int indices",
             "blocks": "Blocks"}
 
 

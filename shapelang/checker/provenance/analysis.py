@@ -28,12 +28,14 @@ import sympy as sp
 from .. import dims as dimlib
 from .. import patterns
 from ..ops.table import TABLE
+from ..ops.tables import COMPARISONS
 from .atoms import TP, Atom, Axis
 from .findings import Findings
+from .layers import LayerRules
 from .regroup import Regrouper
 
 
-class Provenance:
+class Provenance(LayerRules):
     """The pass; `c` is the checker that has just produced the IR (prover, example, report)."""
 
     def __init__(self, checker):
@@ -94,7 +96,7 @@ class Provenance:
         rule = self._rules.get(op)
         if rule is not None:
             x = ins[0] if ins else None
-            if x is None:
+            if x is None and s.inputs:   # an input of unknown provenance (no inputs: a new tensor)
                 return None
             out = rule(s, x, ins)
             return None if out is None else tuple(out)
@@ -106,7 +108,7 @@ class Provenance:
             return None
         if op == "matmul":
             return self.matmul(s, ins[0], ins[1])
-        if op in ("add", "sub", "mul", "div", "pow", "floordiv", "mod", "neg"):
+        if op in ("add", "sub", "mul", "div", "pow", "floordiv", "mod", "neg") or op in COMPARISONS.values():
             return self.elementwise(s, ins)
         return None
 

@@ -85,21 +85,22 @@ class Findings:
                   help=None if fix else "normalise before moving the feature axis away from the end, "
                   "or move it back with a transpose first")
 
-    def check_causal(self, s) -> None:
+    def check_causal(self, s, what: str = "`mask causal`") -> None:
         rows, cols = s.detail["rows"], s.detail["cols"]
         if self.p.prover.same(rows, cols):
             return
         if self.p.prover.leq(rows, cols).ok:
-            self.warn(s, "W305", f"`mask causal` on scores with {dimlib.show(rows)} queries and "
+            self.warn(s, "W305", f"{what} on scores with {dimlib.show(rows)} queries and "
                       f"{dimlib.show(cols)} keys lines query i up with key i, as PyTorch's `is_causal` "
                       "does: when the keys start with cached positions, it hides keys the queries "
                       "should see", help="mask with a tensor that shifts the diagonal by the past length "
                       "(`mask M` with M: [S, P + S] true above the shifted diagonal)")
             return
-        self.warn(s, "W305", f"`mask causal` on scores with {dimlib.show(rows)} queries and "
+        self.warn(s, "W305", f"{what} on scores with {dimlib.show(rows)} queries and "
                   f"{dimlib.show(cols)} keys: the lengths are unrelated, so position i of one says "
                   "nothing about position i of the other",
-                  help="cross-attention needs no causal mask; remove `-> mask causal` (or use a padding mask)",
+                  help="cross-attention needs no causal mask; remove "
+                  f"{'`-> mask causal`' if what == '`mask causal`' else what} (or use a padding mask)",
                   notes=(("a causal mask hides the keys after each query, which needs both to count "
                          "the same positions (or keys = past + queries)"),))
 

@@ -1,0 +1,79 @@
+"""Shape rules of indexing with tensors: `index_select`, `gather`, `take_along_dim`,
+`topk` (with a symbolic k) and `one_hot`, with PyTorch's semantics. Indices are int
+tensors; what they hold is not known, only their shapes."""
+from __future__ import annotations
+
+from ...syntax.diagnostics import ShapeError
+from ..layout import fresh
+from .args import Result
+from .combine import broadcast
+
+
+def _indices(c, a, i, what="indices"):
+    t = a.tensor_at(i)
+    if t.dtype != "int":
+        raise ShapeError("E112", f"`{a.op.name}` takes int {what}, but {c.show(t)} holds {t.dtype} values",
+                         span=a.pos[i].span, help="declare them as `input idx: [N] int`")
+    return t
+
+
+def index_select(c, x, a):
+    a.count(2, usage="index_select 0 idx")
+    d = a.axis_at(0, x.rank)
+    idx = _indices(c, a, 1)
+    if idx.rank > 1:
+        raise a.fail(f"`index_select` takes a vector of indices (1-d), got {c.show(idx)}", span=a.pos[1].span)
+    n = idx.shape[0] if idx.rank else 1
+    shape = x.shape[:d] + (n,) + x.shape[d + 1:]
+    return Result((fresh(shape, x.dtype),), detail={"dim": d})
+
+
+def gather(c, x, a):
+    a.count(2, usage="gather -1 idx")
+    d = a.axis_at(0, x.rank)
+    idx = _indices(c, a, 1)
+    if idx.rank != x.rank:
+        raise a.fail(f"`gather` takes indices with as many dims as the input: {c.show(idx)} for "
+                     f"{c.show(x)}", span=a.pos[1].span)
+    for k in range(x.rank):
+        if k != d:
+            c.need_leq(idx.shape[k], x.shape[k], span=a.pos[1].span,
+                       message=lambda k=k: f"dim {k} of the indices {c.show(idx)} may be larger than "
+                                           f"dim {k} of the input {c.show(x)}, which `gather` refuses")
+    return Result((fresh(idx.shape, x.dtype),), detail={"dim": d})
+
+
+def take_along_dim(c, x, a):
+    a.count(2, usage="take_along_dim idx -1")
+    idx = _indices(c, a, 0)
+    d = a.axis_at(1, x.rank)
+    if idx.rank != x.rank:
+        raise a.fail(f"`take_along_dim` takes indices with as many dims as the input: {c.show(idx)} for "
+                     f"{c.show(x)}", span=a.pos[0].span)
+    rest = broadcast(c, [x.shape[:d] + x.shape[d + 1:], idx.shape[:d] + idx.shape[d + 1:]],
+                     ["the input", "the indices"], a.op.span)
+    shape = tuple(rest[:d]) + (idx.shape[d],) + tuple(rest[d:])
+    return Result((fresh(shape, x.dtype),), detail={"dim": d})
+
+
+def topk(c, x, a):
+    a.count(2, usage="topk K -1")
+    k = a.dim_at(0)
+    d = a.axis_at(1, x.rank)
+    c.need_whole(k, span=a.pos[0].span, what=lambda: f"k = {k}")
+    c.need_positive(k, a.pos[0].span)
+    c.need_leq(k, x.shape[d], span=a.pos[0].span,
+               message=lambda: f"k = {k} may be more than the {x.shape[d]} entries of dim {d} of {c.show(x)}")
+    shape = x.shape[:d] + (k,) + x.shape[d + 1:]
+    return Result((fresh(shape, x.dtype), fresh(shape, "int")), detail={"k": k, "dim": d})
+
+
+def one_hot(c, x, a):
+    a.count(1, usage="one_hot V")
+    if x.dtype != "int":
+        raise ShapeError("E112", f"`one_hot` takes int class indices, but {c.show(x)} holds {x.dtype} values",
+                         span=a.op.span)
+    v = a.dim_at(0)
+    c.need_whole(v, span=a.pos[0].span, what=lambda: f"the number of classes {v}")
+    c.need_positive(v, a.pos[0].span)
+    return Result((fresh(x.shape + (v,), "int"),), detail={"classes": v})

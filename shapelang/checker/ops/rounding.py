@@ -1,0 +1,29 @@
+"""Sizes that PyTorch rounds down: the length of a strided convolution, of `arange`
+with a step. Exact when the division is provably whole; otherwise the floor, with a
+warning (W202) that names the assumption making it exact, as Whisper's stride-2
+convolution needs an even number of frames."""
+from __future__ import annotations
+
+import sympy as sp
+
+
+def floor_div(c, num, den, span, what: str, offset=0) -> sp.Expr:
+    """num // den as PyTorch computes it (`offset` is added to the size shown in messages)."""
+    q = sp.cancel(num / den)
+    if c.prover.whole(q).ok:
+        return q
+    const, rest = sp.expand(num).as_coeff_Add()
+    if not const.is_Integer:
+        const, rest = sp.Integer(0), num
+    exact = sp.cancel(rest / den) + sp.floor(const / den) if den.is_Integer else None
+    if exact is not None and c.prover.whole(sp.cancel(rest / den)).ok:
+        return exact   # (k*den + const) // den: whole part plus the constant's floor
+    out = sp.floor(q)
+    shown = out + offset
+    rest_text = str(rest) if rest.is_Symbol else f"({rest})"
+    help = f"add `assume {rest_text} % {den} == 0` if that holds" + \
+        (f": {what} is then {exact + offset}" if exact is not None else "")
+    c.error("W202", f"{what} is {shown}: PyTorch rounds the division down, and it is not exact for "
+            "every allowed size, so a later shape must be written with the same rounding",
+            span, help, severity="warning")
+    return out

@@ -1,0 +1,233 @@
+"""Shape rules of tensors computed in the spec: tables and masks.
+
+`arange`, `linspace`, `zeros`, `ones` and `full` make new tensors (written as calls:
+`arange(S)`, `full([S, S], true)`); comparisons (`i < j`) give bool tensors; `where`,
+`outer`, `triu`/`tril`, `sin`/`cos` and `pow` compute with them. dtypes follow PyTorch:
+`arange` of whole numbers is int, of a decimal float; `full` takes the dtype of its value;
+comparisons are bool; a result of two operands has the wider of their dtypes.
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+from ...syntax.diagnostics import ShapeError
+from ...syntax.nodes import Name, Neg, Num, ShapeLit
+from ..layout import fresh
+from .args import ONE, Result
+from .combine import broadcast
+from .rounding import floor_div
+
+COMPARISONS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
+_ORDER = ("bool", "int", "float")
+
+
+def promote(*dtypes) -> str:
+    """The dtype of a result of operands of these dtypes (bool < int < float)."""
+    return max(dtypes, key=lambda d: _ORDER.index(d) if d in _ORDER else len(_ORDER))
+
+
+def scalar_dtype(value) -> str:
+    if value is True or value is False:
+        return "bool"
+    return "int" if getattr(value, "is_Integer", False) else "float"
+
+
+def fill_value(c, node):
+    """A number a tensor is filled with: a scalar expression, `inf`/`-inf`, `true`/`false`."""
+    sign, inner = (-1, node.operand) if isinstance(node, Neg) else (1, node)
+    if isinstance(inner, Name) and inner.name in ("inf", "true", "false", "True", "False") \
+            and inner.name not in c.prover.user and not c.is_tensor_name(inner.name):
+        if inner.name == "inf":
+            return sign * sp.oo
+        if sign < 0:
+            raise ShapeError("E110", "`-true` is not a value", span=node.span)
+        return inner.name.lower() == "true"
+    return c.scalar(node)
+
+
+# ------------------------------------------------------------------ comparisons
+
+def compare(c, a, b, texts, span, op: str):
+    """`a < b` on tensors or a tensor and a number: a bool tensor of the broadcast shape."""
+    ta, tb = isinstance(a, tuple), isinstance(b, tuple)
+    if not (ta or tb):
+        raise ShapeError("E112", f"`{texts[0]} {op} {texts[1]}` compares two sizes; a comparison "
+                         "in a pipeline compares tensors", span=span,
+                         help=f"to state a fact about sizes, write `assume {texts[0]} {op} {texts[1]}`")
+    if ta and tb:
+        shape = broadcast(c, [a[0].shape, b[0].shape], [f"`{texts[0]}`", f"`{texts[1]}`"], span)
+        return Result((fresh(shape, "bool"),)), [a[1], b[1]]
+    t, s = (a, b) if ta else (b, a)
+    return Result((fresh(t[0].shape, "bool"),), detail={"scalar": s, "scalar_left": not ta}), [t[1]]
+
+
+# ------------------------------------------------------------------ new tensors (calls)
+
+def _size_arg(c, node, what):
+    """A whole-number argument of arange (a decimal with no fraction counts, and makes
+    the result float)."""
+    if isinstance(node, Num) and isinstance(node.value, float) or \
+            isinstance(node, Neg) and isinstance(node.operand, Num) and isinstance(node.operand.value, float):
+        v = node.value if isinstance(node, Num) else -node.operand.value
+        if not float(v).is_integer():
+            raise ShapeError("E110", f"the {what} of `arange` must be a whole number here",
+                             span=node.span, help="for evenly spaced fractions use `linspace(START, END, N)`")
+        return sp.Integer(int(v)), True
+    return c.dim(node), False
+
+
+def arange(c, node):
+    args = node.args
+    if not 1 <= len(args) <= 3:
+        raise ShapeError("E110", f"`arange` takes 1 to 3 arguments (end; start, end; start, end, step), "
+                         f"got {len(args)}", span=node.span, help="write it as `arange(S)`")
+    parts = [_size_arg(c, a, w) for a, w in zip(args, ("start", "end", "step") if len(args) > 1 else ("end",))]
+    vals = [p[0] for p in parts]
+    start, end = (sp.Integer(0), vals[0]) if len(vals) == 1 else (vals[0], vals[1])
+    step = vals[2] if len(vals) == 3 else ONE
+    if step.is_Integer and step == 0:
+        raise ShapeError("E110", "the step of `arange` cannot be 0", span=args[2].span)
+    if not step.is_Integer or step < 0:
+        c.need_positive(step, args[2].span, what=lambda: f"the step {step}")
+    c.need_positive(end - start, node.span, what=lambda: f"the length of `arange` ({end - start})")
+    # PyTorch: ceil((end - start) / step) elements
+    n = end - start if step == 1 else \
+        floor_div(c, end - start + step - 1, step, node.span, "the length of `arange`")
+    dtype = "float" if any(p[1] for p in parts) else "int"
+    return "arange", [], Result((fresh((n,), dtype),), detail={"start": start, "end": end, "step": step,
+                                                               "length": n})
+
+
+def linspace(c, node):
+    if len(node.args) != 3:
+        raise ShapeError("E110", "`linspace` takes 3 arguments: start, end and the number of points",
+                         span=node.span, help="write it as `linspace(0, 1, S)`")
+    start, end = c.scalar(node.args[0]), c.scalar(node.args[1])
+    n = c.dim(node.args[2])
+    c.need_positive(n, node.args[2].span)
+    return "linspace", [], Result((fresh((n,), "float"),), detail={"start": start, "end": end, "length": n})
+
+
+def _shape_arg(c, node, name):
+    if not node.args or not isinstance(node.args[0], ShapeLit):
+        raise ShapeError("E110", f"`{name}` takes a shape in brackets first, e.g. `{name}([S, S])`",
+                         span=node.span)
+    shape = []
+    for d in node.args[0].dims:
+        e = c.dim(d)
+        c.need_whole(e, span=d.span, what=lambda e=e: f"this size is {e}")
+        c.need_positive(e, d.span)
+        shape.append(e)
+    return shape
+
+
+def filled(c, node):
+    """zeros(SHAPE), ones(SHAPE), full(SHAPE, VALUE)."""
+    name = node.func
+    want = 2 if name == "full" else 1
+    if len(node.args) != want:
+        usage = "full([S, S], 0.5)" if name == "full" else f"{name}([S, D])"
+        raise ShapeError("E110", f"`{name}` takes {want} argument{'s' if want > 1 else ''}, got "
+                         f"{len(node.args)}", span=node.span, help=f"write it as `{usage}`")
+    shape = _shape_arg(c, node, name)
+    if name == "full":
+        value = fill_value(c, node.args[1])
+        dtype = scalar_dtype(value)
+    else:
+        value, dtype = sp.Integer(0 if name == "zeros" else 1), "float"
+    return name, [], Result((fresh(shape, dtype),), detail={"shape": tuple(shape), "value": value,
+                                                              "dtype": dtype})
+
+
+def where_call(c, node):
+    if len(node.args) != 3:
+        raise ShapeError("E110", f"`where` takes 3 arguments (condition, a, b), got {len(node.args)}",
+                         span=node.span, help="write it as `where(M, x, 0.0)`")
+    cond = c.tensor_value(node.args[0])
+    return _where(c, cond, [_operand(c, a) for a in node.args[1:]], node.args, node.span)
+
+
+def outer_call(c, node):
+    if len(node.args) != 2:
+        raise ShapeError("E110", "`outer` takes 2 vectors", span=node.span, help="write it as `outer(t, f)`")
+    a, b = (c.tensor_value(x) for x in node.args)
+    return "outer", [a[1], b[1]], _outer(c, a[0], b[0], node.span)
+
+
+def _operand(c, node):
+    """A tensor (type, ref) or a number."""
+    v = c.value(node)
+    return v if isinstance(v, tuple) else fill_value(c, node)
+
+
+def _where(c, cond, values, nodes, span):
+    t, ref = cond
+    if t.dtype != "bool":
+        raise ShapeError("E112", f"the condition of `where` {c.show(t)} holds {t.dtype} values; "
+                         "PyTorch needs a bool tensor", span=nodes[0].span,
+                         help="compare it to make one, e.g. `m != 0`")
+    tensors = [v for v in values if isinstance(v, tuple)]
+    shape = broadcast(c, [t.shape] + [v[0].shape for v in tensors],
+                      ["the condition"] + [f"value {k + 1}" for k, v in enumerate(values) if isinstance(v, tuple)],
+                      span)
+    if tensors:
+        dtype = promote(*[v[0].dtype for v in tensors])
+        if any(not isinstance(v, tuple) and scalar_dtype(v) == "float" for v in values):
+            dtype = promote(dtype, "float")
+    else:
+        dtype = promote(*[scalar_dtype(v) for v in values])
+    detail = {"values": tuple(None if isinstance(v, tuple) else v for v in values)}
+    return "where", [ref] + [v[1] for v in tensors], Result((fresh(shape, dtype),), detail=detail)
+
+
+def _outer(c, a, b, span):
+    if a.rank != 1 or b.rank != 1:
+        raise ShapeError("E110", f"`outer` takes two vectors (1-d), got {c.show(a)} and {c.show(b)}",
+                         span=span, help="make them 1-d first, or use `a -> unsqueeze -1` times b")
+    return Result((fresh((a.shape[0], b.shape[0]), promote(a.dtype, b.dtype)),),
+                  flops=a.shape[0] * b.shape[0])
+
+
+CALLS = {"arange": arange, "linspace": linspace, "zeros": filled, "ones": filled, "full": filled,
+         "where": where_call, "outer": outer_call}
+
+
+# ------------------------------------------------------------------ pipeline forms
+
+def call_only(c, x, a):
+    usage = {"arange": "arange(S)", "linspace": "linspace(0, 1, S)", "zeros": "zeros([S, D])",
+             "ones": "ones([S, D])", "full": "full([S, S], true)"}[a.op.name]
+    raise a.fail(f"`{a.op.name}` makes a new tensor and takes none: write it as a call, `{usage}`")
+
+
+def where(c, x, a):
+    a.count(2, usage="where A B")
+    values = [_operand(c, n) for n in a.pos]
+    _op, _refs, res = _where(c, (x, ""), values, (a.op,) + tuple(a.pos), a.op.span)
+    return res
+
+
+def outer(c, x, a):
+    a.count(1, usage="outer B")
+    return _outer(c, x, a.tensor_at(0), a.op.span)
+
+
+def triangle(c, x, a):
+    """triu / tril: keeps the upper (lower) triangle of the last two axes from diagonal K."""
+    a.count(0, 1, usage=f"{a.op.name} 1")
+    if x.rank < 2:
+        raise a.fail(f"`{a.op.name}` needs at least 2 dims, got {c.show(x)}")
+    k = c.dim(a.pos[0]) if a.pos else sp.Integer(0)
+    return Result((fresh(x.shape, x.dtype),), detail={"diagonal": k})
+
+
+def trig(c, x, a):
+    a.count(0, usage=a.op.name)
+    return Result((fresh(x.shape, "float" if x.dtype != "float" else x.dtype),))
+
+
+def power(c, x, a):
+    a.count(1, usage="pow 2")
+    e = c.scalar(a.pos[0])
+    dtype = x.dtype if x.dtype == "float" or scalar_dtype(e) == "int" else "float"
+    return Result((fresh(x.shape, dtype),), detail={"scalar": e, "scalar_left": False})

@@ -1,0 +1,59 @@
+"""Provenance rules of whole layers and of tensors computed in the spec: attention,
+convolutions, tables and masks. Mixed into the pass (analysis.Provenance); each rule
+gets the step, the provenance of its first input and of all inputs, and returns the
+provenance of its outputs, or None where it is unknown (then the pass stays silent)."""
+from __future__ import annotations
+
+from .atoms import TP, _size
+
+
+class LayerRules:
+    def p_attention(self, s, q: TP, ins):
+        """As the written-out form: the scores' keys are K's positions, a causal mask needs
+        queries and keys that count the same positions, the scale divides by the width the
+        scores contracted; the result has the queries' positions and the values' features."""
+        if len(ins) < 3 or any(t is None for t in ins[:3]) or min(len(t.axes) for t in ins[:3]) < 2:
+            return None
+        k, v = ins[1], ins[2]
+        if s.detail.get("causal"):
+            self.findings.check_causal(s, "`is_causal=true`")
+        if s.detail.get("scale") is not None:
+            scores = TP(q.axes[:-1] + (self.keyed(k.axes[-2]),), None, k.axes[-1] or None)
+            self.findings.check_scale(s, scores, s.detail["scale"])
+        rank = len(s.out.shape)
+        padded = [((),) * (rank - len(t.axes)) + t.axes[:-2] for t in (q, k, v)]
+        batch = tuple(next((p[j] for p in padded if p[j]), ()) for j in range(rank - 2))
+        if s.detail.get("gqa"):   # the heads are the queries' (K and V heads repeat)
+            batch = batch[:-1] + (padded[0][-1],)
+        return [TP(batch + (q.axes[-2], v.axes[-1]))]
+
+    def p_outer(self, s, a: TP, ins):
+        b = ins[1] if len(ins) > 1 else None
+        if b is None or len(a.axes) != 1 or len(b.axes) != 1:
+            return None
+        return [TP(a.axes + b.axes)]
+
+    def p_new(self, s, x, ins):
+        """A tensor made from sizes alone (arange, full, ..): new axes."""
+        return [TP(tuple(self.fresh(d) for d in s.out.shape))]
+
+    def p_where(self, s, x: TP, ins):
+        return self.elementwise(s, ins)
+
+    def p_conv(self, s, x: TP, ins):
+        """Channels are new features (as after `linear`); a spatial axis keeps its positions
+        when its size is kept, else it is a new axis of positions."""
+        n = s.detail["spatial"]
+        if len(x.axes) < n + 1:
+            return None
+        lead = x.axes[:-n - 1]
+        chans = self.fresh(s.out.shape[len(lead)], True)
+        spatial = []
+        for k, ax in enumerate(x.axes[-n:]):
+            size = s.out.shape[-n + k]
+            spatial.append(ax if ax and self.prover.same(_size(ax), size) else self.fresh(size))
+        spatial = tuple(spatial)
+        return [TP(lead + (chans,) + spatial)]
+
+    def p_one_hot(self, s, x: TP, ins):
+        return [TP(x.axes + (self.fresh(s.out.shape[-1], True),))]

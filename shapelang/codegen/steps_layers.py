@@ -1,0 +1,75 @@
+"""Codegen, the emitters of whole layers: attention (F.scaled_dot_product_attention),
+convolutions (nn.Conv1d / nn.Conv2d) and indexing. Registered into
+shapelang.codegen.steps.EMITTERS when this module is imported (shapelang.codegen.emit
+imports it)."""
+from __future__ import annotations
+
+from .steps import CHAIN_SUFFIX, EMITTERS, FUNCTIONAL, MODULE_OPS, Op
+
+
+def _attention(o: Op) -> list[str]:
+    q, k, v = o.args[:3]
+    args = [q, k, v]
+    d = o.d
+    if d.get("mask"):
+        mask = o.args[3]
+        mt = o.em.scope.types.get(o.s.inputs[3])
+        if mt is not None and mt.dtype not in ("bool", "float"):
+            mask = f"{mask} != 0"
+        args.append(f"attn_mask={mask}")
+    if d.get("dropout"):
+        args.append(f"dropout_p={d['dropout']!r} if self.training else 0.0")
+    if d.get("causal"):
+        args.append("is_causal=True")
+    if d.get("scale") is not None:
+        args.append(f"scale={o.local(d['scale'], real=True)}")
+    if d.get("gqa"):
+        args.append("enable_gqa=True")
+    return [f"{o.out} = {FUNCTIONAL}.scaled_dot_product_attention({', '.join(args)})"]
+
+
+EMITTERS.update({
+    "attention": _attention,
+})
+CHAIN_SUFFIX.update({"attention": "attn"})
+
+
+def _pair(o: Op, sizes) -> str:
+    if len(set(sizes)) == 1:
+        return o.cfg(sizes[0])
+    return "(" + ", ".join(o.cfg(x) for x in sizes) + ")"
+
+
+def _conv(o: Op) -> list[str]:
+    d = o.d
+    cls = "nn.Conv1d" if d["spatial"] == 1 else "nn.Conv2d"
+    args = [o.cfg(d["in"]), o.cfg(d["out"]), _pair(o, d["kernel"])]
+    if any(x != 1 for x in d["stride"]):
+        args.append(f"stride={_pair(o, d['stride'])}")
+    if d["padding"] == "same":
+        args.append('padding="same"')
+    elif any(x != 0 for x in d["padding"]):
+        args.append(f"padding={_pair(o, d['padding'])}")
+    if any(x != 1 for x in d["dilation"]):
+        args.append(f"dilation={_pair(o, d['dilation'])}")
+    if d["groups"] != 1:
+        args.append(f"groups={o.cfg(d['groups'])}")
+    if not d["bias"]:
+        args.append("bias=False")
+    o.unit.init.append(f"self.{o.attr} = {cls}({', '.join(args)})")
+    return [f"{o.out} = self.{o.attr}({o.x})"]
+
+
+EMITTERS.update({"conv1d": _conv, "conv2d": _conv})
+MODULE_OPS.update({"conv1d": "conv", "conv2d": "conv"})
+CHAIN_SUFFIX.update({"conv1d": "conv", "conv2d": "conv"})
+
+
+EMITTERS.update({
+    "index_select": lambda o: [f"{o.out} = {o.x}.index_select({o.d['dim']}, {o.args[1]})"],
+    "gather": lambda o: [f"{o.out} = torch.gather({o.x}, {o.axis(o.d['dim'])}, {o.args[1]})"],
+    "take_along_dim": lambda o: [f"{o.out} = torch.take_along_dim({o.x}, {o.args[1]}, dim={o.axis(o.d['dim'])})"],
+    "topk": lambda o: [f"{o.out} = {o.x}.topk({o.local(o.d['k'])}, dim={o.axis(o.d['dim'])})"],
+    "one_hot": lambda o: [f"{o.out} = {FUNCTIONAL}.one_hot({o.x}, {o.local(o.d['classes'])})"],
+})
+CHAIN_SUFFIX.update({"index_select": "sel", "gather": "g", "take_along_dim": "g", "one_hot": "oh"})

@@ -1,0 +1,97 @@
+"""Codegen, the emitters of tensors computed in the module: tables and masks
+(`torch.arange`, `torch.full`, comparisons, `torch.where`, `torch.outer`, `triu`/`tril`,
+`sin`/`cos`). A new tensor is made on the device of the module's first input, so the
+module computes its tables wherever it runs. Registered into
+shapelang.codegen.steps.EMITTERS when this module is imported (shapelang.codegen.emit
+imports it)."""
+from __future__ import annotations
+
+import sympy as sp
+
+from .steps import CHAIN_SUFFIX, EMITTERS, Op
+
+COMPARE = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+TORCH_DTYPES = {"float": "torch.float32", "int": "torch.long", "bool": "torch.bool"}
+
+
+def _device(o: Op) -> str:
+    return f", device={o.unit.arg_names[0]}.device" if o.unit.arg_names else ""
+
+
+def _value(o: Op, v) -> str:
+    """A fill value or scalar operand as Python."""
+    if v is True or v is False:
+        return repr(v)
+    v = sp.sympify(v)
+    if v in (sp.oo, -sp.oo):
+        return 'float("inf")' if v == sp.oo else 'float("-inf")'
+    return o.local(v, real=True)
+
+
+def _arange(o: Op) -> list[str]:
+    d = o.d
+    float_ = o.s.out.dtype == "float"
+    args = [o.local(d["start"]), o.local(d["end"])] if d["start"] != 0 or d["step"] != 1 \
+        else [o.local(d["end"])]
+    if d["step"] != 1:
+        args.append(o.local(d["step"]))
+    dtype = ", dtype=torch.float32" if float_ else ""
+    return [f"{o.out} = torch.arange({', '.join(args)}{dtype}{_device(o)})"]
+
+
+def _linspace(o: Op) -> list[str]:
+    d = o.d
+    ends = f"{_value(o, d['start'])}, {_value(o, d['end'])}"
+    return [f"{o.out} = torch.linspace({ends}, {o.local(d['length'])}{_device(o)})"]
+
+
+def _full(o: Op) -> list[str]:
+    d = o.d
+    shape = ", ".join(o.local(x) for x in d["shape"])
+    if len(d["shape"]) == 1:
+        shape += ","
+    value = _value(o, d["value"])
+    if d["dtype"] == "float" and sp.sympify(d["value"]).is_Integer:
+        value = f"{value}.0"
+    return [f"{o.out} = torch.full(({shape}), {value}, dtype={TORCH_DTYPES[d['dtype']]}{_device(o)})"]
+
+
+def _compare(o: Op) -> list[str]:
+    sign = COMPARE[o.s.op]
+    if len(o.args) == 2:
+        return [f"{o.out} = {o.args[0]} {sign} {o.args[1]}"]
+    scalar = _value(o, o.d["scalar"])
+    if o.d.get("scalar_left"):
+        return [f"{o.out} = {scalar} {sign} {o.x}"]
+    return [f"{o.out} = {o.x} {sign} {scalar}"]
+
+
+def _where(o: Op) -> list[str]:
+    tensors = iter(o.args[1:])
+    values = [next(tensors) if v is None else _value(o, v) for v in o.d["values"]]
+    if all(v is not None for v in o.d["values"]) and o.s.out.dtype == "float":
+        values = [f"{x}.0" if x.lstrip("-").isdigit() else x for x in values]
+    return [f"{o.out} = torch.where({o.x}, {', '.join(values)})"]
+
+
+def _triangle(o: Op) -> list[str]:
+    k = o.d["diagonal"]
+    arg = "" if k == 0 else (f"diagonal={o.local(k)}")
+    return [f"{o.out} = {o.x}.{o.s.op}({arg})"]
+
+
+EMITTERS.update({
+    "arange": _arange,
+    "linspace": _linspace,
+    "full": _full,
+    "zeros": _full,
+    "ones": _full,
+    **{op: _compare for op in COMPARE},
+    "where": _where,
+    "outer": lambda o: [f"{o.out} = torch.outer({o.args[0]}, {o.args[1]})"],
+    "triu": _triangle,
+    "tril": _triangle,
+    "sin": lambda o: [f"{o.out} = torch.sin({o.x})"],
+    "cos": lambda o: [f"{o.out} = torch.cos({o.x})"],
+})
+CHAIN_SUFFIX.update({"arange": "pos", "full": "table", "where": "w", "outer": "outer"})
