@@ -6,7 +6,6 @@ import sympy as sp
 
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import Assume, Binding, Block, Call, Return
-from . import dims as dimlib
 from . import ops
 from .ir import BindingIR, BlockIR, Decl
 from .layout import TensorType
@@ -24,7 +23,7 @@ class BlockCalls:
         """A block input's shape in the block's own dims, whatever the caller renamed."""
         caller, c.scope.subst = c.scope.subst, {}
         try:
-            return [dimlib.build(d, c._dim_lookup) for d in decl.shape.dims]
+            return [c.build(d) for d in decl.shape.dims]
         finally:
             c.scope.subst = caller
 
@@ -42,7 +41,7 @@ class BlockCalls:
                              span=op.span)
         count = c.ctx.dim(op.args[0])
         c.ctx.need_positive(count, op.args[0].span)
-        c.ctx.need_whole(count, span=op.args[0].span, what=lambda: f"the layer count {count}")
+        c.ctx.need_whole(count, span=op.args[0].span, what=lambda: f"the layer count {c.sz(count)}")
         target = op.args[1]
         name = target.func if isinstance(target, Call) else getattr(target, "name", None)
         if name not in c.blocks:

@@ -185,10 +185,10 @@ class Checker(Facts):
     def _decl_type(self, s: TensorDecl, subst) -> TensorType:
         shape = []
         for d in s.shape.dims:
-            e = dimlib.build(d, self._dim_lookup)
-            self.need(self.prover.whole(e), "E104", d.span, f"the size `{e}` is not always a whole number",
+            e = self.build(d)
+            self.need(self.prover.whole(e), "E104", d.span, f"the size `{self.sz(e)}` is not always a whole number",
                       help=self._divisibility_help(e), expr=e)
-            self.need(self.prover.positive(e), "E109", d.span, f"the size `{e}` is not always positive",
+            self.need(self.prover.positive(e), "E109", d.span, f"the size `{self.sz(e)}` is not always positive",
                       expr=e)
             shape.append(e)
         dtype = s.dtype or "float"
@@ -250,7 +250,7 @@ class Checker(Facts):
         try:
             if isinstance(s.shape, Hole):
                 raise dimlib.unfilled(s.shape)
-            want = [dimlib.build(d, self._dim_lookup) for d in s.shape.dims]
+            want = [self.build(d) for d in s.shape.dims]
             self.need_shape_equal(got[0].shape, want, span=s.shape.span, code="E107",
                                   message=lambda: f"`{s.name}` is {self.show(got[0])}, but the spec expects "
                                           f"{self.show_shape(want)}")
@@ -344,7 +344,7 @@ class Checker(Facts):
         v = self.value(node)
         if isinstance(v, tuple):
             return v
-        raise ShapeError("E112", f"`{_src(self.spec.source, node)}` is a size ({v}), but a tensor is "
+        raise ShapeError("E112", f"`{_src(self.spec.source, node)}` is a size ({self.sz(v)}), but a tensor is "
                          "expected here", span=node.span)
 
     def value(self, node):
@@ -371,7 +371,7 @@ class Checker(Facts):
             raise dimlib.unfilled(node)
         if isinstance(node, ShapeLit):
             t = self._decl_type(_anon_decl(node), self.scope.subst)
-            return self.emit("input", f"[{', '.join(map(str, t.shape))}]", node.span, [],
+            return self.emit("input", f"[{', '.join(map(self.sz, t.shape))}]", node.span, [],
                              ops.Result((t,)))[0]
         if isinstance(node, Pipeline):
             vals = self.pipeline(node)
@@ -398,7 +398,7 @@ class Checker(Facts):
         texts = (_src(self.spec.source, node.left), _src(self.spec.source, node.right))
         text = _src(self.spec.source, node)
         if not ta and not tb:
-            return dimlib.build(node, self._dim_lookup, allow_real=True)
+            return self.build(node, allow_real=True)
         if node.op == "@":
             if not (ta and tb):
                 raise ShapeError("E112", "`@` multiplies two tensors; use `*` or `scale` for a "
@@ -425,7 +425,7 @@ class Checker(Facts):
 
     def call(self, node: Call):
         if node.func in dimlib.SCALAR_FUNCTIONS:
-            return dimlib.build(node, self._dim_lookup, allow_real=True)
+            return self.build(node, allow_real=True)
         text = _src(self.spec.source, node)
         if node.func in ("concat", "cat"):
             if len(node.args) < 2:
@@ -465,10 +465,10 @@ class Checker(Facts):
         return self
 
     def dim(self, node) -> sp.Expr:
-        return dimlib.build(node, self._dim_lookup)
+        return self.build(node)
 
     def scalar(self, node) -> sp.Expr:
-        return dimlib.build(node, self._dim_lookup, allow_real=True)
+        return self.build(node, allow_real=True)
 
     def tensor(self, node) -> TensorType:
         t, ref = self.tensor_value(node)

@@ -37,7 +37,7 @@ class Facts:
         for d in dims:
             if d.value is not None:
                 try:
-                    value = dimlib.build(d.value, self._dim_lookup)
+                    value = self.build(d.value)
                 except ShapeError as err:
                     self.report(err.at(d.span))
                     continue
@@ -54,18 +54,18 @@ class Facts:
             if d.value is not None and d.name in self.out.definitions:
                 value = self.out.definitions[d.name]
                 self.need(p.whole(value), "E104", d.value.span,
-                          f"`{d.name} = {value}` is not always a whole number",
+                          f"`{d.name} = {self.sz(value)}` is not always a whole number",
                           help=self._divisibility_help(value),
-                          claim=f"`{d.name} = {value}` is always a whole number")
+                          claim=f"`{d.name} = {self.sz(value)}` is always a whole number")
                 self.need(p.positive(value), "E109", d.value.span,
-                          f"`{d.name} = {value}` is not always positive",
-                          claim=f"`{d.name} = {value}` is always at least 1")
+                          f"`{d.name} = {self.sz(value)}` is not always positive",
+                          claim=f"`{d.name} = {self.sz(value)}` is always at least 1")
         examples = [s for s in stmts if isinstance(s, Example)]
         self._example(examples)
 
     def _assume(self, s: Assume) -> None:
         try:
-            terms = [dimlib.build(t, self._dim_lookup) for t in s.terms]
+            terms = [self.build(t) for t in s.terms]
         except ShapeError as err:
             self.report(err.at(s.span))
             return
@@ -108,11 +108,11 @@ class Facts:
             if env is not None and iv is not None:
                 env.setdefault(p.user[name], iv)
             if name in values and iv is not None and iv != values[name]:
-                self.error("E108", f"the example sets {name}={values[name]}, but `{name} = {value}` "
+                self.error("E108", f"the example sets {name}={values[name]}, but `{name} = {self.sz(value)}` "
                            f"gives {iv}", spans[name])
             if iv is None or iv < 1:
                 if env is not None:
-                    self.error("E108", f"at the example sizes `{name} = {value}` is "
+                    self.error("E108", f"at the example sizes `{name} = {self.sz(value)}` is "
                                f"{dimlib.fmt_value(v) if v is not None else 'undefined'}, not a "
                                "whole positive number", span, self._alternatives(value, values))
                 env = None
@@ -124,7 +124,7 @@ class Facts:
                 continue
             if isinstance(a, sp.Mod):
                 x, y = (p.value(t, env) for t in a.args)
-                msg = f"the example breaks `{s.text[7:].strip()}`: {x} mod {y} = {va}"
+                msg = f"the example breaks `{s.text[7:].strip()}`: {dimlib.fmt_value(x)} mod {dimlib.fmt_value(y)} = {dimlib.fmt_value(va)}"
                 help = self._alternatives(a.args[0] / a.args[1], values)
             else:
                 msg = f"the example breaks `{s.text[7:].strip()}`: {dimlib.fmt_value(va)} {cmp} " \
@@ -154,9 +154,11 @@ class Facts:
     def _divisibility_help(self, value) -> str | None:
         num, den = sp.fraction(sp.together(value))
         if den != 1 and not den.is_Number:
-            return f"add `assume {num} % {den} == 0`, or define the size the other way round, " \
-                   f"e.g. `dim {num} = {den} * k`" if num.is_Symbol else \
-                   f"add `assume ({num}) % {den} == 0`"
+            n, d = self.sz(num), self.sz(den)
+            d = d if den.is_Atom else f"({d})"
+            return f"add `assume {n} % {d} == 0`, or define the size the other way round, " \
+                   f"e.g. `dim {n} = {d} * k`" if num.is_Symbol else \
+                   f"add `assume ({n}) % {d} == 0`"
         return None
 
     def _did_you_mean(self, name, known) -> str | None:
@@ -166,7 +168,15 @@ class Facts:
             close = lower[:1]
         return f"did you mean `{close[0]}`?" if close else None
 
-    # ------------------------------------------------------------ statements
+    def build(self, node, allow_real: bool = False) -> sp.Expr:
+        """A size node as an expression; how it is written is kept for messages."""
+        return dimlib.build(node, self._dim_lookup, allow_real=allow_real,
+                            notation=self.prover.notation)
+
+    def sz(self, e) -> str:
+        """A size as the learner writes it (checker/notation.py)."""
+        return self.prover.notation.show(e)
+
     # ------------------------------------------------------------ conditions
     def same(self, a, b) -> bool:
         """Cheap symbolic equality (no search): for layouts and fast paths."""
@@ -209,9 +219,9 @@ class Facts:
         if va is not None and vb is not None:
             notes.append(f"at the example sizes: {dimlib.fmt_value(va)} and {dimlib.fmt_value(vb)}")
         if verdict.status == "unknown":
-            help = f"if they are always equal, say so: `assume {a} == {b}`"
+            help = f"if they are always equal, say so: `assume {self.sz(a)} == {self.sz(b)}`"
         raise self._fail(verdict, code, message, help, span, notes,
-                         claim=f"{a} == {b} ({message})")
+                         claim=f"{self.sz(a)} == {self.sz(b)} ({message})")
 
     def need_shape_equal(self, got, want, *, span, code, message):
         if len(got) != len(want):
@@ -219,7 +229,7 @@ class Facts:
                              span=span)
         for k, (a, b) in enumerate(zip(got, want)):
             self.need_equal(a, b, code=code, span=span,
-                            message=lambda k=k, a=a, b=b: _text(message) + f"; dim {k} is {a}, not {b}")
+                            message=lambda k=k, a=a, b=b: _text(message) + f"; dim {k} is {self.sz(a)}, not {self.sz(b)}")
 
     def need_whole(self, e, *, span, what):
         verdict = self.prover.whole(e)
@@ -236,23 +246,23 @@ class Facts:
                 notes.append(alt)
         raise self._fail(verdict, "E104", f"{_text(what)}, which is not always a whole number",
                          self._divisibility_help(e), span, notes,
-                         claim=f"{e} is always a whole number ({_text(what)})")
+                         claim=f"{self.sz(e)} is always a whole number ({_text(what)})")
 
     def need_positive(self, e, span, what=None):
         verdict = self.prover.positive(e)
         if not verdict.ok:
-            subject = _text(what) if what is not None else f"the size {e}"
+            subject = _text(what) if what is not None else f"the size {self.sz(e)}"
             help = "sizes must be at least 1 for every allowed assignment"
             if verdict.status == "unknown":
-                help = f"if it is, say so: `assume {e} >= 1`"
+                help = f"if it is, say so: `assume {self.sz(e)} >= 1`"
             raise self._fail(verdict, "E109", f"{subject} is not always positive", help, span,
                              claim=f"{subject} is always at least 1")
 
     def need_leq(self, a, b, *, span, message):
         verdict = self.prover.leq(a, b)
         if not verdict.ok:
-            raise self._fail(verdict, "E105", _text(message), f"add `assume {a} <= {b}` if that is "
-                             "intended", span, claim=f"{a} <= {b} ({_text(message)})")
+            raise self._fail(verdict, "E105", _text(message), f"add `assume {self.sz(a)} <= {self.sz(b)}` if that is "
+                             "intended", span, claim=f"{self.sz(a)} <= {self.sz(b)} ({_text(message)})")
 
     def ex(self, e):
         if self.example_env is None:
@@ -260,7 +270,7 @@ class Facts:
         return self.prover.value(e, self.example_env)
 
     def show_shape(self, shape) -> str:
-        sym = "[" + ", ".join(str(d) for d in shape) + "]"
+        sym = "[" + ", ".join(self.sz(d) for d in shape) + "]"
         if self.example_env is None:
             return sym
         vals = [self.ex(d) for d in shape]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from .dims import _CMP, SEARCH_BUDGET, as_int, dim_symbol, evaluate
+from .notation import Notation
 
 
 @dataclass(frozen=True)
@@ -79,11 +80,13 @@ class Prover:
         self.relations: list[Relation] = []        # constraints left for the search
         self.example: dict[str, int] = {}
         self._cache: dict = {}
+        self.notation = Notation()   # how the learner writes sizes, for messages
 
     # -- set up
     def declare(self, name: str) -> sp.Symbol:
         sym = dim_symbol(name)
         self.user[name] = sym
+        self.notation.declare(sym)
         return sym
 
     def define(self, sym: sp.Symbol, value: sp.Expr) -> None:

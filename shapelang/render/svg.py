@@ -15,7 +15,7 @@ import math
 from html import escape
 
 from ..checker import dims as dimlib
-from .common import _num
+from .common import _num, notation
 
 BOX_H = 46
 GAP = 8
@@ -72,7 +72,7 @@ def axes_of(spec, shape, tp) -> list[Axis]:
     """The axes of a tensor of `shape` with provenance `tp` (None where unknown)."""
     out = []
     for k, d in enumerate(shape):
-        size = dimlib.show(d)
+        size = dimlib.show(d, notation(spec))
         ex = _num(spec, d)
         prov = tp.axes[k] if tp is not None and k < len(tp.axes) else None
         if prov is None:

@@ -16,7 +16,7 @@ def linear(c, x, a):
     if x.rank < 1:
         raise a.fail("`linear` needs at least one dim")
     out_f = a.dim_at(0)
-    c.need_whole(out_f, span=a.pos[0].span, what=lambda: f"the output width {out_f}")
+    c.need_whole(out_f, span=a.pos[0].span, what=lambda: f"the output width {c.sz(out_f)}")
     c.need_positive(out_f, a.pos[0].span)
     in_f = x.shape[-1]
     bias = a.kw_bool("bias", True)
@@ -33,8 +33,8 @@ def embed(c, x, a):
     if len(a.pos) == 2:
         vocab, width = a.dim_at(0), a.dim_at(1)
         for k, (e, what) in enumerate(((vocab, "vocabulary size"), (width, "width"))):
-            c.need_whole(e, span=a.pos[k].span, what=lambda e=e, what=what: f"the {what} {e}")
-            c.need_positive(e, a.pos[k].span, what=lambda e=e, what=what: f"the {what} {e}")
+            c.need_whole(e, span=a.pos[k].span, what=lambda e=e, what=what: f"the {what} {c.sz(e)}")
+            c.need_positive(e, a.pos[k].span, what=lambda e=e, what=what: f"the {what} {c.sz(e)}")
         return Result((fresh(x.shape + (width,)),), params=vocab * width,
                       detail={"vocab": vocab, "dim": width, "table": None})
     table = a.tensor_at(0)
@@ -87,7 +87,7 @@ def split(c, x, a):
     if isinstance(node, ShapeLit):
         sizes = [c.dim(e) for e in node.dims]
         for k, (e, piece) in enumerate(zip(node.dims, sizes)):
-            what = lambda k=k, piece=piece: f"piece {k} of `split` ({piece})"
+            what = lambda k=k, piece=piece: f"piece {k} of `split` ({c.sz(piece)})"
             c.need_whole(piece, span=e.span, what=what)
             c.need_positive(piece, e.span, what=what)
         c.need_equal(sum(sizes, ZERO), size, code="E103", span=node.span,
@@ -97,11 +97,11 @@ def split(c, x, a):
         piece = a.dim_at(0)
         count = sp.cancel(c.prover.canon(size) / c.prover.canon(piece))
         if not (count.is_Integer and count > 0):
-            raise ShapeError("E104", f"`split {piece}` cuts dim {d} ({size}) into {count} pieces, "
+            raise ShapeError("E104", f"`split {c.sz(piece)}` cuts dim {d} ({c.sz(size)}) into {c.sz(count)} pieces, "
                              "which is not a fixed whole number",
                              help="give the sizes explicitly, e.g. `split [D, D, D] -1`, or use `chunk`",
                              span=node.span)
-        c.need_whole(piece, span=node.span, what=lambda: f"the piece size {piece}")
+        c.need_whole(piece, span=node.span, what=lambda: f"the piece size {c.sz(piece)}")
         sizes = [piece] * int(count)
     return _pieces(x, d, sizes, {"sizes": tuple(sizes), "dim": d})
 
@@ -113,8 +113,8 @@ def chunk(c, x, a):
         raise a.fail("`chunk` needs at least one piece", span=a.pos[0].span)
     d = a.axis_at(1, x.rank)
     piece = x.shape[d] / n
-    c.need_whole(piece, span=a.op.span, what=lambda: f"each of the {n} chunks of dim {d} ({x.shape[d]}) "
-                 f"would have {piece}")
+    c.need_whole(piece, span=a.op.span, what=lambda: f"each of the {n} chunks of dim {d} ({c.sz(x.shape[d])}) "
+                 f"would have {c.sz(piece)}")
     return _pieces(x, d, [piece] * n, {"chunks": n, "dim": d})
 
 
@@ -166,7 +166,7 @@ def einsum_types(c, eq, operands, span):
                 sizes[ch] = size
             elif ch in sizes:
                 c.need_equal(sizes[ch], size, code="E101", span=span, broadcast=True,
-                             message=lambda ch=ch, size=size: f"index `{ch}` is {sizes[ch]} in one operand and {size} in another")
+                             message=lambda ch=ch, size=size: f"index `{ch}` is {c.sz(sizes[ch])} in one operand and {c.sz(size)} in another")
             else:
                 sizes[ch] = size
     out = []
@@ -218,9 +218,9 @@ def matmul(c, x: TensorType, y: TensorType, texts, span) -> Result:
                    f"{c.show_shape(y.shape[:-2] + (y.shape[-1], y.shape[-2]))}"
         c.need_equal(k_left, k_right, code="E101", span=span,
                      message=lambda: f"cannot multiply `{texts[0]}` {c.show(x)} by `{texts[1]}` {c.show(y)}: "
-                             f"the last dim of the left operand is {k_left}, the "
+                             f"the last dim of the left operand is {c.sz(k_left)}, the "
                              f"{'only' if y.rank == 1 else 'second-to-last'} dim of the right operand "
-                             f"is {k_right}",
+                             f"is {c.sz(k_right)}",
                      help=hint or "the inner dims of a matrix product must be equal")
     batch = broadcast(c, [xs[:-2], ys[:-2]], [f"`{texts[0]}`", f"`{texts[1]}`"], span) \
         if (xs[:-2] or ys[:-2]) else []
