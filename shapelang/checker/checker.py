@@ -30,8 +30,8 @@ from ..syntax.nodes import (
     TensorDecl,
 )
 from ..syntax.parser import parse_recovering
+from . import calls, causes, expects, fixes, habits, ops
 from . import dims as dimlib
-from . import fixes, habits, ops
 from .blocks import BlockCalls
 from .facts import Facts
 from .ir import BindingIR, CheckedSpec, Decl, Step
@@ -39,7 +39,7 @@ from .layout import Geometry, TensorType, dense_like, elementwise, fresh
 from .provenance import Provenance
 from .prover import Prover
 from .scope import Poisoned, Scope
-from .suggest import Suggestions, int_literal
+from .suggest import Suggestions
 
 DTYPES = {"float", "int", "bool", "long", "half", "bfloat16", "float32", "float16", "int64"}
 _DTYPE_KIND = {"long": "int", "int64": "int", "float32": "float", "float16": "float",
@@ -92,11 +92,17 @@ class Checker(Facts):
         self.block_calls = BlockCalls(self)
         self.suggest = Suggestions(spec.source)
         self.out.decls = self.top.decls
+        self.step_of: dict = {}   # ref -> the step that made it (to point back at causes)
+        self.calls: list = []     # the block calls being checked: labels for what they report
+        self.dim_spans: dict = {}  # dim name -> its declaration
 
     # ------------------------------------------------------------ reporting
     def report(self, diag: Diagnostic | None) -> None:
         if diag is None:
             return
+        if self.calls:   # inside a block: show where it was called from, with what
+            diag = replace(diag, labels=tuple(diag.labels) + tuple(
+                c for c in reversed(self.calls) if c[0].line != diag.span.line))
         key = (diag.code, diag.span, diag.message)
         if key not in self.seen:
             self.seen.add(key)
@@ -112,12 +118,15 @@ class Checker(Facts):
         for s in stmts:
             if isinstance(s, Block):
                 if s.name in self.blocks:
-                    self.error("E003", f"block `{s.name}` is defined twice", s.span)
+                    self.report(Diagnostic("E003", f"block `{s.name}` is defined twice", s.span,
+                                           "give the second block another name",
+                                           labels=causes.first_declared(self.blocks[s.name].span,
+                                                                        "first defined here")))
                 self.blocks[s.name] = s
         for s in stmts:
             self._statement(s)
         for name, block in self.blocks.items():
-            if name not in self.out.blocks:   # never called: check it at its declared shapes
+            if not any(k[0] == name for k in self.block_cache):   # never called: check it alone
                 try:
                     args = [self._decl_type(d, {}) for d in block.inputs]
                     self.block_calls.call_block(block, args, [d.name for d in block.inputs], block.span)
@@ -180,14 +189,15 @@ class Checker(Facts):
             if b is not None and self.scope is self.top:
                 self.out.bindings.append(b)
         elif isinstance(s, Expect):
-            self._expect(s)
+            expects.check(self, s)
 
     def _decl_type(self, s: TensorDecl, subst) -> TensorType:
         shape = []
         for d in s.shape.dims:
             e = self.build(d)
-            self.need(self.prover.whole(e), "E104", d.span, f"the size `{self.sz(e)}` is not always a whole number",
-                      help=self._divisibility_help(e), expr=e)
+            help, fixes = self._divisibility(e)
+            self.need(self.prover.whole(e), "E104", d.span, f"the size `{self.sz(e)}` is not always "
+                      "a whole number", help=help, expr=e, fixes=fixes)
             self.need(self.prover.positive(e), "E109", d.span, f"the size `{self.sz(e)}` is not always positive",
                       expr=e)
             shape.append(e)
@@ -199,7 +209,7 @@ class Checker(Facts):
 
     def _declare(self, s: TensorDecl) -> None:
         if s.name in self.scope.values or s.name in self.prover.user:
-            self.error("E003", f"`{s.name}` is already defined", s.span)
+            self._twice(s.name, s.span)
             return
         try:
             t = self._decl_type(s, self.scope.subst)
@@ -208,13 +218,22 @@ class Checker(Facts):
             self.scope.values[s.name] = None
             return
         self.scope.values[s.name] = (t, s.name)
+        self.scope.spans[s.name] = s.span
         self.scope.decls.append(Decl(s.kind, s.name, t, s.span))
+
+    def _twice(self, name: str, span, help=None) -> None:
+        """E003, with a label where the name was first defined."""
+        first = self.scope.spans.get(name)
+        what = "first defined here"
+        if first is None and name in self.dim_spans:
+            first, what = self.dim_spans[name], "declared as a dim here"
+        self.report(Diagnostic("E003", f"`{name}` is already defined", span, help,
+                               labels=causes.first_declared(first, what) if first else ()))
 
     def _binding(self, s: Binding):
         for n in s.names:
             if n in self.scope.values or n in self.prover.user:
-                self.error("E003", f"`{n}` is already defined", s.span,
-                           "give each step of the pipeline its own name")
+                self._twice(n, s.span, "give each step of the pipeline its own name")
                 return None
         self.scope.steps = []
         try:
@@ -235,29 +254,10 @@ class Checker(Facts):
             return None
         for n, (t, ref) in zip(s.names, outs):
             self.scope.values[n] = (t, ref)
+            self.scope.spans[n] = s.span
         b = BindingIR(s.names, s.span, self.scope.steps, tuple(r for _, r in outs),
                       tuple(t for t, _ in outs))
         return b
-
-    def _expect(self, s: Expect) -> None:
-        if s.name not in self.scope.values:
-            self.error("E002", f"`expect` names `{s.name}`, which is not defined above", s.name_span,
-                       self._did_you_mean(s.name, self.scope.values))
-            return
-        got = self.scope.values[s.name]
-        if got is None:
-            return
-        try:
-            if isinstance(s.shape, Hole):
-                raise dimlib.unfilled(s.shape)
-            want = [self.build(d) for d in s.shape.dims]
-            self.need_shape_equal(got[0].shape, want, span=s.shape.span, code="E107",
-                                  message=lambda: f"`{s.name}` is {self.show(got[0])}, but the spec expects "
-                                          f"{self.show_shape(want)}")
-        except ShapeError as err:
-            self.report(err.at(s.span))
-            return
-        self.out.expects.append((s.name, tuple(want), s.span))
 
     # ------------------------------------------------------------ expressions
     def pipeline(self, node) -> list[tuple[TensorType, str]]:
@@ -287,6 +287,9 @@ class Checker(Facts):
                     result.flops, result.detail, block)
         self.next_id += 1
         self.scope.steps.append(step)
+        self.step_of[step.ref] = step
+        for k in range(len(step.outputs) if len(step.outputs) > 1 else 0):
+            self.step_of[f"{step.ref}.{k}"] = step
         if len(step.outputs) == 1:
             return [(step.out, step.ref)]
         return [(t, f"{step.ref}.{k}") for k, t in enumerate(step.outputs)]
@@ -305,8 +308,7 @@ class Checker(Facts):
             except Poisoned:
                 raise
             except ShapeError as err:
-                raise err if err.span else ShapeError(err.code, err.message, err.help, err.notes,
-                                                      err.counterexample, op.span) from None
+                raise err if err.span else replace(err, span=op.span) from None
             extra = [self._arg_ref(a) for a in op.args if self._is_tensor_arg(a)]
             return self.emit(op.name, op.text, op.span, [ref] + extra, result)
         if op.name == "stack":
@@ -406,15 +408,18 @@ class Checker(Facts):
             try:
                 res = ops.matmul(self.ctx, a[0], b[0], texts, node.span)
             except ShapeError as err:
-                raise self.suggest.matmul(err, node) from None
+                raise self.suggest.matmul(causes.operands(self, err, node, a, b), node) from None
             ref = self._tensor_refs
             ref[id(node.left)], ref[id(node.right)] = a[1], b[1]
             return self.emit("matmul", text, node.span, [a[1], b[1]], res)[0]
         names = {"+": "add", "-": "sub", "*": "mul", "/": "div", "**": "pow", "//": "floordiv",
                  "%": "mod"}
         if ta and tb:
-            shape = ops.broadcast(self.ctx, [a[0].shape, b[0].shape],
-                                  [f"`{texts[0]}`", f"`{texts[1]}`"], node.span)
+            try:
+                shape = ops.broadcast(self.ctx, [a[0].shape, b[0].shape],
+                                      [f"`{texts[0]}`", f"`{texts[1]}`"], node.span)
+            except ShapeError as err:
+                raise causes.operands(self, err, node, a, b) from None
             out = elementwise([a[0], b[0]], shape, Geometry(self.prover.canon, self.same))
             res = ops.Result((out,))
             return self.emit(names[node.op], text, node.span, [a[1], b[1]], res)[0]
@@ -424,40 +429,10 @@ class Checker(Facts):
         return self.emit(names[node.op], text, node.span, [t[1]], res)[0]
 
     def call(self, node: Call):
-        if node.func in dimlib.SCALAR_FUNCTIONS:
-            return self.build(node, allow_real=True)
-        text = _src(self.spec.source, node)
-        if node.func in ("concat", "cat"):
-            if len(node.args) < 2:
-                raise ShapeError("E110", "`concat` takes an axis and tensors: concat(-1, A, B)",
-                                 span=node.span)
-            axis_node = node.args[0]
-            axis = int_literal(axis_node)
-            if axis is None:
-                raise ShapeError("E110", "the first argument of concat is an axis", span=axis_node.span)
-            vals = [self.tensor_value(a) for a in node.args[1:]]
-            t = ops.concat_types(self.ctx, [v[0] for v in vals], axis, node.span, axis_node.span)
-            res = ops.Result((t,), detail={"dim": axis + t.rank if axis < 0 else axis})
-            return self.emit("concat", text, node.span, [v[1] for v in vals], res)[0]
-        if node.func == "einsum":
-            if not node.args or not isinstance(node.args[0], Str):
-                raise ShapeError("E110", 'einsum takes an equation first: einsum("ij,jk->ik", A, B)',
-                                 span=node.span)
-            vals = [self.tensor_value(a) for a in node.args[1:]]
-            if not vals:
-                raise ShapeError("E110", "einsum needs at least one tensor", span=node.span)
-            out, flops = ops.einsum_types(self.ctx, node.args[0].value, [v[0] for v in vals],
-                                          node.args[0].span)
-            res = ops.Result((out,), flops=flops, detail={"equation": node.args[0].value})
-            return self.emit("einsum", text, node.span, [v[1] for v in vals], res)[0]
-        if node.func in self.skipped:
-            raise Poisoned()
-        if node.func in self.blocks:
-            vals = [self.tensor_value(a) for a in node.args]
-            return self.block_calls.block_step(self.blocks[node.func], vals, text, node.span)[0]
-        known = list(self.blocks) + ["concat", "einsum", "sqrt", "min", "max"]
-        raise ShapeError("E002", f"unknown function or block `{node.func}`", span=node.func_span,
-                         help=self._did_you_mean(node.func, known))
+        return calls.call(self, node)
+
+    def source_of(self, node) -> str:
+        return _src(self.spec.source, node)
 
     # ------------------------------------------------------------ conditions
     @property

@@ -13,8 +13,9 @@ import itertools
 
 import sympy as sp
 
-from ..syntax.diagnostics import ShapeError
+from ..syntax.diagnostics import Diagnostic, ShapeError
 from ..syntax.nodes import Assume, DimDecl, Example
+from . import causes
 from . import dims as dimlib
 from .layout import TensorType
 from .prover import Prover, divisor_alternatives
@@ -28,10 +29,17 @@ class Facts:
     def _sizes(self, stmts) -> None:
         p = self.prover
         dims = [s for s in stmts if isinstance(s, DimDecl)]
+        first: dict[str, DimDecl] = {}
         for d in dims:
             if d.name in p.user:
-                self.error("E003", f"dim `{d.name}` is declared twice", d.span)
+                self.report(Diagnostic(
+                    "E003", f"dim `{d.name}` is declared twice", d.span,
+                    "a dim is declared once, with its definition if it has one",
+                    labels=causes.first_declared(first[d.name].span),
+                    fixes=causes.duplicate_dim(self, first[d.name], d)))
                 continue
+            first[d.name] = d
+            self.dim_spans[d.name] = d.span
             p.declare(d.name)
             self.out.dims.append(d.name)
         for d in dims:
@@ -53,9 +61,10 @@ class Facts:
         for d in dims:
             if d.value is not None and d.name in self.out.definitions:
                 value = self.out.definitions[d.name]
+                help, fixes = self._divisibility(value)
                 self.need(p.whole(value), "E104", d.value.span,
                           f"`{d.name} = {self.sz(value)}` is not always a whole number",
-                          help=self._divisibility_help(value),
+                          help=help, fixes=fixes,
                           claim=f"`{d.name} = {self.sz(value)}` is always a whole number")
                 self.need(p.positive(value), "E109", d.value.span,
                           f"`{d.name} = {self.sz(value)}` is not always positive",
@@ -152,14 +161,22 @@ class Facts:
         return f"{den} in {{{', '.join(map(str, alts))}}} divides {dimlib.as_int(n)}"
 
     def _divisibility_help(self, value) -> str | None:
+        return self._divisibility(value)[0]
+
+    def _divisibility(self, value) -> tuple[str | None, tuple]:
+        """The help for a size that may not be whole, and the `assume` line that says it is."""
         num, den = sp.fraction(sp.together(value))
         if den != 1 and not den.is_Number:
             n, d = self.sz(num), self.sz(den)
             d = d if den.is_Atom else f"({d})"
-            return f"add `assume {n} % {d} == 0`, or define the size the other way round, " \
-                   f"e.g. `dim {n} = {d} * k`" if num.is_Symbol else \
-                   f"add `assume ({n}) % {d} == 0`"
-        return None
+            n = n if num.is_Atom else f"({n})"
+            fixes = causes.assume_line(self, f"{n} % {d} == 0",
+                                       f"say that {n} is always a multiple of {d}")
+            if num.is_Symbol:
+                return (f"add `assume {n} % {d} == 0`, or define the size the other way round, "
+                        f"e.g. `dim {n} = {d} * k`"), fixes
+            return f"add `assume {n} % {d} == 0`", fixes
+        return None, ()
 
     def _did_you_mean(self, name, known) -> str | None:
         close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
@@ -182,30 +199,36 @@ class Facts:
         """Cheap symbolic equality (no search): for layouts and fast paths."""
         return a == b or self.prover.same(a, b)
 
-    def need(self, verdict, code, span, message, help=None, expr=None, claim=None) -> bool:
+    def need(self, verdict, code, span, message, help=None, expr=None, claim=None,
+             fixes=()) -> bool:
         if verdict.ok:
             return True
         notes = self._verdict_notes(verdict)
-        self.error(code, _unproved(verdict, message, claim), span, help, notes,
-                   verdict.counterexample)
+        self.report(Diagnostic(code, _unproved(verdict, message, claim), span, help, tuple(notes),
+                               verdict.counterexample, fixes=tuple(fixes)))
         return False
 
     def _verdict_notes(self, verdict) -> list[str]:
         if verdict.status == "unknown":
-            return [("no counterexample either: every small assignment that satisfies the "
-                     "assumptions passes, so this may hold; shapelang accepts only what it "
-                     "can prove")]
+            if not verdict.tried:
+                return [("no counterexample either: no small sizes that satisfy every assumption "
+                        "were found to test it with; shapelang accepts only what it can prove")]
+            return [(f"no counterexample either: none of the {verdict.tried} assignments of small "
+                    "sizes tried (each satisfying the assumptions) breaks it, so this may hold; "
+                    "shapelang accepts only what it can prove")]
+        if verdict.counterexample == {}:
+            return ["this involves no dims: it fails whatever the sizes"]
         if verdict.counterexample:
             cex = ", ".join(f"{k}={v}" for k, v in verdict.counterexample.items())
             return [f"counterexample: {cex}"]
         return []
 
-    def _fail(self, verdict, code, message, help, span, extra_notes=(), claim=None):
+    def _fail(self, verdict, code, message, help, span, extra_notes=(), claim=None, fixes=()):
         """The error for a condition not proved: refuted ones state the problem with a
         counterexample; undecided ones say "could not prove" and never claim an error."""
         notes = list(extra_notes) + self._verdict_notes(verdict)
         return ShapeError(code, _unproved(verdict, message, claim), help, tuple(notes),
-                          verdict.counterexample, span)
+                          verdict.counterexample, span, fixes=tuple(fixes))
 
     def need_equal(self, a, b, *, code, message, help=None, span=None, shapes=None,
                    broadcast=False):
@@ -218,10 +241,13 @@ class Facts:
         va, vb = self.ex(a), self.ex(b)
         if va is not None and vb is not None:
             notes.append(f"at the example sizes: {dimlib.fmt_value(va)} and {dimlib.fmt_value(vb)}")
+        fixes = ()
         if verdict.status == "unknown":
             help = f"if they are always equal, say so: `assume {self.sz(a)} == {self.sz(b)}`"
+            fixes = causes.assume_line(self, f"{self.sz(a)} == {self.sz(b)}",
+                                       "if they are always equal, say so")
         raise self._fail(verdict, code, message, help, span, notes,
-                         claim=f"{self.sz(a)} == {self.sz(b)} ({message})")
+                         claim=f"{self.sz(a)} == {self.sz(b)} ({message})", fixes=fixes)
 
     def need_shape_equal(self, got, want, *, span, code, message):
         if len(got) != len(want):
@@ -244,25 +270,29 @@ class Facts:
             alt = self._alternatives(e, self.prover.example) if self.prover.example else None
             if alt:
                 notes.append(alt)
+        help, fixes = self._divisibility(e)
         raise self._fail(verdict, "E104", f"{_text(what)}, which is not always a whole number",
-                         self._divisibility_help(e), span, notes,
+                         help, span, notes, fixes=fixes,
                          claim=f"{self.sz(e)} is always a whole number ({_text(what)})")
 
     def need_positive(self, e, span, what=None):
         verdict = self.prover.positive(e)
         if not verdict.ok:
             subject = _text(what) if what is not None else f"the size {self.sz(e)}"
-            help = "sizes must be at least 1 for every allowed assignment"
+            help, fixes = "sizes must be at least 1 for every allowed assignment", ()
             if verdict.status == "unknown":
                 help = f"if it is, say so: `assume {self.sz(e)} >= 1`"
+                fixes = causes.assume_line(self, f"{self.sz(e)} >= 1", "if it is, say so")
             raise self._fail(verdict, "E109", f"{subject} is not always positive", help, span,
-                             claim=f"{subject} is always at least 1")
+                             claim=f"{subject} is always at least 1", fixes=fixes)
 
     def need_leq(self, a, b, *, span, message):
         verdict = self.prover.leq(a, b)
         if not verdict.ok:
-            raise self._fail(verdict, "E105", _text(message), f"add `assume {self.sz(a)} <= {self.sz(b)}` if that is "
-                             "intended", span, claim=f"{self.sz(a)} <= {self.sz(b)} ({_text(message)})")
+            rel = f"{self.sz(b)} >= {self.sz(a)}" if a.is_Number else f"{self.sz(a)} <= {self.sz(b)}"
+            raise self._fail(verdict, "E105", _text(message), f"add `assume {rel}` if that is intended",
+                             span, claim=f"{self.sz(a)} <= {self.sz(b)} ({_text(message)})",
+                             fixes=causes.assume_line(self, rel))
 
     def ex(self, e):
         if self.example_env is None:

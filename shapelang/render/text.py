@@ -70,7 +70,7 @@ def _source_line(row: int, text: str, items: list, pad: str) -> list[str]:
         if col < 1 or col > len(shown) + 1:
             continue
         placed.append((col, min(width, WINDOW // 2), primary, label))
-    out = [f"{row} | {shown}"]
+    out = [f"{str(row).ljust(len(pad))} | {shown}"]
     if not placed:
         return out
     size = max(c + w for c, w, *_ in placed)

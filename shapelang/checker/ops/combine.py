@@ -179,8 +179,10 @@ def einsum_types(c, eq, operands, span):
     return t, prod(sizes.values()) * prod(ellipsis)
 
 
-def broadcast(c, shapes, names, span) -> list:
-    """torch broadcasting of several shapes: right-aligned; equal, or one side 1."""
+def broadcast(c, shapes, names, span, tail: int = 0) -> list:
+    """torch broadcasting of several shapes: right-aligned; equal, or one side 1. `tail`:
+    how many last dims the shapes had before these (2 for the batch dims of `@`), so
+    that messages count the tensors' real dims."""
     rank = max(len(s) for s in shapes)
     out = []
     for j in range(rank):
@@ -196,7 +198,8 @@ def broadcast(c, shapes, names, span) -> list:
                 continue
             else:
                 c.need_equal(size, d, code="E102", span=span,
-                             message=lambda d=d, j=j, name=name, size=size: f"dim {j - rank} is {size} in {names[0]} and {d} in {name}: "
+                             message=lambda d=d, j=j, name=name, size=size: f"dim {j - rank - tail} is {c.sz(size)} in {names[0]} and {c.sz(d)} in {name}: "
+                                     + ("batch " if tail else "") +
                                      "sizes broadcast only when equal or when one of them is 1",
                              shapes=shapes, broadcast=True)
         out.append(size)
@@ -222,7 +225,7 @@ def matmul(c, x: TensorType, y: TensorType, texts, span) -> Result:
                              f"{'only' if y.rank == 1 else 'second-to-last'} dim of the right operand "
                              f"is {c.sz(k_right)}",
                      help=hint or "the inner dims of a matrix product must be equal")
-    batch = broadcast(c, [xs[:-2], ys[:-2]], [f"`{texts[0]}`", f"`{texts[1]}`"], span) \
+    batch = broadcast(c, [xs[:-2], ys[:-2]], [f"`{texts[0]}`", f"`{texts[1]}`"], span, tail=2) \
         if (xs[:-2] or ys[:-2]) else []
     shape = list(batch) + ([xs[-2]] if x.rank > 1 else []) + ([ys[-1]] if y.rank > 1 else [])
     flops = prod(batch) * xs[-2] * k_left * ys[-1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Num
+from .. import causes
 from ..layout import Geometry, TensorType, channels_last, dense_like, fresh, suggests_channels_last
 from .args import ONE, ZERO, Result
 from .combine import broadcast
@@ -74,10 +75,13 @@ def mask(c, x, a):
     if m.rank > x.rank:
         raise ShapeError("E102", f"the mask {c.show(m)} has more dims than the scores {c.show(x)}",
                          span=node.span)
-    out = broadcast(c, [x.shape, m.shape], ["the input", "the mask"], node.span)
-    c.need_shape_equal(out, x.shape, span=node.span, code="E102",
-                       message=lambda: f"the mask {c.show(m)} would grow the input {c.show(x)} to "
-                               f"{c.show_shape(out)}; a mask must broadcast to the input's shape")
+    try:
+        out = broadcast(c, [x.shape, m.shape], ["the input", "the mask"], node.span)
+        c.need_shape_equal(out, x.shape, span=node.span, code="E102",
+                           message=lambda: f"the mask {c.show(m)} would grow the input {c.show(x)} to "
+                                   f"{c.show_shape(out)}; a mask must broadcast to the input's shape")
+    except ShapeError as err:
+        raise causes.mask(c, err, x, m, node) from None
     return _same_shape(c, x, a, kind="tensor")
 
 
