@@ -83,8 +83,8 @@ def mask(checker, err: ShapeError, x, m, node) -> ShapeError:
     """A mask that does not broadcast to the scores: its shape under it, and the mask
     given size-1 axes so that each of its axes meets the scores' axis of the same size."""
     labels = ((node.span, f"the mask is {checker.show(m)}"),)
-    err = replace(err, notes=(f"the input is {checker.show(x)}; a mask is lined up with it from the "
-                              "right, as PyTorch broadcasts",) + tuple(err.notes))
+    err = replace(err, notes=((f"the input is {checker.show(x)}; a mask is lined up with it from the "
+                              "right, as PyTorch broadcasts"),) + tuple(err.notes))
     fixes = []
     text = checker.suggest.text(node.span)
     if text is not None and m.rank < x.rank:

@@ -71,8 +71,8 @@ class Suggestions:
                     rest = ops[:k] + ops[k + 1:]
                     text = " -> ".join([head] + rest)
                     fixes.append((span, f"({text})" if rest else text,
-                                  f"the batch dims of the two operands must line up: leave out "
-                                  f"`{ops[k]}`"))
+                                  (f"the batch dims of the two operands must line up: leave out "
+                                  f"`{ops[k]}`")))
         return fixes[:4]
 
     def head(self, err: ShapeError, node: Pipeline) -> ShapeError:
