@@ -24,7 +24,8 @@ def test_check_findings_exit_1_with_caret(tmp_path):
     r = run("check", str(bad))
     assert r.returncode == 1
     assert f"{bad}:4:4: error[E102]" in r.stdout
-    assert "^^^^^" in r.stdout and "Traceback" not in r.stdout + r.stderr
+    # the operation marked `^`, each operand `-` with its shape, as rustc does
+    assert "-^^^- [B, S, E]" in r.stdout and "Traceback" not in r.stdout + r.stderr
 
 
 def test_missing_file_exits_2(tmp_path):

@@ -48,10 +48,12 @@ class Facts:
                     value = self.build(d.value)
                 except ShapeError as err:
                     self.report(err.at(d.span))
+                    self._poison_dim(d.name)
                     continue
                 sym = p.user[d.name]
                 if sym in value.free_symbols:
                     self.error("E005", f"`{d.name}` is defined in terms of itself", d.span)
+                    self._poison_dim(d.name)
                     continue
                 p.define(sym, value)
                 self.out.definitions[d.name] = value
@@ -71,6 +73,14 @@ class Facts:
                           claim=f"`{d.name} = {self.sz(value)}` is always at least 1")
         examples = [s for s in stmts if isinstance(s, Example)]
         self._example(examples)
+
+    def _poison_dim(self, name: str) -> None:
+        """A dim whose definition failed: what uses it stays silent (one root cause, one
+        error), as for a tensor whose statement failed."""
+        self.prover.user.pop(name, None)
+        if name in self.out.dims:
+            self.out.dims.remove(name)
+        self.skipped.add(name)
 
     def _assume(self, s: Assume) -> None:
         try:
@@ -93,6 +103,8 @@ class Facts:
         values, spans = {}, {}
         for ex in examples:
             for item in ex.items:
+                if item.name not in p.user and item.name in self.skipped:
+                    continue   # its `dim` line does not parse: that error is the one to fix
                 if item.name not in p.user:
                     self.error("E002", f"the example sets `{item.name}`, which is not a dim",
                                item.span, self._did_you_mean(item.name, p.user))
@@ -177,6 +189,12 @@ class Facts:
                         f"e.g. `dim {n} = {d} * k`"), fixes
             return f"add `assume {n} % {d} == 0`", fixes
         return None, ()
+
+    def _close_fix(self, name, known, span, what: str) -> tuple:
+        """The candidate that writes the closest known name instead (proved before shown)."""
+        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6) or \
+            [k for k in known if k.lower() == name.lower()][:1]
+        return ((span, close[0], f"{what} with a similar name exists, `{close[0]}`"),) if close else ()
 
     def _did_you_mean(self, name, known) -> str | None:
         close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
