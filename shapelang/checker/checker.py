@@ -180,7 +180,7 @@ class Checker(Facts):
         raise ShapeError("E002", f"unknown dim `{node.name}`", span=node.span,
                          help=self._did_you_mean(node.name, p.user) or
                          f"declare it with `dim {node.name}`",
-                         fixes=self._close_fix(node.name, p.user, node.span, "a dim"))
+                         fixes=self._close_fix(node.name, p.user, node.span))
 
     def _statement(self, s) -> None:
         if isinstance(s, TensorDecl):
@@ -323,7 +323,7 @@ class Checker(Facts):
         raise ShapeError("E111", f"unknown operation `{op.name}`", span=op.name_span,
                          help=self._did_you_mean(op.name, known) or
                          "see the list of operations in docs/language.md",
-                         fixes=self._close_fix(op.name, known, op.name_span, "an operation"))
+                         fixes=self._close_fix(op.name, known, op.name_span))
 
     def _is_tensor_arg(self, a) -> bool:
         if isinstance(a, Name):
@@ -367,7 +367,7 @@ class Checker(Facts):
             raise ShapeError("E002", f"unknown name `{node.name}`", span=node.span,
                              help=self._did_you_mean(node.name, known) or
                              f"define it first, e.g. `input {node.name}: [B, S, D]`",
-                             fixes=self._close_fix(node.name, known, node.span, "a name"))
+                             fixes=self._close_fix(node.name, known, node.span))
         if isinstance(node, Num):
             return sp.Integer(node.value) if isinstance(node.value, int) else sp.Float(node.value)
         if isinstance(node, Str):

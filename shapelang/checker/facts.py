@@ -190,11 +190,11 @@ class Facts:
             return f"add `assume {n} % {d} == 0`", fixes
         return None, ()
 
-    def _close_fix(self, name, known, span, what: str) -> tuple:
+    def _close_fix(self, name, known, span) -> tuple:
         """The candidate that writes the closest known name instead (proved before shown)."""
         close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6) or \
             [k for k in known if k.lower() == name.lower()][:1]
-        return ((span, close[0], f"{what} with a similar name exists, `{close[0]}`"),) if close else ()
+        return ((span, close[0], f"did you mean `{close[0]}`?"),) if close else ()
 
     def _did_you_mean(self, name, known) -> str | None:
         close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)

@@ -71,7 +71,7 @@ def _after(diags, line: int, inserted: int = 0, where: int = 0) -> dict:
 
 def _help(d, why: str | None, span, text: str, shown: str) -> str:
     lead = why or d.help
-    lead = f"{lead}: " if lead else ""
+    lead = (f"{lead} " if lead.endswith("?") else f"{lead}: ") if lead else ""
     if inserts(span, text):
         return f"{lead}add the line `{shown}` after line {span.line - 1}"
     if not shown:
