@@ -7,6 +7,8 @@ the shape written with the dims (proved by re-checking, like every fix).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import Expect, Hole
 from . import dims as dimlib
@@ -31,6 +33,11 @@ def check(c, s: Expect) -> None:
                            message=lambda: f"`{s.name}` is {c.show(got[0])}, but the spec expects "
                                    f"{c.show_shape(want)}")
     except ShapeError as err:
+        where = c.scope.spans.get(s.name)
+        if err.code == "E107" and where is not None and where.line != s.span.line:
+            verb = "declared" if any(d.name == s.name for d in c.scope.decls) else "computed"
+            err = replace(err, labels=tuple(err.labels) + (
+                (where, f"`{s.name}` is {verb} here: {c.show(got[0])}"),))
         c.report(err.at(s.span))
         return
     c.out.expects.append((s.name, tuple(want), s.span))

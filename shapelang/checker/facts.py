@@ -178,12 +178,17 @@ class Facts:
     def _divisibility(self, value) -> tuple[str | None, tuple]:
         """The help for a size that may not be whole, and the `assume` line that says it is."""
         num, den = sp.fraction(sp.together(value))
+        if den.is_Integer and den > 1 and num.free_symbols:   # `D/3`: D a multiple of 3
+            n = self.sz(num) if num.is_Atom else f"({self.sz(num)})"
+            return (f"add `assume {n} % {den} == 0`",
+                    causes.assume_line(self, f"{n} % {den} == 0",
+                                       f"say that {self.sz(num)} is always a multiple of {den}"))
         if den != 1 and not den.is_Number:
-            n, d = self.sz(num), self.sz(den)
+            plain, d = self.sz(num), self.sz(den)
             d = d if den.is_Atom else f"({d})"
-            n = n if num.is_Atom else f"({n})"
+            n = plain if num.is_Atom else f"({plain})"
             fixes = causes.assume_line(self, f"{n} % {d} == 0",
-                                       f"say that {n} is always a multiple of {d}")
+                                       f"say that {plain} is always a multiple of {d}")
             if num.is_Symbol:
                 return (f"add `assume {n} % {d} == 0`, or define the size the other way round, "
                         f"e.g. `dim {n} = {d} * k`"), fixes
@@ -192,16 +197,12 @@ class Facts:
 
     def _close_fix(self, name, known, span) -> tuple:
         """The candidate that writes the closest known name instead (proved before shown)."""
-        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6) or \
-            [k for k in known if k.lower() == name.lower()][:1]
-        return ((span, close[0], f"did you mean `{close[0]}`?"),) if close else ()
+        close = _closest(name, known)
+        return ((span, close, f"did you mean `{close}`?"),) if close else ()
 
     def _did_you_mean(self, name, known) -> str | None:
-        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-        if not close:
-            lower = [k for k in known if k.lower() == name.lower()]
-            close = lower[:1]
-        return f"did you mean `{close[0]}`?" if close else None
+        close = _closest(name, known)
+        return f"did you mean `{close}`?" if close else None
 
     def build(self, node, allow_real: bool = False) -> sp.Expr:
         """A size node as an expression; how it is written is kept for messages."""
@@ -282,14 +283,15 @@ class Facts:
         notes = []
         num, den = sp.fraction(sp.together(e))
         vn, vd = self.ex(num), self.ex(den)
-        if vn is not None and vd is not None and vd != 0 and (vn % vd) != 0:
+        if e.free_symbols and vn is not None and vd is not None and vd != 0 and (vn % vd) != 0:
             notes.append(f"at the example sizes: {dimlib.fmt_value(vn)} mod {dimlib.fmt_value(vd)} "
                          f"= {dimlib.fmt_value(vn % vd)}")
             alt = self._alternatives(e, self.prover.example) if self.prover.example else None
             if alt:
                 notes.append(alt)
         help, fixes = self._divisibility(e)
-        raise self._fail(verdict, "E104", f"{_text(what)}, which is not always a whole number",
+        always = "always " if e.free_symbols else ""
+        raise self._fail(verdict, "E104", f"{_text(what)}, which is not {always}a whole number",
                          help, span, notes, fixes=fixes,
                          claim=f"{self.sz(e)} is always a whole number ({_text(what)})")
 
@@ -329,6 +331,17 @@ class Facts:
 
     def show(self, t: TensorType) -> str:
         return self.show_shape(t.shape)
+
+
+def _closest(name: str, known) -> str | None:
+    """The known name a misspelt one most likely means: the same letters in another case
+    (`h` for `H`) first, then the closest spelling."""
+    known = list(known)
+    same = [k for k in known if k.lower() == name.lower() and k != name]
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def _text(message) -> str:

@@ -2,6 +2,8 @@
 einsum, broadcasting and matmul."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import sympy as sp
 
 from ...syntax.diagnostics import ShapeError
@@ -113,9 +115,27 @@ def chunk(c, x, a):
         raise a.fail("`chunk` needs at least one piece", span=a.pos[0].span)
     d = a.axis_at(1, x.rank)
     piece = x.shape[d] / n
-    c.need_whole(piece, span=a.op.span, what=lambda: f"each of the {n} chunks of dim {d} ({c.sz(x.shape[d])}) "
-                 f"would have {c.sz(piece)}")
+    try:
+        c.need_whole(piece, span=a.op.span, what=lambda: f"each of the {n} chunks of dim {d} "
+                     f"({c.sz(x.shape[d])}) would have {c.sz(piece)}")
+    except ShapeError as err:
+        raise _uneven_chunks(err, x.shape[d], n, a) from None
     return _pieces(x, d, [piece] * n, {"chunks": n, "dim": d})
+
+
+def _uneven_chunks(err, size, n, a):
+    """`chunk n` of a fixed size that n does not divide: torch.chunk gives pieces of
+    ceil(size/n) and a smaller last one; `split` says so (a candidate, proved by re-checking)."""
+    if not size.is_Integer or not 0 < int(size) <= 10_000:
+        return err
+    size, each = int(size), -(-int(size) // n)
+    pieces = [each] * (size // each) + ([size % each] if size % each else [])
+    axis = a.op.text.split()[-1] if len(a.pos) == 2 else "-1"
+    said = ", ".join(map(str, pieces[:-1])) + f" and {pieces[-1]}"
+    return replace(err, notes=tuple(err.notes) + (
+        f"torch.chunk gives {len(pieces)} pieces here: {said}",),
+        fixes=((a.op.span, f"split [{', '.join(map(str, pieces))}] {axis}",
+                f"write the pieces torch.chunk gives with `split`"),) + tuple(err.fixes))
 
 
 def _pieces(x, d, sizes, detail):
