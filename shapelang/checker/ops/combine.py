@@ -135,7 +135,7 @@ def _uneven_chunks(err, size, n, a):
     return replace(err, notes=tuple(err.notes) + (
         f"torch.chunk gives {len(pieces)} pieces here: {said}",),
         fixes=((a.op.span, f"split [{', '.join(map(str, pieces))}] {axis}",
-                f"write the pieces torch.chunk gives with `split`"),) + tuple(err.fixes))
+                "write the pieces torch.chunk gives with `split`"),) + tuple(err.fixes))
 
 
 def _pieces(x, d, sizes, detail):
