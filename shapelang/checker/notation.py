@@ -56,12 +56,17 @@ class Notation:
 
     def record(self, expr: sp.Expr, text: str, prec: int) -> None:
         """Remember how a composite size was written: the first spelling of it wins. A
-        spelling that names a dim twice (`2*D + 2*D`, `D*D`) is not kept: it reads
-        better simplified."""
+        spelling that names dims more often than the simplified size (`2*D + 2*D` for
+        `4*D`) is not kept: it reads better simplified."""
         if not isinstance(expr, sp.Expr) or expr.is_Atom or expr in self.spelled:
             return
-        names = _NAME.findall(text)
-        if len(names) != len(set(names)) or "…" in text:
+        if "…" in text:
+            return
+        try:
+            plain = self._print(expr, True)[0]
+        except (RecursionError, TypeError, ValueError, AttributeError):
+            return
+        if len(_NAME.findall(text)) > len(_NAME.findall(plain)):
             return
         self.spelled[expr] = (text, prec)
 
