@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-
 DESCRIPTIONS = {
     "check": """\
 Prove every step of each spec for all sizes that satisfy its `assume` lines, and
