@@ -170,7 +170,7 @@ class Facts:
         alts = divisor_alternatives(dimlib.as_int(n), values[str(den)])
         if not alts:
             return None
-        return f"{den} in {{{', '.join(map(str, alts))}}} divides {dimlib.as_int(n)}"
+        return f"{self.sz(den)} in {{{', '.join(map(str, alts))}}} divides {dimlib.as_int(n)}"
 
     def _divisibility_help(self, value) -> str | None:
         return self._divisibility(value)[0]

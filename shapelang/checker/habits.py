@@ -186,7 +186,8 @@ def _star(text: str, d: Diagnostic) -> Diagnostic:
 
 
 _LIST = re.compile(r"^(\s*)(dim|example)\s+(.*?)\s*$")
-_ITEM = re.compile(r"[A-Za-z_]\w*'?(?:\s*=\s*\d+)?")
+_NAME_ONLY = re.compile(r"[A-Za-z_]\w*'?")
+_SIZE_ITEM = re.compile(r"[A-Za-z_]\w*'?\s*=\s*\d+")
 
 
 def _commas(text: str, d: Diagnostic) -> Diagnostic | None:
@@ -200,9 +201,9 @@ def _commas(text: str, d: Diagnostic) -> Diagnostic | None:
     m = _LIST.match(code)
     if not m or "," in m.group(3):
         return None
-    items = _ITEM.findall(m.group(3))
-    if len(items) < 2 or " ".join(items) != " ".join(m.group(3).split()) and \
-            re.sub(r"\s+", "", "".join(items)) != re.sub(r"\s+", "", m.group(3)):
+    item = _NAME_ONLY if m.group(2) == "dim" else _SIZE_ITEM
+    items = item.findall(m.group(3))
+    if len(items) < 2 or re.sub(r"\s+", "", "".join(items)) != re.sub(r"\s+", "", m.group(3)):
         return None
     items = [re.sub(r"\s*=\s*", "=", i) for i in items]
     new = f"{m.group(1)}{m.group(2)} {', '.join(items)}"

@@ -93,8 +93,8 @@ def split(c, x, a):
             c.need_whole(piece, span=e.span, what=what)
             c.need_positive(piece, e.span, what=what)
         c.need_equal(sum(sizes, ZERO), size, code="E103", span=node.span,
-                     message=lambda: f"the pieces {c.show_shape(sizes)} add up to {sum(sizes, ZERO)}, "
-                             f"but dim {d} of {c.show(x)} is {size}")
+                     message=lambda: f"the pieces {c.show_shape(sizes)} add up to {c.sz(sum(sizes, ZERO))}, "
+                             f"but dim {d} of {c.show(x)} is {c.sz(size)}")
     else:
         piece = a.dim_at(0)
         count = sp.cancel(c.prover.canon(size) / c.prover.canon(piece))
