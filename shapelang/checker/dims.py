@@ -123,7 +123,9 @@ def _build(node: Expr, lookup: Callable[[Name], sp.Expr], allow_real: bool = Fal
         if node.op == "**":
             text = f"{ta if pa > POW else f'({ta})'}**{tb if pb >= POW else f'({tb})'}"
         else:
-            right_ok = pb > prec or (pb == prec and node.op in ("+", "*") and pb == prec)
+            # `a + (b - c)` reads as `a + b - c`, `a*(b/c)` as `a*b/c`; `a*(b % c)` keeps them
+            right_ok = pb > prec or (pb == prec and node.op in ("+", "*")
+                                     and not ("%" in tb or "//" in tb))
             sep = "" if prec >= MUL and node.op in ("*", "/") else " "
             text = (f"{ta if pa >= prec else f'({ta})'}{sep}{node.op}{sep}"
                     f"{tb if right_ok else f'({tb})'}")

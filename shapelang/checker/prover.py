@@ -223,7 +223,8 @@ class Prover:
                             broken, a - b)
 
     def whole(self, e: sp.Expr) -> Verdict:
-        if e.is_Integer or (e.is_Symbol and e.is_integer) or isinstance(e, (sp.Mod, sp.floor)):
+        if e.is_Integer or (e.is_Symbol and e.is_integer) or isinstance(e, (sp.Mod, sp.floor)) \
+                or (e.has(sp.Mod, sp.floor) and e.is_integer):   # `A*(B % C)`: sympy knows
             return PROVED
         return self._decide(("int", e), lambda: self._prove_whole(self.canon(e)),
                             lambda env: evaluate(e, env).denominator != 1, e)
