@@ -49,7 +49,7 @@ def test_a_reduction_that_drops_an_axis_is_labelled_and_keepdim_proved(op, axis,
     d = only(text)
     assert d.span.line == 6
     lost = [(s, t) for s, t in d.labels if s.line == 4]
-    assert lost and f"`mid` loses {where} here" in lost[0][1]
+    assert lost and f"mid loses {where} here" in lost[0][1]
     assert d.fix[0].line == 4 and "keepdim" in d.fix[1] and "write line 4 as" in d.help
     assert fixed(text, d).ok
 
@@ -68,7 +68,9 @@ def test_first_declared_here_for_dims_tensors_and_blocks():
     assert d.code == "E003" and [(s.line, t) for s, t in d.labels] == [(2, "first declared here")]
     assert d.help == "declare each dim once: delete line 2"
     d = only("dim B\ninput X: [B]\nX: X -> relu\n")
-    assert [(s.line, t) for s, t in d.labels] == [(2, "first defined here")]
+    assert [(s.line, t) for s, t in d.labels] == [(2, "first declared here")]
+    d = only("dim B\ninput X: [B]\nY: X -> relu\nY: X -> relu\n")
+    assert [(s.line, t) for s, t in d.labels] == [(3, "first defined here")]
     d = only("dim B\nblock F(x: [B]):\n  return x\nend\nblock F(x: [B]):\n  return x\nend\n")
     assert [(s.line, t) for s, t in d.labels] == [(2, "first defined here")]
     d = only("dim B, S\nexample B=2, S=3\ninput B: [S]\n")

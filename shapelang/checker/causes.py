@@ -62,7 +62,7 @@ def lost_axis(checker, ref: str, name: str):
         return None
     d = step.detail.get("dim")
     where = "its last axis" if d == src.rank - 1 else f"axis {d}" if isinstance(d, int) else "an axis"
-    label = (step.span, (f"`{name}` loses {where} here: {checker.show_shape(src.shape)} becomes "
+    label = (step.span, (f"{name} loses {where} here: {checker.show_shape(src.shape)} becomes "
                         f"{checker.show_shape(step.out.shape)}"))
     fixes = []
     if step.op in REDUCTIONS and "keepdim" not in step.text:

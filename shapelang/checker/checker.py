@@ -225,7 +225,8 @@ class Checker(Facts):
     def _twice(self, name: str, span, help=None) -> None:
         """E003, with a label where the name was first defined."""
         first = self.scope.spans.get(name)
-        what = "first defined here"
+        declared = any(d.name == name for d in self.scope.decls)
+        what = "first declared here" if declared else "first defined here"
         if first is None and name in self.dim_spans:
             first, what = self.dim_spans[name], "declared as a dim here"
         self.report(Diagnostic("E003", f"`{name}` is already defined", span, help,
