@@ -24,7 +24,8 @@ def test_check_findings_exit_1_with_caret(tmp_path):
     r = run("check", str(bad))
     assert r.returncode == 1
     assert f"{bad}:4:4: error[E102]" in r.stdout
-    assert "^^^^^" in r.stdout and "Traceback" not in r.stdout + r.stderr
+    # the operation marked `^`, each operand `-` with its shape, as rustc does
+    assert "-^^^- [B, S, E]" in r.stdout and "Traceback" not in r.stdout + r.stderr
 
 
 def test_missing_file_exits_2(tmp_path):
@@ -57,3 +58,13 @@ def test_binary_garbage_is_a_diagnostic_not_a_traceback(tmp_path):
     f.write_bytes(b"\x00\xff\xfe dim \x80\n[[[[((((\n")
     r = run("check", str(f))
     assert r.returncode == 1 and "error[E001]" in r.stdout and "Traceback" not in r.stderr
+
+
+def test_check_and_trace_help_describe_the_command():
+    for command, says in (("check", "labels under the lines that caused it"),
+                          ("trace", "step-by-step shape table")):
+        r = run(command, "--help")
+        assert r.returncode == 0
+        text = " ".join(r.stdout.split())
+        assert says in text and "Exit status: 0 clean" in text and "a .shape spec" in text
+        assert "text: for people" in text

@@ -66,7 +66,7 @@ def test_heads_split_moved_and_scores(mha):
     weights = next(b for b in spec.bindings if b.names == ("weights",))
     assert 'data-tag="' + '"' in _step(page, weights.steps[0].ref)      # softmax changes no axis
     assert not re.search(r'data-tag="[a-z]', _step(page, weights.steps[0].ref))
-    assert "FLOPs B*D**2*S = 1,048,576" in page and "params D**2 = 262,144" in page
+    assert "FLOPs B*S*D*D = 1,048,576" in page and "params D*D = 262,144" in page
 
 
 def test_one_logical_axis_keeps_one_colour(mha):

@@ -6,7 +6,6 @@ import sympy as sp
 
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import Assume, Binding, Block, Call, DimDecl, Example, Name, Return
-from . import dims as dimlib
 from . import dtypes, ops
 from .ir import BindingIR, BlockIR, Decl
 from .layout import TensorType
@@ -57,7 +56,7 @@ class BlockCalls:
         """A block input's shape in the block's own dims, whatever the caller renamed."""
         caller, c.scope.subst = c.scope.subst, {}
         try:
-            return [dimlib.build(d, c._dim_lookup) for d in decl.shape.dims]
+            return [c.build(d) for d in decl.shape.dims]
         finally:
             c.scope.subst = caller
 
@@ -80,7 +79,7 @@ class BlockCalls:
                              span=op.span)
         count = c.ctx.dim(op.args[0])
         c.ctx.need_positive(count, op.args[0].span)
-        c.ctx.need_whole(count, span=op.args[0].span, what=lambda: f"the layer count {count}")
+        c.ctx.need_whole(count, span=op.args[0].span, what=lambda: f"the layer count {c.sz(count)}")
         target = op.args[1]
         name = target.func if isinstance(target, Call) else getattr(target, "name", None)
         if name not in c.blocks:
@@ -137,11 +136,15 @@ class BlockCalls:
         outer, outer_steps = c.scope, c.scope.steps
         c.scope = Scope(subst)
         c.block_cache[key] = None
-        n_errors = len(c.out.errors())
+        called = span != block.span
+        if called:   # what the body reports says where the block was called from, with what
+            given = ", ".join(f"{d.name}: {c.show_shape(t.shape)}" for d, t in zip(block.inputs, args))
+            c.calls.append((span, f"`{block.name}` is called here with {given}"))
         try:
             inputs = []
             for decl, t in zip(block.inputs, args):
                 c.scope.values[decl.name] = (t, decl.name)
+                c.scope.spans[decl.name] = decl.span
                 inputs.append(Decl("input", decl.name, t, decl.span))
             bindings, result = [], None
             for s in block.body:
@@ -162,12 +165,12 @@ class BlockCalls:
                         bindings.append(b)
                 elif isinstance(s, Assume):
                     c.error("E115", "assumptions belong at the top of the file", s.span,
-                               "move this `assume` line above the block")
+                            "move this `assume` line above the block")
                 else:
                     c._statement(s)
-            if result is None and len(c.out.errors()) == n_errors:
+            if not any(isinstance(s, Return) for s in block.body):
                 c.error("E110", f"block `{block.name}` has no `return`", block.end_span,
-                           "end the block with `return <tensor>`")
+                        "end the block with `return <tensor>`")
             ir = BlockIR(block.name, block.span, inputs,
                          [d for d in c.scope.decls if d.kind == "param"],
                          [d for d in c.scope.decls if d.kind == "buffer"],
@@ -176,6 +179,8 @@ class BlockCalls:
         finally:
             c.scope = outer
             c.scope.steps = outer_steps
+            if called:
+                c.calls.pop()
         if ir.output is None:
             raise Poisoned()
         c.block_cache[key] = ir

@@ -30,8 +30,8 @@ from ..syntax.nodes import (
     TensorDecl,
 )
 from ..syntax.parser import parse_recovering
+from . import calls, causes, dtypes, expects, fixes, habits, ops
 from . import dims as dimlib
-from . import dtypes, fixes, habits, ops
 from .blocks import BlockCalls
 from .facts import Facts
 from .ir import BindingIR, CheckedSpec, Decl, Step
@@ -88,11 +88,17 @@ class Checker(Facts):
         self.block_calls = BlockCalls(self)
         self.suggest = Suggestions(spec.source)
         self.out.decls = self.top.decls
+        self.step_of: dict = {}   # ref -> the step that made it (to point back at causes)
+        self.calls: list = []     # the block calls being checked: labels for what they report
+        self.dim_spans: dict = {}  # dim name -> its declaration
 
     # ------------------------------------------------------------ reporting
     def report(self, diag: Diagnostic | None) -> None:
         if diag is None:
             return
+        if self.calls:   # inside a block: show where it was called from, with what
+            diag = replace(diag, labels=tuple(diag.labels) + tuple(
+                c for c in reversed(self.calls) if c[0].line != diag.span.line))
         key = (diag.code, diag.span, diag.message)
         if key not in self.seen:
             self.seen.add(key)
@@ -108,12 +114,15 @@ class Checker(Facts):
         for s in stmts:
             if isinstance(s, Block):
                 if s.name in self.blocks:
-                    self.error("E003", f"block `{s.name}` is defined twice", s.span)
+                    self.report(Diagnostic("E003", f"block `{s.name}` is defined twice", s.span,
+                                           "give the second block another name",
+                                           labels=causes.first_declared(self.blocks[s.name].span,
+                                                                        "first defined here")))
                 self.blocks[s.name] = s
         for s in stmts:
             self._statement(s)
         for name, block in self.blocks.items():
-            if name not in self.out.blocks:   # never called: check it at its declared shapes
+            if not any(k[0] == name for k in self.block_cache):   # never called: check it alone
                 try:
                     args = [self._decl_type(d, {}) for d in block.inputs]
                     self.block_calls.call_block(block, args, [d.name for d in block.inputs], block.span)
@@ -166,7 +175,8 @@ class Checker(Facts):
                              span=node.span)
         raise ShapeError("E002", f"unknown dim `{node.name}`", span=node.span,
                          help=self._did_you_mean(node.name, p.user) or
-                         f"declare it with `dim {node.name}`")
+                         f"declare it with `dim {node.name}`",
+                         fixes=self._close_fix(node.name, p.user, node.span))
 
     def _statement(self, s) -> None:
         if isinstance(s, TensorDecl):
@@ -176,22 +186,23 @@ class Checker(Facts):
             if b is not None and self.scope is self.top:
                 self.out.bindings.append(b)
         elif isinstance(s, Expect):
-            self._expect(s)
+            expects.check(self, s)
 
     def _decl_type(self, s: TensorDecl, subst) -> TensorType:
         shape = []
         for d in s.shape.dims:
-            e = dimlib.build(d, self._dim_lookup)
-            self.need(self.prover.whole(e), "E104", d.span, f"the size `{e}` is not always a whole number",
-                      help=self._divisibility_help(e), expr=e)
-            self.need(self.prover.positive(e), "E109", d.span, f"the size `{e}` is not always positive",
+            e = self.build(d)
+            help, fixes = self._divisibility(e)
+            self.need(self.prover.whole(e), "E104", d.span, f"the size `{self.sz(e)}` is not always "
+                      "a whole number", help=help, expr=e, fixes=fixes)
+            self.need(self.prover.positive(e), "E109", d.span, f"the size `{self.sz(e)}` is not always positive",
                       expr=e)
             shape.append(e)
         return fresh(shape, dtypes.declared(s))
 
     def _declare(self, s: TensorDecl) -> None:
         if s.name in self.scope.values or s.name in self.prover.user:
-            self.error("E003", f"`{s.name}` is already defined", s.span)
+            self._twice(s.name, s.span)
             return
         try:
             t = self._decl_type(s, self.scope.subst)
@@ -200,13 +211,23 @@ class Checker(Facts):
             self.scope.values[s.name] = None
             return
         self.scope.values[s.name] = (t, s.name)
+        self.scope.spans[s.name] = s.span
         self.scope.decls.append(Decl(s.kind, s.name, t, s.span))
+
+    def _twice(self, name: str, span, help=None) -> None:
+        """E003, with a label where the name was first defined."""
+        first = self.scope.spans.get(name)
+        declared = any(d.name == name for d in self.scope.decls)
+        what = "first declared here" if declared else "first defined here"
+        if first is None and name in self.dim_spans:
+            first, what = self.dim_spans[name], "declared as a dim here"
+        self.report(Diagnostic("E003", f"`{name}` is already defined", span, help,
+                               labels=causes.first_declared(first, what) if first else ()))
 
     def _binding(self, s: Binding):
         for n in s.names:
             if n in self.scope.values or n in self.prover.user:
-                self.error("E003", f"`{n}` is already defined", s.span,
-                           "give each step of the pipeline its own name")
+                self._twice(n, s.span, "give each step of the pipeline its own name")
                 return None
         self.scope.steps = []
         try:
@@ -227,29 +248,10 @@ class Checker(Facts):
             return None
         for n, (t, ref) in zip(s.names, outs):
             self.scope.values[n] = (t, ref)
+            self.scope.spans[n] = s.span
         b = BindingIR(s.names, s.span, self.scope.steps, tuple(r for _, r in outs),
                       tuple(t for t, _ in outs))
         return b
-
-    def _expect(self, s: Expect) -> None:
-        if s.name not in self.scope.values:
-            self.error("E002", f"`expect` names `{s.name}`, which is not defined above", s.name_span,
-                       self._did_you_mean(s.name, self.scope.values))
-            return
-        got = self.scope.values[s.name]
-        if got is None:
-            return
-        try:
-            if isinstance(s.shape, Hole):
-                raise dimlib.unfilled(s.shape)
-            want = [dimlib.build(d, self._dim_lookup) for d in s.shape.dims]
-            self.need_shape_equal(got[0].shape, want, span=s.shape.span, code="E107",
-                                  message=lambda: f"`{s.name}` is {self.show(got[0])}, but the spec expects "
-                                          f"{self.show_shape(want)}")
-        except ShapeError as err:
-            self.report(err.at(s.span))
-            return
-        self.out.expects.append((s.name, tuple(want), s.span))
 
     # ------------------------------------------------------------ expressions
     def pipeline(self, node) -> list[tuple[TensorType, str]]:
@@ -279,6 +281,9 @@ class Checker(Facts):
                     result.flops, result.detail, block)
         self.next_id += 1
         self.scope.steps.append(step)
+        self.step_of[step.ref] = step
+        for k in range(len(step.outputs) if len(step.outputs) > 1 else 0):
+            self.step_of[f"{step.ref}.{k}"] = step
         if len(step.outputs) == 1:
             return [(step.out, step.ref)]
         return [(t, f"{step.ref}.{k}") for k, t in enumerate(step.outputs)]
@@ -297,8 +302,7 @@ class Checker(Facts):
             except Poisoned:
                 raise
             except ShapeError as err:
-                raise err if err.span else ShapeError(err.code, err.message, err.help, err.notes,
-                                                      err.counterexample, op.span) from None
+                raise err if err.span else replace(err, span=op.span) from None
             extra = [self._arg_ref(a) for a in list(op.args) + [k.value for k in op.kwargs]
                      if self._is_tensor_arg(a)]
             return self.emit(op.name, op.text, op.span, [ref] + extra, result)
@@ -314,7 +318,8 @@ class Checker(Facts):
         known = list(ops.RULES) + list(self.blocks) + ["stack"]
         raise ShapeError("E111", f"unknown operation `{op.name}`", span=op.name_span,
                          help=self._did_you_mean(op.name, known) or
-                         "see the list of operations in docs/language.md")
+                         "see the list of operations in docs/language.md",
+                         fixes=self._close_fix(op.name, known, op.name_span))
 
     def _is_tensor_arg(self, a) -> bool:
         if isinstance(a, Name):
@@ -339,7 +344,7 @@ class Checker(Facts):
         v = self.value(node)
         if isinstance(v, tuple):
             return v
-        raise ShapeError("E112", f"`{_src(self.spec.source, node)}` is a size ({v}), but a tensor is "
+        raise ShapeError("E112", f"`{_src(self.spec.source, node)}` is a size ({self.sz(v)}), but a tensor is "
                          "expected here", span=node.span)
 
     def value(self, node):
@@ -357,7 +362,8 @@ class Checker(Facts):
             known = list(self.scope.values) + list(self.prover.user)
             raise ShapeError("E002", f"unknown name `{node.name}`", span=node.span,
                              help=self._did_you_mean(node.name, known) or
-                             f"define it first, e.g. `input {node.name}: [B, S, D]`")
+                             f"define it first, e.g. `input {node.name}: [B, S, D]`",
+                             fixes=self._close_fix(node.name, known, node.span))
         if isinstance(node, Num):
             return sp.Integer(node.value) if isinstance(node.value, int) else sp.Float(node.value)
         if isinstance(node, Str):
@@ -366,7 +372,7 @@ class Checker(Facts):
             raise dimlib.unfilled(node)
         if isinstance(node, ShapeLit):
             t = self._decl_type(_anon_decl(node), self.scope.subst)
-            return self.emit("input", f"[{', '.join(map(str, t.shape))}]", node.span, [],
+            return self.emit("input", f"[{', '.join(map(self.sz, t.shape))}]", node.span, [],
                              ops.Result((t,)))[0]
         if isinstance(node, Pipeline):
             vals = self.pipeline(node)
@@ -400,7 +406,7 @@ class Checker(Facts):
             res, refs = ops.compare(self.ctx, a, b, texts, node.span, node.op)
             return self.emit(ops.COMPARISONS[node.op], text, node.span, refs, res)[0]
         if not ta and not tb:
-            return dimlib.build(node, self._dim_lookup, allow_real=True)
+            return self.build(node, allow_real=True)
         if node.op == "@":
             if not (ta and tb):
                 raise ShapeError("E112", "`@` multiplies two tensors; use `*` or `scale` for a "
@@ -408,7 +414,7 @@ class Checker(Facts):
             try:
                 res = ops.matmul(self.ctx, a[0], b[0], texts, node.span)
             except ShapeError as err:
-                raise self.suggest.matmul(err, node) from None
+                raise self.suggest.matmul(causes.operands(self, err, node, a, b), node) from None
             dtypes.set_outputs(res, [dtypes.matmul(a[0], b[0], node.span, texts)])
             ref = self._tensor_refs
             ref[id(node.left)], ref[id(node.right)] = a[1], b[1]
@@ -416,8 +422,11 @@ class Checker(Facts):
         names = {"+": "add", "-": "sub", "*": "mul", "/": "div", "**": "pow", "//": "floordiv",
                  "%": "mod"}
         if ta and tb:
-            shape = ops.broadcast(self.ctx, [a[0].shape, b[0].shape],
-                                  [f"`{texts[0]}`", f"`{texts[1]}`"], node.span)
+            try:
+                shape = ops.broadcast(self.ctx, [a[0].shape, b[0].shape],
+                                      [f"`{texts[0]}`", f"`{texts[1]}`"], node.span)
+            except ShapeError as err:
+                raise causes.operands(self, err, node, a, b) from None
             out = elementwise([a[0], b[0]], shape, Geometry(self.prover.canon, self.same))
             res = ops.Result((replace(out, dtype=dtypes.binary(names[node.op], a[0], b[0], node.span,
                                                                texts)),))
@@ -429,20 +438,10 @@ class Checker(Facts):
         return self.emit(names[node.op], text, node.span, [t[1]], res)[0]
 
     def call(self, node: Call):
-        if node.func in dimlib.SCALAR_FUNCTIONS:
-            return dimlib.build(node, self._dim_lookup, allow_real=True)
-        text = _src(self.spec.source, node)
-        if node.func in self.skipped:
-            raise Poisoned()
-        if node.func in self.blocks:
-            vals = [self.tensor_value(a) for a in node.args]
-            return self.block_calls.block_step(self.blocks[node.func], vals, text, node.span)[0]
-        if node.func in ops.CALLS:
-            op, refs, res = ops.CALLS[node.func](self.ctx, node)
-            return self.emit(op, text, node.span, refs, res)[0]
-        known = list(self.blocks) + list(ops.CALLS) + ["sqrt", "min", "max"]
-        raise ShapeError("E002", f"unknown function or block `{node.func}`", span=node.func_span,
-                         help=self._did_you_mean(node.func, known))
+        return calls.call(self, node)
+
+    def source_of(self, node) -> str:
+        return _src(self.spec.source, node)
 
     # ------------------------------------------------------------ conditions
     @property
@@ -450,10 +449,10 @@ class Checker(Facts):
         return self
 
     def dim(self, node) -> sp.Expr:
-        return dimlib.build(node, self._dim_lookup)
+        return self.build(node)
 
     def scalar(self, node) -> sp.Expr:
-        return dimlib.build(node, self._dim_lookup, allow_real=True)
+        return self.build(node, allow_real=True)
 
     def tensor(self, node) -> TensorType:
         t, ref = self.tensor_value(node)

@@ -23,6 +23,7 @@ import sympy as sp
 
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import BinOp, Call, Expr, Hole, Name, Neg, Num, Pipeline
+from .notation import ADD, ATOM, DEFAULT, MUL, NEG, POW, Notation, elide, float_text
 
 MAX_EXPONENT = 16
 MAX_TERMS = 2000  # bound on the terms of an expanded size expression: keeps proofs fast
@@ -34,16 +35,20 @@ def dim_symbol(name: str) -> sp.Symbol:
     return sp.Symbol(name, positive=True, integer=True)
 
 
-def show(e) -> str:
-    """Print a dim expression in sympy syntax (readable back with parse_expr)."""
-    return str(e)
+def show(e, notation: Notation | None = None, *, code: bool = False) -> str:
+    """A size in the learner's notation (checker/notation.py): their own spelling where
+    they wrote it, else shapelang syntax with dims in declaration order. Readable back
+    with sympy's parse_expr; `code` keeps long numbers whole (for JSON)."""
+    return (notation or DEFAULT).show(e, code=code)
 
 
 # ---------------------------------------------------------------- building
 
-def build(node: Expr, lookup: Callable[[Name], sp.Expr], *, allow_real: bool = False) -> sp.Expr:
-    """Turn an expression node into a sympy expression, refusing ones too big to prove with."""
-    e = _build(node, lookup, allow_real=allow_real)
+def build(node: Expr, lookup: Callable[[Name], sp.Expr], *, allow_real: bool = False,
+          notation: Notation | None = None) -> sp.Expr:
+    """Turn an expression node into a sympy expression, refusing ones too big to prove with.
+    With `notation`, the way each composite size is written is remembered for messages."""
+    e = _build(node, lookup, allow_real, notation)[0]
     if expanded_terms(e) > MAX_TERMS:
         raise ShapeError("E004", "this size expression is too large to reason about",
                          span=node.span, help="sizes in a spec are short products and sums of dims")
@@ -77,12 +82,20 @@ def expanded_terms(e: sp.Expr) -> int:
     return 1
 
 
-def _build(node: Expr, lookup: Callable[[Name], sp.Expr], *, allow_real: bool = False) -> sp.Expr:
-    """Turn an expression node into a sympy expression.
+_OPS = {"+": ADD, "-": ADD, "*": MUL, "/": MUL, "//": MUL, "%": MUL, "**": POW}
+
+
+def _build(node: Expr, lookup: Callable[[Name], sp.Expr], allow_real: bool = False,
+           notation: Notation | None = None) -> tuple[sp.Expr, str, int]:
+    """An expression node as a sympy expression, with its text as written (spacing
+    normalised) and the precedence of that text.
 
     `lookup` resolves a name to a symbol (or raises ShapeError). `allow_real`
     permits decimals and sqrt, for scalars such as `scale 1/sqrt(Dk)`.
     """
+    def sub(n):
+        return _build(n, lookup, allow_real, notation)
+
     if isinstance(node, Num):
         if isinstance(node.value, float):
             if not allow_real:
@@ -90,51 +103,74 @@ def _build(node: Expr, lookup: Callable[[Name], sp.Expr], *, allow_real: bool = 
                                  help="sizes are whole numbers")
             if not math.isfinite(node.value):
                 raise _too_big(node)
-            return sp.Float(node.value)
-        return sp.Integer(node.value)
+            return sp.Float(node.value), float_text(node.value), ATOM
+        return sp.Integer(node.value), str(node.value), ATOM
     if isinstance(node, Name):
-        return lookup(node)
+        e = lookup(node)
+        return (e, *(notation or DEFAULT).text(e))
     if isinstance(node, Hole):
         raise unfilled(node)
     if isinstance(node, Neg):
-        return -_build(node.operand, lookup, allow_real=allow_real)
+        e, text, prec = sub(node.operand)
+        return -e, "-" + (text if prec >= NEG else f"({text})"), NEG
     if isinstance(node, Pipeline) and not node.ops:
-        return _build(node.head, lookup, allow_real=allow_real)
+        return sub(node.head)
     if isinstance(node, BinOp) and node.op != "@":
-        a = _build(node.left, lookup, allow_real=allow_real)
-        b = _build(node.right, lookup, allow_real=allow_real)
-        if node.op == "+":
-            return a + b
-        if node.op == "-":
-            return a - b
-        if node.op == "*":
-            return a * b
-        if node.op in ("/", "//", "%"):
-            if b == 0:
-                raise ShapeError("E005", "division by zero", span=node.span)
-            if node.op == "/":
-                return a / b
-            return sp.floor(a / b) if node.op == "//" else sp.Mod(a, b)
+        a, ta, pa = sub(node.left)
+        b, tb, pb = sub(node.right)
+        e = _combine(node, a, b)
+        prec = _OPS[node.op]
         if node.op == "**":
-            if not (b.is_Integer and 0 <= int(b) <= MAX_EXPONENT):
-                raise ShapeError("E004", f"exponent `{b}` is not allowed here", span=node.right.span,
-                                 help=f"exponents are whole numbers from 0 to {MAX_EXPONENT}")
-            if a.is_Number and abs(a) > 2 ** 64:
-                raise ShapeError("E004", "number is too large", span=node.span)
-            return a ** b
+            text = f"{ta if pa > POW else f'({ta})'}**{tb if pb >= POW else f'({tb})'}"
+        else:
+            # `a + (b - c)` reads as `a + b - c`, `a*(b/c)` as `a*b/c`; `a*(b % c)` keeps them
+            right_ok = pb > prec or (pb == prec and node.op in ("+", "*")
+                                     and not ("%" in tb or "//" in tb))
+            sep = "" if prec >= MUL and node.op in ("*", "/") else " "
+            text = (f"{ta if pa >= prec else f'({ta})'}{sep}{node.op}{sep}"
+                    f"{tb if right_ok else f'({tb})'}")
+        if notation is not None:
+            notation.record(e, text, prec)
+        return e, text, prec
     if isinstance(node, Call) and node.func in SCALAR_FUNCTIONS:
-        args = [_build(a, lookup, allow_real=allow_real) for a in node.args]
+        args = [sub(a) for a in node.args]
+        exprs = [a[0] for a in args]
+        text = f"{node.func}({', '.join(a[1] for a in args)})"
         if node.func == "sqrt" and len(args) == 1:
             if not allow_real:
                 raise ShapeError("E005", "`sqrt` is not a size", span=node.span,
                                  help="sqrt is allowed in scalars such as `scale 1/sqrt(Dk)`")
-            return sp.sqrt(args[0])
+            return sp.sqrt(exprs[0]), text, ATOM
         if node.func in ("min", "max") and len(args) == 2:
-            return (sp.Min if node.func == "min" else sp.Max)(*args)
+            e = (sp.Min if node.func == "min" else sp.Max)(*exprs)
+            if notation is not None:
+                notation.record(e, text, ATOM)
+            return e, text, ATOM
         raise ShapeError("E110", f"`{node.func}` takes {'1' if node.func == 'sqrt' else '2'} arguments",
                          span=node.span)
     raise ShapeError("E005", "this is not a size expression", span=node.span,
                      help="a size is built from numbers, dims, + - * / // % and **")
+
+
+def _combine(node: BinOp, a: sp.Expr, b: sp.Expr) -> sp.Expr:
+    if node.op == "+":
+        return a + b
+    if node.op == "-":
+        return a - b
+    if node.op == "*":
+        return a * b
+    if node.op in ("/", "//", "%"):
+        if b == 0:
+            raise ShapeError("E005", "division by zero", span=node.span)
+        if node.op == "/":
+            return a / b
+        return sp.floor(a / b) if node.op == "//" else sp.Mod(a, b)
+    if not (b.is_Integer and 0 <= int(b) <= MAX_EXPONENT):
+        raise ShapeError("E004", f"exponent `{b}` is not allowed here", span=node.right.span,
+                         help=f"exponents are whole numbers from 0 to {MAX_EXPONENT}")
+    if a.is_Number and abs(a) > 2 ** 64:
+        raise ShapeError("E004", "number is too large", span=node.span)
+    return a ** b
 
 
 def unfilled(node: Hole) -> ShapeError:
@@ -189,8 +225,15 @@ def as_int(v) -> int | None:
 
 
 def fmt_value(v) -> str:
+    """An example value for people: whole numbers in full (elided past notation.ELIDE
+    digits), others to 4 significant digits."""
     if isinstance(v, Fraction):
-        return str(v.numerator) if v.denominator == 1 else f"{float(v):.4g}"
+        if v.denominator == 1:
+            return elide(str(v.numerator))
+        try:
+            return f"{float(v):.4g}"
+        except OverflowError:
+            return f"{elide(str(v.numerator))}/{elide(str(v.denominator))}"
     return f"{v:.4g}"
 
 

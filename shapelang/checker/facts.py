@@ -13,8 +13,9 @@ import itertools
 
 import sympy as sp
 
-from ..syntax.diagnostics import ShapeError
+from ..syntax.diagnostics import Diagnostic, ShapeError
 from ..syntax.nodes import Assume, DimDecl, Example
+from . import causes
 from . import dims as dimlib
 from .blocks import call_bound_dims
 from .layout import TensorType
@@ -29,22 +30,31 @@ class Facts:
     def _sizes(self, stmts) -> None:
         p = self.prover
         dims = [s for s in stmts if isinstance(s, DimDecl)]
+        first: dict[str, DimDecl] = {}
         for d in dims:
             if d.name in p.user:
-                self.error("E003", f"dim `{d.name}` is declared twice", d.span)
+                self.report(Diagnostic(
+                    "E003", f"dim `{d.name}` is declared twice", d.span,
+                    "a dim is declared once, with its definition if it has one",
+                    labels=causes.first_declared(first[d.name].span),
+                    fixes=causes.duplicate_dim(self, first[d.name], d)))
                 continue
+            first[d.name] = d
+            self.dim_spans[d.name] = d.span
             p.declare(d.name)
             self.out.dims.append(d.name)
         for d in dims:
             if d.value is not None:
                 try:
-                    value = dimlib.build(d.value, self._dim_lookup)
+                    value = self.build(d.value)
                 except ShapeError as err:
                     self.report(err.at(d.span))
+                    self._poison_dim(d.name)
                     continue
                 sym = p.user[d.name]
                 if sym in value.free_symbols:
                     self.error("E005", f"`{d.name}` is defined in terms of itself", d.span)
+                    self._poison_dim(d.name)
                     continue
                 p.define(sym, value)
                 self.out.definitions[d.name] = value
@@ -54,19 +64,28 @@ class Facts:
         for d in dims:
             if d.value is not None and d.name in self.out.definitions:
                 value = self.out.definitions[d.name]
+                help, fixes = self._divisibility(value)
                 self.need(p.whole(value), "E104", d.value.span,
-                          f"`{d.name} = {value}` is not always a whole number",
-                          help=self._divisibility_help(value),
-                          claim=f"`{d.name} = {value}` is always a whole number")
+                          f"`{d.name} = {self.sz(value)}` is not always a whole number",
+                          help=help, fixes=fixes,
+                          claim=f"`{d.name} = {self.sz(value)}` is always a whole number")
                 self.need(p.positive(value), "E109", d.value.span,
-                          f"`{d.name} = {value}` is not always positive",
-                          claim=f"`{d.name} = {value}` is always at least 1")
+                          f"`{d.name} = {self.sz(value)}` is not always positive",
+                          claim=f"`{d.name} = {self.sz(value)}` is always at least 1")
         examples = [s for s in stmts if isinstance(s, Example)]
         self._example(examples)
 
+    def _poison_dim(self, name: str) -> None:
+        """A dim whose definition failed: what uses it stays silent (one root cause, one
+        error), as for a tensor whose statement failed."""
+        self.prover.user.pop(name, None)
+        if name in self.out.dims:
+            self.out.dims.remove(name)
+        self.skipped.add(name)
+
     def _assume(self, s: Assume) -> None:
         try:
-            terms = [dimlib.build(t, self._dim_lookup) for t in s.terms]
+            terms = [self.build(t) for t in s.terms]
         except ShapeError as err:
             self.report(err.at(s.span))
             return
@@ -85,6 +104,8 @@ class Facts:
         values, spans = {}, {}
         for ex in examples:
             for item in ex.items:
+                if item.name not in p.user and item.name in self.skipped:
+                    continue   # its `dim` line does not parse: that error is the one to fix
                 if item.name not in p.user:
                     self.error("E002", f"the example sets `{item.name}`, which is not a dim",
                                item.span, self._did_you_mean(item.name, p.user))
@@ -116,11 +137,11 @@ class Facts:
             if env is not None and iv is not None:
                 env.setdefault(p.user[name], iv)
             if name in values and iv is not None and iv != values[name]:
-                self.error("E108", f"the example sets {name}={values[name]}, but `{name} = {value}` "
+                self.error("E108", f"the example sets {name}={values[name]}, but `{name} = {self.sz(value)}` "
                            f"gives {iv}", spans[name])
             if iv is None or iv < 1:
                 if env is not None:
-                    self.error("E108", f"at the example sizes `{name} = {value}` is "
+                    self.error("E108", f"at the example sizes `{name} = {self.sz(value)}` is "
                                f"{dimlib.fmt_value(v) if v is not None else 'undefined'}, not a "
                                "whole positive number", span, self._alternatives(value, values))
                 env = None
@@ -132,7 +153,7 @@ class Facts:
                 continue
             if isinstance(a, sp.Mod):
                 x, y = (p.value(t, env) for t in a.args)
-                msg = f"the example breaks `{s.text[7:].strip()}`: {x} mod {y} = {va}"
+                msg = f"the example breaks `{s.text[7:].strip()}`: {dimlib.fmt_value(x)} mod {dimlib.fmt_value(y)} = {dimlib.fmt_value(va)}"
                 help = self._alternatives(a.args[0] / a.args[1], values)
             else:
                 msg = f"the example breaks `{s.text[7:].strip()}`: {dimlib.fmt_value(va)} {cmp} " \
@@ -157,53 +178,84 @@ class Facts:
         alts = divisor_alternatives(dimlib.as_int(n), values[str(den)])
         if not alts:
             return None
-        return f"{den} in {{{', '.join(map(str, alts))}}} divides {dimlib.as_int(n)}"
+        return f"{self.sz(den)} in {{{', '.join(map(str, alts))}}} divides {dimlib.as_int(n)}"
 
     def _divisibility_help(self, value) -> str | None:
+        return self._divisibility(value)[0]
+
+    def _divisibility(self, value) -> tuple[str | None, tuple]:
+        """The help for a size that may not be whole, and the `assume` line that says it is."""
         num, den = sp.fraction(sp.together(value))
+        if den.is_Integer and den > 1 and num.free_symbols:   # `D/3`: D a multiple of 3
+            n = self.sz(num) if num.is_Atom else f"({self.sz(num)})"
+            return (f"add `assume {n} % {den} == 0`",
+                    causes.assume_line(self, f"{n} % {den} == 0",
+                                       f"say that {self.sz(num)} is always a multiple of {den}"))
         if den != 1 and not den.is_Number:
-            return f"add `assume {num} % {den} == 0`, or define the size the other way round, " \
-                   f"e.g. `dim {num} = {den} * k`" if num.is_Symbol else \
-                   f"add `assume ({num}) % {den} == 0`"
-        return None
+            plain, d = self.sz(num), self.sz(den)
+            d = d if den.is_Atom else f"({d})"
+            n = plain if num.is_Atom else f"({plain})"
+            fixes = causes.assume_line(self, f"{n} % {d} == 0",
+                                       f"say that {plain} is always a multiple of {d}")
+            if num.is_Symbol:
+                return (f"add `assume {n} % {d} == 0`, or define the size the other way round, "
+                        f"e.g. `dim {n} = {d} * k`"), fixes
+            return f"add `assume {n} % {d} == 0`", fixes
+        return None, ()
+
+    def _close_fix(self, name, known, span) -> tuple:
+        """The candidate that writes the closest known name instead (proved before shown)."""
+        close = _closest(name, known)
+        return ((span, close, f"did you mean `{close}`?"),) if close else ()
 
     def _did_you_mean(self, name, known) -> str | None:
-        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-        if not close:
-            lower = [k for k in known if k.lower() == name.lower()]
-            close = lower[:1]
-        return f"did you mean `{close[0]}`?" if close else None
+        close = _closest(name, known)
+        return f"did you mean `{close}`?" if close else None
 
-    # ------------------------------------------------------------ statements
+    def build(self, node, allow_real: bool = False) -> sp.Expr:
+        """A size node as an expression; how it is written is kept for messages."""
+        return dimlib.build(node, self._dim_lookup, allow_real=allow_real,
+                            notation=self.prover.notation)
+
+    def sz(self, e) -> str:
+        """A size as the learner writes it (checker/notation.py)."""
+        return self.prover.notation.show(e)
+
     # ------------------------------------------------------------ conditions
     def same(self, a, b) -> bool:
         """Cheap symbolic equality (no search): for layouts and fast paths."""
         return a == b or self.prover.same(a, b)
 
-    def need(self, verdict, code, span, message, help=None, expr=None, claim=None) -> bool:
+    def need(self, verdict, code, span, message, help=None, expr=None, claim=None,
+             fixes=()) -> bool:
         if verdict.ok:
             return True
         notes = self._verdict_notes(verdict)
-        self.error(code, _unproved(verdict, message, claim), span, help, notes,
-                   verdict.counterexample)
+        self.report(Diagnostic(code, _unproved(verdict, message, claim), span, help, tuple(notes),
+                               verdict.counterexample, fixes=tuple(fixes)))
         return False
 
     def _verdict_notes(self, verdict) -> list[str]:
         if verdict.status == "unknown":
-            return [("no counterexample either: every small assignment that satisfies the "
-                     "assumptions passes, so this may hold; shapelang accepts only what it "
-                     "can prove")]
+            if not verdict.tried:
+                return [("no counterexample either: no small sizes that satisfy every assumption "
+                        "were found to test it with; shapelang accepts only what it can prove")]
+            return [(f"no counterexample either: none of the {verdict.tried} assignments of small "
+                    "sizes tried (each satisfying the assumptions) breaks it, so this may hold; "
+                    "shapelang accepts only what it can prove")]
+        if verdict.counterexample == {}:
+            return ["this involves no dims: it fails whatever the sizes"]
         if verdict.counterexample:
             cex = ", ".join(f"{k}={v}" for k, v in verdict.counterexample.items())
             return [f"counterexample: {cex}"]
         return []
 
-    def _fail(self, verdict, code, message, help, span, extra_notes=(), claim=None):
+    def _fail(self, verdict, code, message, help, span, extra_notes=(), claim=None, fixes=()):
         """The error for a condition not proved: refuted ones state the problem with a
         counterexample; undecided ones say "could not prove" and never claim an error."""
         notes = list(extra_notes) + self._verdict_notes(verdict)
         return ShapeError(code, _unproved(verdict, message, claim), help, tuple(notes),
-                          verdict.counterexample, span)
+                          verdict.counterexample, span, fixes=tuple(fixes))
 
     def need_equal(self, a, b, *, code, message, help=None, span=None, shapes=None,
                    broadcast=False):
@@ -216,10 +268,13 @@ class Facts:
         va, vb = self.ex(a), self.ex(b)
         if va is not None and vb is not None:
             notes.append(f"at the example sizes: {dimlib.fmt_value(va)} and {dimlib.fmt_value(vb)}")
+        fixes = ()
         if verdict.status == "unknown":
-            help = f"if they are always equal, say so: `assume {a} == {b}`"
+            help = f"if they are always equal, say so: `assume {self.sz(a)} == {self.sz(b)}`"
+            fixes = causes.assume_line(self, f"{self.sz(a)} == {self.sz(b)}",
+                                       "if they are always equal, say so")
         raise self._fail(verdict, code, message, help, span, notes,
-                         claim=f"{a} == {b} ({message})")
+                         claim=f"{self.sz(a)} == {self.sz(b)} ({message})", fixes=fixes)
 
     def need_shape_equal(self, got, want, *, span, code, message):
         if len(got) != len(want):
@@ -227,7 +282,7 @@ class Facts:
                              span=span)
         for k, (a, b) in enumerate(zip(got, want)):
             self.need_equal(a, b, code=code, span=span,
-                            message=lambda k=k, a=a, b=b: _text(message) + f"; dim {k} is {a}, not {b}")
+                            message=lambda k=k, a=a, b=b: _text(message) + f"; dim {k} is {self.sz(a)}, not {self.sz(b)}")
 
     def need_whole(self, e, *, span, what):
         verdict = self.prover.whole(e)
@@ -236,31 +291,36 @@ class Facts:
         notes = []
         num, den = sp.fraction(sp.together(e))
         vn, vd = self.ex(num), self.ex(den)
-        if vn is not None and vd is not None and vd != 0 and (vn % vd) != 0:
+        if e.free_symbols and vn is not None and vd is not None and vd != 0 and (vn % vd) != 0:
             notes.append(f"at the example sizes: {dimlib.fmt_value(vn)} mod {dimlib.fmt_value(vd)} "
                          f"= {dimlib.fmt_value(vn % vd)}")
             alt = self._alternatives(e, self.prover.example) if self.prover.example else None
             if alt:
                 notes.append(alt)
-        raise self._fail(verdict, "E104", f"{_text(what)}, which is not always a whole number",
-                         self._divisibility_help(e), span, notes,
-                         claim=f"{e} is always a whole number ({_text(what)})")
+        help, fixes = self._divisibility(e)
+        always = "always " if e.free_symbols else ""
+        raise self._fail(verdict, "E104", f"{_text(what)}, which is not {always}a whole number",
+                         help, span, notes, fixes=fixes,
+                         claim=f"{self.sz(e)} is always a whole number ({_text(what)})")
 
     def need_positive(self, e, span, what=None):
         verdict = self.prover.positive(e)
         if not verdict.ok:
-            subject = _text(what) if what is not None else f"the size {e}"
-            help = "sizes must be at least 1 for every allowed assignment"
+            subject = _text(what) if what is not None else f"the size {self.sz(e)}"
+            help, fixes = "sizes must be at least 1 for every allowed assignment", ()
             if verdict.status == "unknown":
-                help = f"if it is, say so: `assume {e} >= 1`"
+                help = f"if it is, say so: `assume {self.sz(e)} >= 1`"
+                fixes = causes.assume_line(self, f"{self.sz(e)} >= 1", "if it is, say so")
             raise self._fail(verdict, "E109", f"{subject} is not always positive", help, span,
-                             claim=f"{subject} is always at least 1")
+                             claim=f"{subject} is always at least 1", fixes=fixes)
 
     def need_leq(self, a, b, *, span, message):
         verdict = self.prover.leq(a, b)
         if not verdict.ok:
-            raise self._fail(verdict, "E105", _text(message), f"add `assume {a} <= {b}` if that is "
-                             "intended", span, claim=f"{a} <= {b} ({_text(message)})")
+            rel = f"{self.sz(b)} >= {self.sz(a)}" if a.is_Number else f"{self.sz(a)} <= {self.sz(b)}"
+            raise self._fail(verdict, "E105", _text(message), f"add `assume {rel}` if that is intended",
+                             span, claim=f"{self.sz(a)} <= {self.sz(b)} ({_text(message)})",
+                             fixes=causes.assume_line(self, rel))
 
     def ex(self, e):
         if self.example_env is None:
@@ -268,7 +328,7 @@ class Facts:
         return self.prover.value(e, self.example_env)
 
     def show_shape(self, shape) -> str:
-        sym = "[" + ", ".join(str(d) for d in shape) + "]"
+        sym = "[" + ", ".join(self.sz(d) for d in shape) + "]"
         if self.example_env is None:
             return sym
         vals = [self.ex(d) for d in shape]
@@ -279,6 +339,17 @@ class Facts:
 
     def show(self, t: TensorType) -> str:
         return self.show_shape(t.shape)
+
+
+def _closest(name: str, known) -> str | None:
+    """The known name a misspelt one most likely means: the same letters in another case
+    (`h` for `H`) first, then the closest spelling."""
+    known = list(known)
+    same = [k for k in known if k.lower() == name.lower() and k != name]
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def _text(message) -> str:

@@ -185,11 +185,39 @@ def _star(text: str, d: Diagnostic) -> Diagnostic:
     return replace(d, fixes=tuple(d.fixes) + ((s, src[:k] + "@" + src[k + 1:]),))
 
 
+_LIST = re.compile(r"^(\s*)(dim|example)\s+(.*?)\s*$")
+_NAME_ONLY = re.compile(r"[A-Za-z_]\w*'?")
+_SIZE_ITEM = re.compile(r"[A-Za-z_]\w*'?\s*=\s*\d+")
+
+
+def _commas(text: str, d: Diagnostic) -> Diagnostic | None:
+    """`dim B S D` or `example B=2 S=4`: the items of a list separated by spaces; the
+    candidate separates them with commas."""
+    lines = text.split("\n")
+    if not 0 < d.span.line <= len(lines):
+        return None
+    line = lines[d.span.line - 1]
+    code = line[:_code_end(line)]
+    m = _LIST.match(code)
+    if not m or "," in m.group(3):
+        return None
+    item = _NAME_ONLY if m.group(2) == "dim" else _SIZE_ITEM
+    items = item.findall(m.group(3))
+    if len(items) < 2 or re.sub(r"\s+", "", "".join(items)) != re.sub(r"\s+", "", m.group(3)):
+        return None
+    items = [re.sub(r"\s*=\s*", "=", i) for i in items]
+    new = f"{m.group(1)}{m.group(2)} {', '.join(items)}"
+    row = d.span.line
+    what = "dims of a `dim`" if m.group(2) == "dim" else "sizes of an `example`"
+    return replace(d, message=f"the {what} line are separated by commas",
+                   help=None, notes=(), fixes=((Span(row, 1, row, len(code.rstrip()) + 1), new),))
+
+
 def improve(text: str, d: Diagnostic) -> Diagnostic:
     """`d` with the PyTorch habit behind it named, and a candidate fix; else `d` as it is."""
     try:
         if d.code == "E001":
-            return _syntax(text, d)
+            return _commas(text, d) or _syntax(text, d)
         if d.code == "E102":
             return _star(text, d)
     except RecursionError:

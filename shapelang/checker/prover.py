@@ -11,12 +11,14 @@ from dataclasses import dataclass
 import sympy as sp
 
 from .dims import _CMP, SEARCH_BUDGET, as_int, dim_symbol, evaluate
+from .notation import Notation
 
 
 @dataclass(frozen=True)
 class Verdict:
     status: str  # proved | refuted | unknown
-    counterexample: dict[str, int] | None = None
+    counterexample: dict[str, int] | None = None   # {} when no size matters (`7/3`)
+    tried: int = 0   # unknown: how many valid assignments the search tried
 
     @property
     def ok(self) -> bool:
@@ -79,11 +81,13 @@ class Prover:
         self.relations: list[Relation] = []        # constraints left for the search
         self.example: dict[str, int] = {}
         self._cache: dict = {}
+        self.notation = Notation()   # how the learner writes sizes, for messages
 
     # -- set up
     def declare(self, name: str) -> sp.Symbol:
         sym = dim_symbol(name)
         self.user[name] = sym
+        self.notation.declare(sym)
         return sym
 
     def define(self, sym: sp.Symbol, value: sp.Expr) -> None:
@@ -222,7 +226,8 @@ class Prover:
                             broken, a - b)
 
     def whole(self, e: sp.Expr) -> Verdict:
-        if e.is_Integer or (e.is_Symbol and e.is_integer):
+        if e.is_Integer or (e.is_Symbol and e.is_integer) or isinstance(e, (sp.Mod, sp.floor)) \
+                or (e.has(sp.Mod, sp.floor) and e.is_integer):   # `A*(B % C)`: sympy knows
             return PROVED
         return self._decide(("int", e), lambda: self._prove_whole(self.canon(e)),
                             lambda env: evaluate(e, env).denominator != 1, e)
@@ -280,8 +285,8 @@ class Prover:
         if ok:
             verdict = PROVED
         else:
-            cex = self.counterexample(broken, expr)
-            verdict = Verdict("refuted", cex) if cex else Verdict("unknown")
+            cex, tried = self.search(broken, expr)
+            verdict = Verdict("refuted", cex) if cex is not None else Verdict("unknown", tried=tried)
         self._cache[key] = verdict
         return verdict
 
@@ -347,13 +352,17 @@ class Prover:
                 out[v] = env.get(v, 2)
         return out
 
-    def _to_user(self, canon_env: dict) -> dict[sp.Symbol, int] | None:
-        """User-level assignment from canonical values, or None if it is not valid."""
+    def _to_user(self, canon_env: dict, exempt=frozenset()) -> dict[sp.Symbol, int] | None:
+        """User-level assignment from canonical values, or None if it is not valid. A dim in
+        `exempt` (a derived dim whose own definition is under test) may be fractional."""
         env = {}
         for sym in self.user.values():
             val = self.value(self.canon(sym), canon_env)
             iv = as_int(val) if val is not None else None
             if iv is None or iv < 1:
+                if sym in exempt and val is not None:
+                    env[sym] = val
+                    continue
                 return None
             env[sym] = iv
         for r in self.relations:
@@ -365,13 +374,16 @@ class Prover:
         return env
 
     def candidates(self, focus: list[sp.Symbol]):
+        """Assignments of the canonical variables to try, the ones that differ from the
+        example in a single size first (smallest values first), then pairs and triples of
+        small sizes, then the example itself, then random ones."""
         base = self._canon_example()
-        yield dict(base)
         small = [1, 2, 3, 4, 5, 6, 7, 8, 12, 16]
         # change one size at a time, the smallest first: `D=512, H=3` teaches more than `D=1`
         for v in sorted(focus, key=lambda s: (base.get(s, 2), str(s))):
             for val in small:
-                yield {**base, v: val}
+                if val != base.get(v):
+                    yield {**base, v: val}
         for i, v in enumerate(focus):
             for w in focus[i + 1:]:
                 for x in small[:6]:
@@ -380,6 +392,7 @@ class Prover:
         if len(focus) == 3:   # every triple of sizes 1..6: the search is exhaustive there
             for values in itertools.product(small[:6], repeat=3):
                 yield {**base, **dict(zip(focus, values))}
+        yield dict(base)
         rng = random.Random(0)
         free = self.free_vars()
         while True:
@@ -389,21 +402,34 @@ class Prover:
             yield env
 
     def counterexample(self, broken: Callable, expr: sp.Expr) -> dict[str, int] | None:
-        focus = sorted(self.canon(expr).free_symbols & set(self.free_vars()), key=str)
+        return self.search(broken, expr)[0]
+
+    def search(self, broken: Callable, expr: sp.Expr) -> tuple[dict[str, int] | None, int]:
+        """Sizes that satisfy every assumption and break the condition (`broken`), shown for
+        the dims of the condition (`expr`) only: {} when it has none (`7/3` is never
+        whole); None if the bounded search finds none. Also: how many valid assignments
+        were tried."""
+        c = self.canon(expr)
+        focus = sorted(c.free_symbols & set(self.free_vars()), key=str)
+        exempt = {sym for sym in self.definition if self.canon(sym) == c}
+        tried = 0
         for i, canon_env in enumerate(self.candidates(focus)):
             if i >= SEARCH_BUDGET:
-                return None
-            env = self._to_user(canon_env)
+                return None, tried
+            env = self._to_user(canon_env, exempt)
             if env is None:
                 continue
+            tried += 1
             try:
                 if broken(env):
                     names = sorted(expr.free_symbols, key=str)
-                    shown = {str(s): env[s] for s in names if s in env}
-                    return shown or {str(k): v for k, v in env.items()}
-            except (ZeroDivisionError, ValueError, KeyError, OverflowError):
+                    return {str(s): int(env[s]) for s in names
+                            if s in env and int(env[s]) == env[s]}, tried
+            except (ZeroDivisionError, ValueError, KeyError, OverflowError, TypeError):
                 continue
-        return None
+            if not focus and not expr.free_symbols:
+                return None, tried   # a condition on numbers: one try decides it
+        return None, tried
 
 
 def _root_divisor(x: sp.Expr, y: sp.Expr) -> tuple[sp.Expr, sp.Expr]:

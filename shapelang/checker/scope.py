@@ -25,3 +25,4 @@ class Scope:
         self.subst = subst or {}   # block dim symbol -> size at this call
         self.steps: list[Step] = []
         self.decls: list[Decl] = []
+        self.spans: dict = {}      # name -> where it was defined (for "first defined here")

@@ -39,6 +39,8 @@ class Suggestions:
 
     # ------------------------------------------------------------ `A @ B`
     def matmul(self, err: ShapeError, node: BinOp) -> ShapeError:
+        if err.code == "E102" and node.op == "@":
+            return self._with(err, self._drop_moves(node))
         if err.code != "E101" or node.op != "@":
             return err
         span, _ = self._paren_span(node.right.span)
@@ -51,6 +53,27 @@ class Suggestions:
             fixes.append((span, f"({m.group(1)} -> transpose -2 -1)"))
         fixes.append((span, f"({inner} -> transpose -2 -1)"))
         return self._with(err, fixes, "the inner dims of a matrix product must be equal")
+
+    def _drop_moves(self, node: BinOp) -> list:
+        """The batch dims of `A @ B` do not line up: each operand with one of its axis moves
+        (`transpose`, `permute`) left out, as candidates."""
+        fixes = []
+        for side in (node.right, node.left):
+            if not isinstance(side, Pipeline) or not side.ops:
+                continue
+            span, _ = self._paren_span(side.span)
+            head = self.text(side.head.span)
+            ops = [self.text(op.span) for op in side.ops]
+            if head is None or None in ops:
+                continue
+            for k, op in enumerate(side.ops):
+                if op.name in ("transpose", "permute"):
+                    rest = ops[:k] + ops[k + 1:]
+                    text = " -> ".join([head] + rest)
+                    fixes.append((span, f"({text})" if rest else text,
+                                  (f"the batch dims of the two operands must line up: leave out "
+                                  f"`{ops[k]}`")))
+        return fixes[:4]
 
     def head(self, err: ShapeError, node: Pipeline) -> ShapeError:
         """`Q @ K -> transpose -2 -1`: the transpose was meant for K."""

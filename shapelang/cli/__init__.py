@@ -10,22 +10,46 @@ from __future__ import annotations
 import argparse
 import sys
 
+DESCRIPTIONS = {
+    "check": """\
+Prove every step of each spec for all sizes that satisfy its `assume` lines, and
+print each independent error: where (a caret under the failing piece, labels
+under the lines that caused it), why (the sizes, a counterexample) and a fix
+that has been re-checked before it is shown. A mistake gives one error:
+lines that depend on it stay silent. docs/messages.md explains how to read them;
+`shapelang explain CODE` explains a code.
+
+Exit status: 0 clean (warnings allowed), 1 errors (or warnings with --strict),
+2 usage or I/O error.
+
+example:  shapelang check attention.shape""",
+    "trace": """\
+Print the step-by-step shape table of a spec: every binding's operations with
+the shape in and out, symbolic and at the `example` sizes, and the learned
+parameters and multiply-add FLOPs of each step; blocks get a table of their own,
+and the totals close it. Errors are reported after the table as `check` does.
+
+Exit status: 0 clean (warnings allowed), 1 errors (or warnings with --strict),
+2 usage or I/O error.
+
+example:  shapelang trace specs/mha_self_attention.shape""",
+}
+FORMATS = ("text: for people (default); json: diagnostics and shapes for tools; sarif: a SARIF "
+           "2.1.0 log; github: workflow-command annotations")
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="shapelang",
                                 description="prove tensor shapes in transformer pipelines")
     sub = p.add_subparsers(dest="command", required=True)
-    for name, help_text, more in (
-            ("check", "prove every step of a spec", "prints each finding with a caret under it"),
-            ("trace", "print the step-by-step shape table", ("every declaration and step with its "
-             "shape, at the example sizes, with parameters and FLOPs; then each block; then the "
-             "totals"))):
-        c = sub.add_parser(name, help=help_text, description=f"{help_text}: {more}; exit 0 clean "
-                           "(warnings allowed), 1 errors (or warnings with --strict), 2 usage or I/O error")
-        c.add_argument("files", nargs="+", metavar="FILE", help="a .shape file")
+    for name, help_text in (("check", "prove every step of a spec"),
+                            ("trace", "print the step-by-step shape table")):
+        c = sub.add_parser(name, help=help_text, description=DESCRIPTIONS[name],
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        c.add_argument("files", nargs="+", metavar="FILE", help="a .shape spec")
         formats = ["text", "json", "sarif", "github"] + (["html", "svg"] if name == "trace" else [])
         c.add_argument("--format", choices=formats, default="text",
-                       help="sarif: a SARIF 2.1.0 log; github: workflow-command annotations"
+                       help=FORMATS
                        + ("; html: a self-contained page; svg: one figure" if name == "trace" else ""))
         c.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
         c.add_argument("--color", "--colour", choices=["auto", "always", "never"], default="auto",

@@ -45,7 +45,7 @@ def _names(an: Analysis, line: int) -> list[t.CompletionItem]:
             continue
         else:
             ty = _typed(an.spec, sym.name, an.spec.decls, an.spec.bindings) if sym.scope is None else None
-            detail = f"{sym.kind}" + (f" {_shape(ty.shape)}" if ty is not None else "")
+            detail = f"{sym.kind}" + (f" {_shape(ty.shape, an.spec)}" if ty is not None else "")
             kind = t.CompletionItemKind.Variable
         items.append(t.CompletionItem(label=sym.name, kind=kind, detail=detail))
     return items

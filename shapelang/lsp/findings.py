@@ -1,8 +1,8 @@
 """Diagnostics and quick fixes: the checker's findings in LSP terms.
 
 Codes, messages and spans are those of `shapelang check --format json`; only
-the positions change units (positions.LineMap). Notes and the help become
-related information at the finding's own place; a proved fix (`Diagnostic.fix`)
+the positions change units (positions.LineMap). Secondary labels become related
+information at their own places, notes and the help at the finding's own place; a proved fix (`Diagnostic.fix`)
 becomes a quick fix that edits the span it names.
 """
 from __future__ import annotations
@@ -51,7 +51,9 @@ class CodeDocs:
 def to_lsp(an: Analysis, d: Diagnostic, docs: CodeDocs) -> t.Diagnostic:
     rng = lsp_range(an, d.span)
     here = t.Location(an.uri, rng)
-    related = [t.DiagnosticRelatedInformation(here, f"note: {note}") for note in d.notes]
+    related = [t.DiagnosticRelatedInformation(t.Location(an.uri, lsp_range(an, span)), text)
+               for span, text in d.labels]
+    related += [t.DiagnosticRelatedInformation(here, f"note: {note}") for note in d.notes]
     if d.help:
         related.append(t.DiagnosticRelatedInformation(here, f"help: {d.help}"))
     href = docs.href(d.code)

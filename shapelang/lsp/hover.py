@@ -48,12 +48,12 @@ def _tensor(spec: CheckedSpec, sym: Symbol) -> str | None:
         ty = _typed(spec, sym.name, spec.decls, spec.bindings)
         if ty is None:
             return None
-        return f"```shapelang\n{sym.kind} {sym.name}: {_shape(ty.shape)}\n```{_at_example(spec, ty.shape)}"
+        return f"```shapelang\n{sym.kind} {sym.name}: {_shape(ty.shape, spec)}\n```{_at_example(spec, ty.shape)}"
     rows = []
     for k, ir in enumerate(spec.blocks.get(sym.scope, [])):
         ty = _typed(spec, sym.name, ir.inputs + ir.params + ir.buffers, ir.bindings)
         if ty is not None:
-            row = f"`{sym.name}: {_shape(ty.shape)}`{_at_example(spec, ty.shape)}"
+            row = f"`{sym.name}: {_shape(ty.shape, spec)}`{_at_example(spec, ty.shape)}"
             if row not in rows:
                 rows.append(row)
     if not rows:
@@ -67,7 +67,7 @@ def _block(spec: CheckedSpec, sym: Symbol) -> str:
     out = [f"```shapelang\nblock {sym.name}({sig})\n```"]
     for ir in spec.blocks.get(sym.name, []):
         if ir.output is not None:
-            row = (f"returns {_shape(ir.output.shape)}{_at_example(spec, ir.output.shape)}; "
+            row = (f"returns {_shape(ir.output.shape, spec)}{_at_example(spec, ir.output.shape)}; "
                    f"params {ir.total_params}")
             if row not in out:
                 out.append(row)
@@ -96,9 +96,9 @@ def _step(spec: CheckedSpec, line: int, col: int) -> str | None:
     for s, types in hits:
         if size(s.span) != best:
             continue
-        outs = ", ".join(_shape(o.shape) for o in s.outputs)
+        outs = ", ".join(_shape(o.shape, spec) for o in s.outputs)
         ex = _at_example(spec, s.out.shape) if len(s.outputs) == 1 else ""
-        ins = [_shape(types[r].shape) for r in s.inputs if r in types]
+        ins = [_shape(types[r].shape, spec) for r in s.inputs if r in types]
         row = f"`{s.text}` ({s.op}): " + (f"{', '.join(ins)} → " if ins else "") + f"{outs}{ex}"
         if s.params != 0:
             row += f"; params {s.params}"

@@ -56,7 +56,11 @@ def _marks(rest: str, at: int, severity: str) -> list:
         if rest[k] == " ":
             k += 1
             continue
-        mark = re.match(r"\^+|-+(?=\s|$)", rest[k:])
+        if rest[k] == "|" and not rest[k + 1:k + 2].strip():     # the stem of a label below
+            spans.append((at + k, at + k + 1, "label"))
+            k += 1
+            continue
+        mark = re.match(r"\^+|-+(?=[\s^]|$)", rest[k:])
         if mark is None:
             break
         role = severity if mark.group(0).startswith("^") else "label"

@@ -14,8 +14,15 @@ def _ex(spec: CheckedSpec, shape):
     return [dimlib.as_int(v) for v in vals]
 
 
-def _shape(shape) -> str:
-    return "[" + ", ".join(dimlib.show(d) for d in shape) + "]"
+def notation(spec):
+    """How the spec's author writes sizes (checker/notation.py); None for the default."""
+    prover = getattr(spec, "prover", None)
+    return getattr(prover, "notation", None)
+
+
+def _shape(shape, spec=None) -> str:
+    n = notation(spec)
+    return "[" + ", ".join(dimlib.show(d, n) for d in shape) + "]"
 
 
 def _num(spec, e) -> int | None:

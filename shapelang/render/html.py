@@ -17,7 +17,7 @@ import sympy as sp
 
 from ..checker import dims as dimlib
 from ..checker.ir import CheckedSpec
-from .common import _num, _shape
+from .common import _num, _shape, notation
 from .svg import Colours, axes_of, changes, step_svg
 from .text import diagnostic_text
 
@@ -70,7 +70,7 @@ def _n(spec, e) -> str:
     if e == 0:
         return ""
     n = _num(spec, e)
-    sym = dimlib.show(e)
+    sym = dimlib.show(e, notation(spec))
     if n is None:
         return sym
     return f"{n:,}" if sym == str(n) else f"{sym} = {n:,}"
@@ -130,7 +130,7 @@ class _Page:
         kind = dcl.kind + ("" if dcl.type.dtype == "float" else f" {dcl.type.dtype}")
         return (f'<div class="decl" data-binding="{escape(dcl.name)}" data-kind="{escape(dcl.kind)}">'
                 f'<b>{escape(dcl.name)}</b> <span class="nums">{escape(kind)}, line {dcl.span.line}</span> '
-                f'<span class="shape">{escape(_shape(dcl.type.shape))}</span>{params}{svg}'
+                f'<span class="shape">{escape(_shape(dcl.type.shape, self.spec))}</span>{params}{svg}'
                 + self.diagnostics_at(dcl.span.line, dcl.span.line) + "</div>")
 
     def step(self, s) -> str:
@@ -145,7 +145,7 @@ class _Page:
                                  gone, cut)
             named = [f"{a.tag}: {a.size}" for a in out if a.tag] + [f"{a.tag}: {a.size}" for a in gone]
             label = f"output {k + 1}: " if len(s.outputs) > 1 else ""
-            blocks.append(f'<div class="shape">{escape(label)}{escape(_shape(t.shape))}</div>'
+            blocks.append(f'<div class="shape">{escape(label)}{escape(_shape(t.shape, self.spec))}</div>'
                           + (f'<div class="changed-names">{escape("; ".join(named))}</div>' if named else "")
                           + svg)
         nums = []
@@ -153,7 +153,7 @@ class _Page:
             nums.append(f"params {_n(spec, s.params)}")
         if s.flops != 0:
             nums.append(f"FLOPs {_n(spec, s.flops)}")
-        in_shapes = "; ".join(_shape(self.types[r][0]) for r in s.inputs if r in self.types)
+        in_shapes = "; ".join(_shape(self.types[r][0], self.spec) for r in s.inputs if r in self.types)
         return (f'<div class="step" data-step="{escape(s.ref)}" data-op="{escape(s.op)}">'
                 f'<span class="op">{escape(s.text)}</span> <span class="nums">line {s.span.line}'
                 + (f", from {escape(in_shapes)}" if in_shapes else "") + "</span>"
@@ -162,7 +162,7 @@ class _Page:
 
     def binding(self, b, in_block=False) -> str:
         name = ", ".join(b.names)
-        shapes = " | ".join(_shape(t.shape) for t in b.types)
+        shapes = " | ".join(_shape(t.shape, self.spec) for t in b.types)
         self.open_steps += len(b.steps)
         opened = " open" if not in_block and self.open_steps <= MAX_OPEN_STEPS else ""
         last = max([b.span.end_line or b.span.line] + [s.span.line for s in b.steps])
@@ -184,9 +184,9 @@ class _Page:
             return (f'<div class="nums" data-block-ref="{escape(ir.name)}">block {escape(ir.name)} at these '
                     f'shapes: drawn under line {self.drawn_blocks[id(ir)]}</div>')
         self.drawn_blocks[id(ir)] = call.span.line
-        args = ", ".join(f"{d.name}: {_shape(d.type.shape)}" for d in ir.inputs)
+        args = ", ".join(f"{d.name}: {_shape(d.type.shape, self.spec)}" for d in ir.inputs)
         count = call.detail.get("count")
-        times = f" × {dimlib.show(count)}" if count is not None else ""
+        times = f" × {dimlib.show(count, notation(self.spec))}" if count is not None else ""
         self.remember(ir.inputs + ir.params + ir.buffers, ir.bindings)
         items = [(d.span.line, self.decl(d)) for d in ir.params + ir.buffers]
         items += [(b.span.line, self.binding(b, in_block=True)) for b in ir.bindings]

@@ -6,7 +6,7 @@ import json
 from ..checker import dims as dimlib
 from ..checker.ir import CheckedSpec
 from ..syntax.diagnostics import Diagnostic
-from .common import _axes, _ex, _num, _types
+from .common import _axes, _ex, _num, _types, notation
 
 
 def diagnostic_json(d: Diagnostic) -> dict:
@@ -16,30 +16,33 @@ def diagnostic_json(d: Diagnostic) -> dict:
             "help": d.help, "notes": list(d.notes), "counterexample": d.counterexample,
             "fix": None if d.fix is None else {
                 "line": d.fix[0].line, "column": d.fix[0].column, "end_line": d.fix[0].end_line,
-                "end_column": d.fix[0].end_column, "replacement": d.fix[1], "rewritten_line": d.fix[2]}}
+                "end_column": d.fix[0].end_column, "replacement": d.fix[1], "rewritten_line": d.fix[2]},
+            "labels": [{"line": s.line, "column": s.column, "end_line": s.end_line,
+                        "end_column": s.end_column, "text": text} for s, text in d.labels]}
 
 
 def _binding_json(spec, b, types) -> dict:
+    n = notation(spec)
     steps = []
     for s in b.steps:
         shape_in = types.get(s.inputs[0]).shape if s.inputs and s.inputs[0] in types else None
         steps.append({
             "op": s.text, "kind": s.op, "line": s.span.line, "column": s.span.column,
             "inputs": list(s.inputs),
-            "shape_in": [dimlib.show(d) for d in shape_in] if shape_in is not None else None,
-            "shape": [dimlib.show(d) for d in s.out.shape],
+            "shape_in": [dimlib.show(d, n, code=True) for d in shape_in] if shape_in is not None else None,
+            "shape": [dimlib.show(d, n, code=True) for d in s.out.shape],
             "example": _ex(spec, s.out.shape),
-            "outputs": [[dimlib.show(d) for d in t.shape] for t in s.outputs],
+            "outputs": [[dimlib.show(d, n, code=True) for d in t.shape] for t in s.outputs],
             "dtype": s.out.dtype, "dtypes": [t.dtype for t in s.outputs],
             "contiguous": s.out.is_contiguous,
-            "params": dimlib.show(s.params), "params_example": _num(spec, s.params),
-            "flops": dimlib.show(s.flops), "flops_example": _num(spec, s.flops),
+            "params": dimlib.show(s.params, n, code=True), "params_example": _num(spec, s.params),
+            "flops": dimlib.show(s.flops, n, code=True), "flops_example": _num(spec, s.flops),
             "axes": _axes(s),
             **({"block": s.block.name} if s.block is not None else {}),
         })
     main = b.types[0]
     return {"name": ", ".join(b.names), "line": b.span.line,
-            "shape": [dimlib.show(d) for d in main.shape], "example": _ex(spec, main.shape),
+            "shape": [dimlib.show(d, n, code=True) for d in main.shape], "example": _ex(spec, main.shape),
             "dtype": main.dtype,
             "steps": steps}
 
@@ -50,9 +53,10 @@ def spec_json(spec: CheckedSpec, with_trace: bool) -> dict:
     types = _types(spec, spec.decls, spec.bindings)
     out["bindings"] = [_binding_json(spec, b, types) for b in spec.bindings]
     if with_trace:
+        n = notation(spec)
         out["dims"] = spec.dims
         out["example"] = spec.example or None
-        out["inputs"] = [{"name": d.name, "kind": d.kind, "shape": [dimlib.show(x) for x in d.type.shape],
+        out["inputs"] = [{"name": d.name, "kind": d.kind, "shape": [dimlib.show(x, n, code=True) for x in d.type.shape],
                           "example": _ex(spec, d.type.shape), "dtype": d.type.dtype}
                          for d in spec.decls]
         blocks = []
@@ -60,16 +64,16 @@ def spec_json(spec: CheckedSpec, with_trace: bool) -> dict:
             for ir in insts:
                 btypes = _types(spec, ir.inputs + ir.params + ir.buffers, ir.bindings)
                 blocks.append({"name": name, "line": ir.span.line,
-                               "inputs": {d.name: [dimlib.show(x) for x in d.type.shape] for d in ir.inputs},
-                               "params": dimlib.show(ir.total_params),
+                               "inputs": {d.name: [dimlib.show(x, n, code=True) for x in d.type.shape] for d in ir.inputs},
+                               "params": dimlib.show(ir.total_params, n, code=True),
                                "params_example": _num(spec, ir.total_params),
-                               "flops": dimlib.show(ir.total_flops),
+                               "flops": dimlib.show(ir.total_flops, n, code=True),
                                "flops_example": _num(spec, ir.total_flops),
                                "bindings": [_binding_json(spec, b, btypes) for b in ir.bindings]})
         out["blocks"] = blocks
-        out["total"] = {"params": dimlib.show(spec.total_params),
+        out["total"] = {"params": dimlib.show(spec.total_params, n, code=True),
                         "params_example": _num(spec, spec.total_params),
-                        "flops": dimlib.show(spec.total_flops),
+                        "flops": dimlib.show(spec.total_flops, n, code=True),
                         "flops_example": _num(spec, spec.total_flops)}
     return out
 

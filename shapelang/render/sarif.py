@@ -63,6 +63,12 @@ def _region(span: Span) -> dict:
             "endLine": max(span.end_line, line), "endColumn": max(1, end_col)}
 
 
+def _edit_region(span: Span) -> dict:
+    """The exact region a fix replaces: empty for an insertion (SARIF's insertion point)."""
+    return {"startLine": span.line, "startColumn": span.column,
+            "endLine": span.end_line, "endColumn": span.end_column}
+
+
 def rules() -> list[dict]:
     return [{"id": code, "shortDescription": {"text": text},
              "defaultConfiguration": {"level": "warning" if code.startswith("W") else "error"}}
@@ -78,12 +84,18 @@ def result(d: Diagnostic, path: str, rule_index: dict[str, int]) -> dict:
            "message": {"text": text},
            "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri},
                                                "region": _region(d.span)}}]}
+    related = [{"id": k, "physicalLocation": {"artifactLocation": {"uri": uri},
+                                              "region": _region(span)},
+                "message": {"text": text}}
+               for k, (span, text) in enumerate(d.labels)]
+    if related:
+        out["relatedLocations"] = related
     if d.fix is not None:
         span, replacement, line = d.fix
         out["fixes"] = [{"description": {"text": f"rewrite the line as: {line.strip()}"},
                          "artifactChanges": [{
                              "artifactLocation": {"uri": uri},
-                             "replacements": [{"deletedRegion": _region(span),
+                             "replacements": [{"deletedRegion": _edit_region(span),
                                                "insertedContent": {"text": replacement}}]}]}]
     return out
 

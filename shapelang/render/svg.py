@@ -15,7 +15,7 @@ import math
 from html import escape
 
 from ..checker import dims as dimlib
-from .common import _num
+from .common import _num, notation
 
 BOX_H = 46
 GAP = 8
@@ -73,7 +73,7 @@ def axes_of(spec, shape, tp, size_of=None) -> list[Axis]:
     `size_of(d)`, if given, gives an axis's (text, example value) (a caller's cache)."""
     out = []
     for k, d in enumerate(shape):
-        size, ex = size_of(d) if size_of is not None else (dimlib.show(d), _num(spec, d))
+        size, ex = size_of(d) if size_of is not None else (dimlib.show(d, notation(spec)), _num(spec, d))
         prov = tp.axes[k] if tp is not None and k < len(tp.axes) else None
         if prov is None:
             atoms, root, depth = (size,), size, 0

@@ -16,7 +16,7 @@ from ..checker.ir import CheckedSpec
 from . import poly
 from .color import diagnostic_lines
 from .columns import Cell, Column, Line, fit_tables, plain, wrap_line
-from .common import _axes, _ex, _num, _shape
+from .common import _axes, _ex, _num, _shape, notation
 from .svg import Axis, axes_of, changes
 from .text import check_text
 
@@ -92,13 +92,13 @@ class _Trace:
     def shape(self, shape) -> str:
         key = tuple(shape)
         if key not in self._shapes:
-            self._shapes[key] = _shape(shape)
+            self._shapes[key] = _shape(shape, self.spec)
         return self._shapes[key]
 
     def size(self, d) -> str:
         """One axis as `_shape` writes it."""
         if d not in self._sizes:
-            self._sizes[d] = _shape((d,))[1:-1]
+            self._sizes[d] = _shape((d,), self.spec)[1:-1]
         return self._sizes[d]
 
     def axes(self, shape, tp) -> list:
@@ -112,7 +112,7 @@ class _Trace:
     def axis_size(self, d) -> tuple:
         """An axis's size as the checker prints it and its example value."""
         if d not in self._values:
-            self._values[d] = (dimlib.show(d), _num(self.spec, d))
+            self._values[d] = (dimlib.show(d, notation(self.spec)), _num(self.spec, d))
         return self._values[d]
 
     # ------------------------------------------------------------ numbers

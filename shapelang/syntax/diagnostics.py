@@ -56,6 +56,9 @@ class Diagnostic:
     severity: str = "error"
     fixes: tuple = ()     # candidate rewrites ((Span, text), ...): shown only once re-checked clean
     fix: tuple | None = None   # the proved rewrite: (Span, text, the whole rewritten line)
+    # secondary places, as rustc shows them under the source: ((Span, text), ...), e.g. the
+    # shape under each operand, "first declared here", "`mu` loses its last axis here"
+    labels: tuple = ()
 
     def __post_init__(self):
         assert self.code in CODES, self.code
@@ -77,7 +80,9 @@ class ShapeError(Exception):
     span: Span | None = None
     extra: list = field(default_factory=list)
     fixes: tuple = ()   # candidate rewrites ((Span, text), ...), proved by re-checking before shown
+    labels: tuple = ()  # secondary labelled spans ((Span, text), ...)
 
     def at(self, span: Span) -> Diagnostic:
         return Diagnostic(self.code, self.message, self.span or span, self.help,
-                          tuple(self.notes), self.counterexample, fixes=tuple(self.fixes))
+                          tuple(self.notes), self.counterexample, fixes=tuple(self.fixes),
+                          labels=tuple(self.labels))

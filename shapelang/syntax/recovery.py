@@ -56,7 +56,9 @@ def defined_names(line: str) -> set[str]:
     if not m:
         return set()
     if m.group(2) is not None:
-        return {part.split("=")[0].strip() for part in m.group(2).split(",") if part.strip()}
+        # `dim B S D` (commas forgotten) defines B, S and D as much as `dim B, S, D`
+        return {name for part in m.group(2).split(",") for name in part.split("=")[0].split()
+                if re.fullmatch(r"[A-Za-z_]\w*'?", name)}
     return {n.strip() for g in (m.group(1), m.group(3), m.group(4)) if g for n in g.split(",")}
 
 

@@ -123,7 +123,7 @@ class Args:
                 dims.append(sp.Integer(-1))
             else:
                 e = self.c.dim(d)
-                self.c.need_whole(e, span=d.span, what=lambda e=e: f"this size is {e}")
+                self.c.need_whole(e, span=d.span, what=lambda e=e: f"this size is {self.c.sz(e)}")
                 self.c.need_positive(e, d.span)
                 dims.append(e)
         return dims, infer

@@ -2,6 +2,8 @@
 einsum, broadcasting and matmul."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import sympy as sp
 
 from ...syntax.diagnostics import ShapeError
@@ -16,7 +18,7 @@ def linear(c, x, a):
     if x.rank < 1:
         raise a.fail("`linear` needs at least one dim")
     out_f = a.dim_at(0)
-    c.need_whole(out_f, span=a.pos[0].span, what=lambda: f"the output width {out_f}")
+    c.need_whole(out_f, span=a.pos[0].span, what=lambda: f"the output width {c.sz(out_f)}")
     c.need_positive(out_f, a.pos[0].span)
     in_f = x.shape[-1]
     bias = a.kw_bool("bias", True)
@@ -36,8 +38,8 @@ def embed(c, x, a):
     if len(a.pos) == 2:
         vocab, width = a.dim_at(0), a.dim_at(1)
         for k, (e, what) in enumerate(((vocab, "vocabulary size"), (width, "width"))):
-            c.need_whole(e, span=a.pos[k].span, what=lambda e=e, what=what: f"the {what} {e}")
-            c.need_positive(e, a.pos[k].span, what=lambda e=e, what=what: f"the {what} {e}")
+            c.need_whole(e, span=a.pos[k].span, what=lambda e=e, what=what: f"the {what} {c.sz(e)}")
+            c.need_positive(e, a.pos[k].span, what=lambda e=e, what=what: f"the {what} {c.sz(e)}")
         if pad is not None:
             c.need_leq(pad + 1 if pad >= 0 else -pad, vocab, span=a.kw["padding_idx"].span,
                        message=lambda: f"`padding_idx={pad}` may be outside the vocabulary of {vocab}")
@@ -98,21 +100,21 @@ def split(c, x, a):
     if isinstance(node, ShapeLit):
         sizes = [c.dim(e) for e in node.dims]
         for k, (e, piece) in enumerate(zip(node.dims, sizes)):
-            what = lambda k=k, piece=piece: f"piece {k} of `split` ({piece})"
+            what = lambda k=k, piece=piece: f"piece {k} of `split` ({c.sz(piece)})"
             c.need_whole(piece, span=e.span, what=what)
             c.need_positive(piece, e.span, what=what)
         c.need_equal(sum(sizes, ZERO), size, code="E103", span=node.span,
-                     message=lambda: f"the pieces {c.show_shape(sizes)} add up to {sum(sizes, ZERO)}, "
-                             f"but dim {d} of {c.show(x)} is {size}")
+                     message=lambda: f"the pieces {c.show_shape(sizes)} add up to {c.sz(sum(sizes, ZERO))}, "
+                             f"but dim {d} of {c.show(x)} is {c.sz(size)}")
     else:
         piece = a.dim_at(0)
         count = sp.cancel(c.prover.canon(size) / c.prover.canon(piece))
         if not (count.is_Integer and count > 0):
-            raise ShapeError("E104", f"`split {piece}` cuts dim {d} ({size}) into {count} pieces, "
+            raise ShapeError("E104", f"`split {c.sz(piece)}` cuts dim {d} ({c.sz(size)}) into {c.sz(count)} pieces, "
                              "which is not a fixed whole number",
                              help="give the sizes explicitly, e.g. `split [D, D, D] -1`, or use `chunk`",
                              span=node.span)
-        c.need_whole(piece, span=node.span, what=lambda: f"the piece size {piece}")
+        c.need_whole(piece, span=node.span, what=lambda: f"the piece size {c.sz(piece)}")
         sizes = [piece] * int(count)
     return _pieces(x, d, sizes, {"sizes": tuple(sizes), "dim": d})
 
@@ -124,9 +126,27 @@ def chunk(c, x, a):
         raise a.fail("`chunk` needs at least one piece", span=a.pos[0].span)
     d = a.axis_at(1, x.rank)
     piece = x.shape[d] / n
-    c.need_whole(piece, span=a.op.span, what=lambda: f"each of the {n} chunks of dim {d} ({x.shape[d]}) "
-                 f"would have {piece}")
+    try:
+        c.need_whole(piece, span=a.op.span, what=lambda: f"each of the {n} chunks of dim {d} "
+                     f"({c.sz(x.shape[d])}) would have {c.sz(piece)}")
+    except ShapeError as err:
+        raise _uneven_chunks(err, x.shape[d], n, a) from None
     return _pieces(x, d, [piece] * n, {"chunks": n, "dim": d})
+
+
+def _uneven_chunks(err, size, n, a):
+    """`chunk n` of a fixed size that n does not divide: torch.chunk gives pieces of
+    ceil(size/n) and a smaller last one; `split` says so (a candidate, proved by re-checking)."""
+    if not size.is_Integer or not 0 < int(size) <= 10_000:
+        return err
+    size, each = int(size), -(-int(size) // n)
+    pieces = [each] * (size // each) + ([size % each] if size % each else [])
+    axis = a.op.text.split()[-1] if len(a.pos) == 2 else "-1"
+    said = ", ".join(map(str, pieces[:-1])) + f" and {pieces[-1]}"
+    return replace(err, notes=tuple(err.notes) + (
+        f"torch.chunk gives {len(pieces)} pieces here: {said}",),
+        fixes=((a.op.span, f"split [{', '.join(map(str, pieces))}] {axis}",
+                "write the pieces torch.chunk gives with `split`"),) + tuple(err.fixes))
 
 
 def _pieces(x, d, sizes, detail):
@@ -177,7 +197,7 @@ def einsum_types(c, eq, operands, span):
                 sizes[ch] = size
             elif ch in sizes:
                 c.need_equal(sizes[ch], size, code="E101", span=span, broadcast=True,
-                             message=lambda ch=ch, size=size: f"index `{ch}` is {sizes[ch]} in one operand and {size} in another")
+                             message=lambda ch=ch, size=size: f"index `{ch}` is {c.sz(sizes[ch])} in one operand and {c.sz(size)} in another")
             else:
                 sizes[ch] = size
     out = []
@@ -190,8 +210,10 @@ def einsum_types(c, eq, operands, span):
     return t, prod(sizes.values()) * prod(ellipsis)
 
 
-def broadcast(c, shapes, names, span) -> list:
-    """torch broadcasting of several shapes: right-aligned; equal, or one side 1."""
+def broadcast(c, shapes, names, span, tail: int = 0) -> list:
+    """torch broadcasting of several shapes: right-aligned; equal, or one side 1. `tail`:
+    how many last dims the shapes had before these (2 for the batch dims of `@`), so
+    that messages count the tensors' real dims."""
     rank = max(len(s) for s in shapes)
     out = []
     for j in range(rank):
@@ -207,7 +229,8 @@ def broadcast(c, shapes, names, span) -> list:
                 continue
             else:
                 c.need_equal(size, d, code="E102", span=span,
-                             message=lambda d=d, j=j, name=name, size=size: f"dim {j - rank} is {size} in {names[0]} and {d} in {name}: "
+                             message=lambda d=d, j=j, name=name, size=size: f"dim {j - rank - tail} is {c.sz(size)} in {names[0]} and {c.sz(d)} in {name}: "
+                                     + ("batch " if tail else "") +
                                      "sizes broadcast only when equal or when one of them is 1",
                              shapes=shapes, broadcast=True)
         out.append(size)
@@ -229,11 +252,11 @@ def matmul(c, x: TensorType, y: TensorType, texts, span) -> Result:
                    f"{c.show_shape(y.shape[:-2] + (y.shape[-1], y.shape[-2]))}"
         c.need_equal(k_left, k_right, code="E101", span=span,
                      message=lambda: f"cannot multiply `{texts[0]}` {c.show(x)} by `{texts[1]}` {c.show(y)}: "
-                             f"the last dim of the left operand is {k_left}, the "
+                             f"the last dim of the left operand is {c.sz(k_left)}, the "
                              f"{'only' if y.rank == 1 else 'second-to-last'} dim of the right operand "
-                             f"is {k_right}",
+                             f"is {c.sz(k_right)}",
                      help=hint or "the inner dims of a matrix product must be equal")
-    batch = broadcast(c, [xs[:-2], ys[:-2]], [f"`{texts[0]}`", f"`{texts[1]}`"], span) \
+    batch = broadcast(c, [xs[:-2], ys[:-2]], [f"`{texts[0]}`", f"`{texts[1]}`"], span, tail=2) \
         if (xs[:-2] or ys[:-2]) else []
     shape = list(batch) + ([xs[-2]] if x.rank > 1 else []) + ([ys[-1]] if y.rank > 1 else [])
     flops = prod(batch) * xs[-2] * k_left * ys[-1]

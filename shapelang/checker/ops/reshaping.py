@@ -19,13 +19,13 @@ def _reshape(c, x: TensorType, a: Args, *, view: bool) -> Result:
         known = prod(d for j, d in enumerate(target) if j != infer)
         inferred = c.prover.name_of(sp.cancel(numel / known))
         c.need_whole(inferred, span=a.pos[0].dims[infer].span,
-                     what=lambda: f"the -1 in `{a.op.text}` stands for {inferred}")
+                     what=lambda: f"the -1 in `{a.op.text}` stands for {c.sz(inferred)}")
         c.need_positive(inferred, a.pos[0].dims[infer].span)
         target[infer] = inferred
     else:
         c.need_equal(numel, prod(target), code="E103", span=a.pos[0].span,
                      message=lambda: f"`{a.op.name}` cannot turn {c.show(x)} into {c.show_shape(target)}: "
-                     f"{_count(numel)} elements cannot become {_count(prod(target))}",
+                     f"{c.sz(numel)} elements cannot become {c.sz(prod(target))}",
                      help="the product of the new sizes must equal the product of the old ones")
     out, copies, refused = regroup(c, x, target)
     if view and (copies or refused):
@@ -40,7 +40,7 @@ def _reshape(c, x: TensorType, a: Args, *, view: bool) -> Result:
         raise ShapeError(
             "E106", f"`view` cannot give {c.show(x)} the shape {c.show_shape(target)} without copying",
             help=f"the dims it merges or splits are not adjacent in memory (after a transpose or "
-                 f"permute); use `reshape {_shape_src(target, infer)}`, or add `-> contiguous` first",
+                 f"permute); use `reshape {_shape_src(c, target, infer)}`, or add `-> contiguous` first",
             notes=tuple(notes), counterexample=cex, span=a.op.span)
     return Result((out,), detail={"shape": tuple(target), "infer": infer, "copies": copies})
 
@@ -93,16 +93,12 @@ def _maybe_one(c, x):
         yield sym, sub
 
 
-def _paren(e) -> str:
-    return f"({e})" if e.is_Add else str(e)
+def _paren(c, e) -> str:
+    return f"({c.sz(e)})" if e.is_Add else c.sz(e)
 
 
-def _shape_src(target, infer) -> str:
-    return "[" + ", ".join("-1" if j == infer else str(d) for j, d in enumerate(target)) + "]"
-
-
-def _count(e) -> str:
-    return str(e)
+def _shape_src(c, target, infer) -> str:
+    return "[" + ", ".join("-1" if j == infer else c.sz(d) for j, d in enumerate(target)) + "]"
 
 
 def view(c, x, a):
@@ -159,14 +155,14 @@ def squeeze(c, x, a):
         if maybe_one:
             raise ShapeError("E110", f"`squeeze` without an axis removes every dim that is 1, so its "
                              f"result depends on the sizes: dim {maybe_one[0]} of {c.show(x)} is "
-                             f"{x.shape[maybe_one[0]]}, which may or may not be 1",
+                             f"{c.sz(x.shape[maybe_one[0]])}, which may or may not be 1",
                              help="name the axis: `squeeze 1`", span=a.op.span)
         keep = [k for k in range(x.rank) if not c.prover.is_one(x.shape[k])]
         dims = None
     else:
         d = a.axis_at(0, x.rank)
         if not c.prover.is_one(x.shape[d]):
-            raise ShapeError("E110", f"dim {d} of {c.show(x)} is {x.shape[d]}, which is not always 1",
+            raise ShapeError("E110", f"dim {d} of {c.show(x)} is {c.sz(x.shape[d])}, which is not always 1",
                              help="`squeeze` removes a dim of size 1; use `select` to pick one "
                                   "position, or `sum`/`mean` to reduce it", span=a.op.span)
         keep, dims = [k for k in range(x.rank) if k != d], d
@@ -209,7 +205,7 @@ def expand(c, x, a):
         else:
             c.need_equal(size, t, code="E102", span=a.pos[0].dims[j].span,
                          message=lambda j=j, size=size, t=t: f"`expand` cannot stretch dim {j - lead} of {c.show(x)} from "
-                                 f"{size} to {t}: only size-1 dims expand",
+                                 f"{c.sz(size)} to {c.sz(t)}: only size-1 dims expand",
                          help="use `repeat_interleave` to copy along a dim that is not 1", broadcast=True)
             shape.append(size)
             keep.append(j - lead)
@@ -227,7 +223,7 @@ def _shape_allow_minus_ones(c, a):
             out.append(sp.Integer(-1))
             continue
         e = c.dim(d)
-        c.need_whole(e, span=d.span, what=lambda e=e: f"this size is {e}")
+        c.need_whole(e, span=d.span, what=lambda e=e: f"this size is {c.sz(e)}")
         c.need_positive(e, d.span)
         out.append(e)
     return out, None
@@ -236,7 +232,7 @@ def _shape_allow_minus_ones(c, a):
 def repeat_interleave(c, x, a):
     a.count(2, usage="repeat_interleave H/G 1")
     n = a.dim_at(0)
-    c.need_whole(n, span=a.pos[0].span, what=lambda: f"the repeat count {n}")
+    c.need_whole(n, span=a.pos[0].span, what=lambda: f"the repeat count {c.sz(n)}")
     c.need_positive(n, a.pos[0].span)
     d = a.axis_at(1, x.rank)
     shape = x.shape[:d] + (x.shape[d] * n,) + x.shape[d + 1:]
@@ -253,8 +249,8 @@ def rearrange(c, x, a):
     given = {k: c.dim(v.value) for k, v in a.kw.items()}
     for k, e in given.items():
         span = a.kw[k].span
-        c.need_whole(e, span=span, what=lambda k=k, e=e: f"`{k}={e}`")
-        c.need_positive(e, span, what=lambda k=k, e=e: f"`{k}={e}`")
+        c.need_whole(e, span=span, what=lambda k=k, e=e: f"`{k}={c.sz(e)}`")
+        c.need_positive(e, span, what=lambda k=k, e=e: f"`{k}={c.sz(e)}`")
     left = pat.left
     n_ell = x.rank - (len(left) - (1 if "..." in left else 0))
     if n_ell < 0 or ("..." not in left and n_ell != 0):
@@ -279,11 +275,11 @@ def rearrange(c, x, a):
             val = sp.cancel(size / known)
             c.need_whole(val, span=a.pos[0].span,
                          what=lambda known=known, size=size, unknown=unknown, val=val:
-                         f"`{unknown[0]}` would be {_paren(size)}/{_paren(known)} = {val}")
+                         f"`{unknown[0]}` would be {_paren(c, size)}/{_paren(c, known)} = {c.sz(val)}")
             sizes[unknown[0]] = c.prover.name_of(val)
         else:
             c.need_equal(known, size, code="E103", span=a.pos[0].span,
-                         message=lambda group=group, k=k, known=known, size=size: f"({' '.join(group)}) is {known} but dim {k - 1} of {c.show(x)} is {size}")
+                         message=lambda group=group, k=k, known=known, size=size: f"({' '.join(group)}) is {c.sz(known)} but dim {k - 1} of {c.show(x)} is {c.sz(size)}")
     for name in given:
         if not any(name in g for g in left if g != "..."):
             raise ShapeError("E110", f"`{name}=` names an axis that is not in the pattern",

@@ -2,8 +2,9 @@
 dropout, elementwise functions, masks, norms, reductions and indexing."""
 from __future__ import annotations
 
+from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Num
-from .. import dtypes
+from .. import causes, dtypes
 from ..layout import Geometry, TensorType, channels_last, dense_like, fresh, suggests_channels_last
 from .args import ONE, ZERO, Result
 from .combine import broadcast
@@ -93,7 +94,10 @@ def mask(c, x, a):
         return _same_shape(c, x, a, kind="causal", rows=x.shape[-2], cols=x.shape[-1])
     m = a.tensor_at(0)
     # out-of-place masked_fill broadcasts the input and the mask together
-    out = broadcast(c, [x.shape, m.shape], ["the input", "the mask"], node.span)
+    try:
+        out = broadcast(c, [x.shape, m.shape], ["the input", "the mask"], node.span)
+    except ShapeError as err:
+        raise causes.mask(c, err, x, m, node) from None
     if len(out) == x.rank and all(c.same(p, q) for p, q in zip(out, x.shape)):
         return _same_shape(c, x, a, kind="tensor")
     return Result((fresh(out, x.dtype),), detail={"kind": "tensor"})
@@ -136,14 +140,14 @@ def select(c, x, a):
     i = a.dim_at(1)
     if i.is_Integer and i < 0:   # counts from the end, as in torch
         c.need_leq(-i, x.shape[d], span=a.pos[1].span,
-                   message=lambda: f"index {i} is before the start of dim {d} ({x.shape[d]}) "
+                   message=lambda: f"index {c.sz(i)} is before the start of dim {d} ({c.sz(x.shape[d])}) "
                                    f"of {c.show(x)}")
         i = x.shape[d] + i
     elif not i.is_Integer:   # a negative value would count from the end in torch
         c.need_leq(ZERO, i, span=a.pos[1].span,
-                   message=lambda: f"the index {i} may be negative (torch then counts from the end)")
+                   message=lambda: f"the index {c.sz(i)} may be negative (torch then counts from the end)")
     c.need_leq(i + 1, x.shape[d], span=a.pos[1].span,
-               message=lambda: f"index {i} may be past the end of dim {d} ({x.shape[d]}) of {c.show(x)}")
+               message=lambda: f"index {c.sz(i)} may be past the end of dim {d} ({c.sz(x.shape[d])}) of {c.show(x)}")
     keep = [k for k in range(x.rank) if k != d]
     return Result((x.restrided(tuple(x.shape[k] for k in keep),
                                lambda st: tuple(st[k] for k in keep)),), detail={"dim": d, "index": i})
@@ -155,14 +159,14 @@ def slice_(c, x, a):
     start, end = a.dim_at(1), a.dim_at(2)
     if start.is_Integer and start < 0:   # counts from the end, as in torch
         c.need_leq(-start, x.shape[d], span=a.pos[1].span,
-                   message=lambda: f"the slice start {start} is before the start of dim {d}")
+                   message=lambda: f"the slice start {c.sz(start)} is before the start of dim {d}")
         start = x.shape[d] + start
     elif not start.is_Integer:
         c.need_leq(ZERO, start, span=a.pos[1].span,
-                   message=lambda: f"the slice start {start} may be negative (torch then counts "
+                   message=lambda: f"the slice start {c.sz(start)} may be negative (torch then counts "
                                    "from the end)")
     c.need_leq(end, x.shape[d], span=a.pos[2].span,
-               message=lambda: f"the slice end {end} may be past the end of dim {d} ({x.shape[d]}) of "
+               message=lambda: f"the slice end {c.sz(end)} may be past the end of dim {d} ({c.sz(x.shape[d])}) of "
                        f"{c.show(x)}")
     length = end - start
     c.need_positive(length, a.op.span)

@@ -127,7 +127,7 @@ class Provenance(LayerRules):
     def user(self, e) -> str:
         """A size in the learner's dims (the prover keeps them substituted)."""
         e = self.prover.name_of(e)
-        return dimlib.show(self._names.get(sp.expand(e), e))
+        return dimlib.show(self._names.get(sp.expand(e), e), self.prover.notation)
 
     def p_regroup(self, s, x: TP, ins):
         out = self.read_into(s, x, s.out.shape, fixes=True)

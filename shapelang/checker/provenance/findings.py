@@ -37,7 +37,7 @@ class Findings:
                       fix=self.regroup_fixes(s, x, shape) if fixes else None,
                       notes=(f"move {parts} next to each other first (a transpose), then merge",))
             return
-        target = "[" + ", ".join(dimlib.show(d) for d in shape) + "]"
+        target = "[" + ", ".join(dimlib.show(d, self.p.prover.notation) for d in shape) + "]"
         culprit = self._mixed_axis(x, shape)
         self.warn(s, "W301", f"`{s.text}` reads the elements of {have} in order into {target}, so "
                   f"{culprit}: values of different axes get mixed",
@@ -49,7 +49,7 @@ class Findings:
         if self.p.rg.failed is None:
             return "an axis is made of parts of several others"
         size, atom = self.p.rg.failed
-        name = dimlib.show(self.p.prover.name_of(size))
+        name = dimlib.show(self.p.prover.name_of(size), self.p.prover.notation)
         return f"the axis of size {name} is made of positions of {atom.label}"
 
     # ------------------------------------------------------------ findings
@@ -90,14 +90,14 @@ class Findings:
         if self.p.prover.same(rows, cols):
             return
         if self.p.prover.leq(rows, cols).ok:
-            self.warn(s, "W305", f"{what} on scores with {dimlib.show(rows)} queries and "
-                      f"{dimlib.show(cols)} keys lines query i up with key i, as PyTorch's `is_causal` "
+            self.warn(s, "W305", f"{what} on scores with {dimlib.show(rows, self.p.prover.notation)} queries and "
+                      f"{dimlib.show(cols, self.p.prover.notation)} keys lines query i up with key i, as PyTorch's `is_causal` "
                       "does: when the keys start with cached positions, it hides keys the queries "
                       "should see", help="mask with a tensor that shifts the diagonal by the past length "
                       "(`mask M` with M: [S, P + S] true above the shifted diagonal)")
             return
-        self.warn(s, "W305", f"{what} on scores with {dimlib.show(rows)} queries and "
-                  f"{dimlib.show(cols)} keys: the lengths are unrelated, so position i of one says "
+        self.warn(s, "W305", f"{what} on scores with {dimlib.show(rows, self.p.prover.notation)} queries and "
+                  f"{dimlib.show(cols, self.p.prover.notation)} keys: the lengths are unrelated, so position i of one says "
                   "nothing about position i of the other",
                   help="cross-attention needs no causal mask; remove "
                   f"{'`-> mask causal`' if what == '`mask causal`' else what} (or use a padding mask)",
@@ -150,7 +150,7 @@ class Findings:
         pieces after (`view [B, S, H, Dh] -> transpose 1 2`); also in place of a transpose
         that came just before. Ordered by how little they change."""
         out = []
-        target = [dimlib.show(self.p.prover.name_of(d)) for d in shape]
+        target = [dimlib.show(self.p.prover.name_of(d), self.p.prover.notation) for d in shape]
         verb = "reshape" if s.op in ("view", "reshape") and s.op == "reshape" else s.op
         if verb not in ("view", "reshape"):
             verb = "reshape"
