@@ -367,8 +367,10 @@ def run_spec(spec: CheckedSpec, sizes: dict[str, int], *, seed: int = 0, check_c
         if not all(isinstance(x, torch.Tensor) for x in a + b):
             report.error = "forward returned something other than tensors"
             return report
+        # the clean module calls F.scaled_dot_product_attention where the instrumented one
+        # writes every step out: the same function, rounded differently
         report.clean_same = len(a) == len(b) and all(
-            x.shape == y.shape and torch.allclose(x, y, equal_nan=True, rtol=0, atol=0)
+            x.shape == y.shape and torch.allclose(x, y, equal_nan=True, rtol=1e-4, atol=1e-5)
             if x.is_floating_point() else torch.equal(x, y) for x, y in zip(a, b))
     return report
 

@@ -106,6 +106,24 @@ def _mask(o: Op) -> list[str]:
     return [f'{o.out} = {o.x}.masked_fill({m}, float("-inf"))']
 
 
+def _softmax(o: Op) -> list[str]:
+    """`F.softmax(x, dim=d)`; after `mask M`, a row M hides entirely gives zeros, not NaN, as
+    F.scaled_dot_product_attention (and nn.MultiheadAttention with need_weights=False) do."""
+    line = f"{o.out} = {FUNCTIONAL}.{o.s.op}({o.x}, dim={o.axis(o.d['dim'])})"
+    p = o.em.producers.get(o.s.inputs[0])
+    if o.s.op != "softmax" or p is None or p.op != "mask" or p.detail.get("kind") == "causal" \
+            or len(p.inputs) != 2:
+        return [line]
+    m, mt = o.em.scope.refs.get(p.inputs[1], p.inputs[1]), o.em.scope.types.get(p.inputs[1])
+    if mt is None:
+        return [line]
+    if mt.dtype != "bool":
+        m = f"({m} != 0)"
+    d = o.d["dim"] - o.rank            # the mask lines up with the scores from the right
+    hidden = f"{m}.all(dim={d}, keepdim=True)" if -d <= mt.rank else m
+    return [line, f"{o.out} = {o.out}.masked_fill({hidden}, 0.0)"]
+
+
 def _unary(o: Op) -> list[str]:
     return [f"{o.out} = " + UNARY[o.s.op].replace("F.", FUNCTIONAL + ".").format(o.x)]
 
@@ -118,7 +136,12 @@ def _module(o: Op, init: str) -> list[str]:
 
 def _layernorm(o: Op) -> list[str]:
     bias = "" if o.d.get("bias", True) else ", bias=False"
-    return _module(o, f"nn.LayerNorm({o.cfg(o.d['features'])}{bias})")
+    eps = o.em.sizes.hparam("eps", o.d.get("eps", 1e-5))
+    return _module(o, f"nn.LayerNorm({o.cfg(o.d['features'])}, eps=cfg.{eps}{bias})")
+
+
+def _dropout(o: Op) -> list[str]:
+    return _module(o, f"nn.Dropout(cfg.{o.em.sizes.hparam('dropout', o.d['p'])})")
 
 
 def _linear(o: Op) -> list[str]:
@@ -173,14 +196,18 @@ def _binary(o: Op) -> list[str]:
 
 
 def _block(o: Op) -> list[str]:
+    """A submodule per call; a block without state is a function (the generator decides,
+    and fills in the markers: \x00I drops the __init__ line, \x00K names what is called,
+    \x00A adds the sizes a function takes)."""
     child = o.em.unit_for(o.s.block)
     o.unit.children.append(child)
-    o.unit.init.append(f"self.{o.attr} = \x00C{child.key}\x00(cfg)")
-    return [f"{o.out} = self.{o.attr}({', '.join(o.args)})"]
+    o.unit.init.append(f"\x00I{child.key}\x00self.{o.attr} = \x00C{child.key}\x00(cfg)")
+    return [f"{o.out} = \x00K{child.key}|self.{o.attr}\x00({', '.join(o.args)}\x00A{child.key}\x00)"]
 
 
 def _stack(o: Op) -> list[str]:
     child = o.em.unit_for(o.s.block)
+    child.stacked = True
     o.unit.children.append(child)
     count = o.cfg(o.d["count"])
     o.unit.init.append(f"self.{o.attr} = nn.ModuleList([\x00C{child.key}\x00(cfg) for _ in range({count})])")
@@ -232,7 +259,7 @@ EMITTERS = {
     "flatten": lambda o: [f"{o.out} = {o.x}.flatten({o.d['start']}, {o.d['end']})"],
     "expand": lambda o: [f"{o.out} = {o.x}.expand({o.sizes(o.d['shape'])})"],
     "repeat_interleave": _repeat_interleave,
-    "softmax": lambda o: [f"{o.out} = {FUNCTIONAL}.softmax({o.x}, dim={o.axis(o.d['dim'])})"],
+    "softmax": _softmax,
     "log_softmax": lambda o: [f"{o.out} = {FUNCTIONAL}.log_softmax({o.x}, dim={o.axis(o.d['dim'])})"],
     "scale": _scale,
     "mask": _mask,
@@ -240,7 +267,7 @@ EMITTERS = {
     "layernorm": _layernorm,
     "rmsnorm": lambda o: _module(o, f"nn.RMSNorm({o.cfg(o.d['features'])})"),
     "linear": _linear,
-    "dropout": lambda o: _module(o, f"nn.Dropout({o.d['p']!r})"),
+    "dropout": _dropout,
     "embed": _embed,
     "concat": lambda o: [f"{o.out} = torch.cat([{', '.join(o.args)}], dim={o.axis(o.d['dim'], o.s.out.rank)})"],
     "split": _split,
