@@ -119,9 +119,9 @@ class Emitter:
         unit = Unit(key, ir.name, ir, [(d.name, d.type, False) for d in ir.inputs], ir.params,
                     ir.buffers, ir.bindings, rename)
         self.units[key] = unit
-        saved = self.scope
+        saved = (self.scope, self.uses, self.producers, self.attention, self.skipped)
         self._build(unit)
-        self.scope = saved
+        self.scope, self.uses, self.producers, self.attention, self.skipped = saved
         self.order.append(unit)
         return unit
 

@@ -74,9 +74,8 @@ class Generator:
         self.config_name = top + "Config"
         self._by_text: dict[str, str] = {}
         self._class_names = Namer(RESERVED | {self.top_name, self.config_name})
-        functions = {_snake(n) for n in self.block_names}
         taken = (RESERVED | set(self.sizes.dim_py.values()) | {self.top_name, self.config_name}
-                 | self.block_names | functions)
+                 | self.block_names)
         self.emitter = Emitter(spec, self.sizes, instrument=instrument, taken=taken, names=names,
                                attention=attention)
 
@@ -181,7 +180,9 @@ class Generator:
             unit.class_name = self._by_text[(function, text)]
             unit.text = ""
             return
-        if function:
+        if function:     # a module-level name no forward uses for a local
+            for u in self.units:
+                self._class_names.taken |= u.locals
             unit.class_name = self._class_names.claim(_snake(unit.label))
         else:
             unit.class_name = self._class_names.claim(class_name(unit.label))
