@@ -50,15 +50,18 @@ def parse_sizes(text: str | None) -> dict[str, int]:
 def resolve_sizes(spec: CheckedSpec, overrides: dict[str, int] | None = None) -> dict[str, int]:
     """Every dim's value: the example, overridden; derived dims computed; assumptions checked."""
     p = spec.prover
-    base = [n for n in spec.dims if n not in spec.definitions]
-    values = {n: v for n, v in spec.example.items() if n in base}
+    # a size the spec fixes (`dim L = 12`) is a config field with that default: it can be set
+    fixed = {n for n, e in spec.definitions.items() if not e.free_symbols}
+    base = [n for n in spec.dims if n not in spec.definitions or n in fixed]
+    values = {n: int(spec.definitions[n]) for n in fixed}
+    values.update({n: v for n, v in spec.example.items() if n in base and n not in fixed})
     given_derived = {}
     for name, v in (overrides or {}).items():
         if name not in p.user:
             raise SizesError(f"`{name}` is not a dim of {spec.path}; its dims are {', '.join(spec.dims)}")
         if v < 1:
             raise SizesError(f"{name}={v}: sizes are positive whole numbers")
-        if name in spec.definitions:
+        if name in spec.definitions and name not in fixed:
             given_derived[name] = v
         else:
             values[name] = v
@@ -69,7 +72,7 @@ def resolve_sizes(spec: CheckedSpec, overrides: dict[str, int] | None = None) ->
                          + ",".join(f"{n}=..." for n in missing))
     env = {p.user[n]: v for n, v in values.items()}
     _check_assumptions(spec, env, only_known=True)   # name a broken `assume` before a derived dim
-    pending = dict(spec.definitions)
+    pending = {n: e for n, e in spec.definitions.items() if n not in fixed}
     while pending:
         ready = [n for n, e in pending.items() if e.free_symbols <= set(env)]
         if not ready:
