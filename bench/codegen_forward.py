@@ -1,21 +1,23 @@
-"""Forward-pass speed of the code shapelang generates, against hand-written PyTorch.
+"""Forward-pass speed of the code shapelang generates, against nanoGPT with flash attention.
 
-Three models compute the same GPT-2 small function on the CPU (batch 8,
-context 256, eval mode, inference_mode), with the same weights:
+Two models compute the same GPT-2 small function on the CPU (eval mode,
+inference_mode), with the same weights:
 
-  generated     the module `shapelang codegen` writes for specs/gpt2_small.shape
-                (specs/pytorch/gpt2_bench.shape at GPT-2 small's sizes if that is absent)
-  handwritten   a nanoGPT-style model.py (manual attention with a causal mask buffer)
-  torch         token/position embeddings + nn.TransformerEncoder (pre-norm, GELU,
-                causal mask) + final layernorm + the tied LM head
+  generated   the module `shapelang codegen` writes for specs/gpt2_small.shape
+              (specs/pytorch/gpt2_bench.shape at GPT-2 small's sizes if that is absent);
+              its attention is one F.scaled_dot_product_attention call
+  nanogpt     nanoGPT's model.py with F.scaled_dot_product_attention(is_causal=True)
 
-Each model runs once to warm up, then `repeats` timed runs, interleaved (the
-order rotates every round) so that drift on the machine hits all three alike.
-The same torch.set_num_threads applies to all three. Reported: median, min and
-max per model and the ratios generated / handwritten (target <= 1.05) and
-generated / torch. Before timing, the three are checked to give the same logits.
+The weights go from nanoGPT into the generated module with
+shapelang.codegen.torch_compat.load_matching (by shape and role), and the two are
+checked to give the same logits before anything is timed. For each input shape
+(default: batch 1 x 1024 tokens and batch 8 x 256) each model runs `warmup`
+times, then `repeats` timed runs, interleaved (the order alternates every round)
+so that drift on the machine hits both alike. Reported per shape: median, min and
+max of each model, and the ratio generated / nanogpt of the medians and the
+median of the per-round ratios (target <= 1.05).
 
-    python bench/codegen_forward.py [--repeats 5] [--batch 8] [--context 256] [--threads N]
+    python bench/codegen_forward.py [--repeats 5] [--layers 12] [--shapes 1x1024,8x256] [--threads N]
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 GPT2_SMALL = ROOT / "specs" / "gpt2_small.shape"
 FALLBACK = ROOT / "specs" / "pytorch" / "gpt2_bench.shape"
 GPT2_SIZES = {"V": 50257, "Ctx": 1024, "D": 768, "H": 12, "L": 12}
+SHAPES = ((1, 1024), (8, 256))
 TARGET = 1.05
 
 
@@ -52,42 +55,43 @@ def _torch():
 
 # ---------------------------------------------------------------- the models
 
-def _generated(batch: int, context: int):
-    """(spec path, sizes, model) for the generated GPT-2 small."""
+def _generated(layers: int):
+    """(spec path, sizes, model) for the generated GPT-2 small with `layers` blocks."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from shapelang import codegen
     from shapelang.checker.checker import check_file
     from shapelang.codegen import runner
 
-    spec, overrides = None, {"B": batch, "S": context}
+    spec, overrides = None, {"B": 1, "S": 16, "L": layers}
     if GPT2_SMALL.exists():
         spec = check_file(str(GPT2_SMALL))
     if spec is None or not spec.ok:
         spec = check_file(str(FALLBACK))
-        overrides.update(GPT2_SIZES)
+        overrides.update({**GPT2_SIZES, "L": layers})
     if not spec.ok:
         raise RuntimeError(f"{spec.path} does not check")
     sizes = runner.resolve_sizes(spec, overrides)
     gen = codegen.generate(spec)
+    if "scaled_dot_product_attention" not in gen.source:
+        raise RuntimeError("the generated module does not use F.scaled_dot_product_attention")
     _mod, model = runner.build(gen, sizes, seed=0)
     return Path(spec.path), sizes, model
 
 
-def _handwritten(sizes: dict):
+def _nanogpt(sizes: dict):
+    """nanoGPT's model.py (flash attention branch, tied LM head), in eval mode."""
     torch = _torch()
     nn, F = torch.nn, torch.nn.functional
-    n_embd, n_head, ctx = sizes["D"], sizes["H"], sizes["Ctx"]
+    n_embd, n_head = sizes["D"], sizes["H"]
 
     class CausalSelfAttention(nn.Module):
         def __init__(self):
             super().__init__()
             self.c_attn = nn.Linear(n_embd, 3 * n_embd)
             self.c_proj = nn.Linear(n_embd, n_embd)
-            self.attn_dropout = nn.Dropout(0.1)
             self.resid_dropout = nn.Dropout(0.1)
-            self.register_buffer("bias", torch.tril(torch.ones(ctx, ctx)).view(1, 1, ctx, ctx),
-                                 persistent=False)
+            self.dropout = 0.1
 
         def forward(self, x):
             B, T, C = x.size()
@@ -95,11 +99,9 @@ def _handwritten(sizes: dict):
             k = k.view(B, T, n_head, C // n_head).transpose(1, 2)
             q = q.view(B, T, n_head, C // n_head).transpose(1, 2)
             v = v.view(B, T, n_head, C // n_head).transpose(1, 2)
-            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-            att = F.softmax(att, dim=-1)
-            att = self.attn_dropout(att)
-            y = att @ v
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=None,
+                                               dropout_p=self.dropout if self.training else 0,
+                                               is_causal=True)
             y = y.transpose(1, 2).contiguous().view(B, T, C)
             return self.resid_dropout(self.c_proj(y))
 
@@ -129,112 +131,62 @@ def _handwritten(sizes: dict):
     class GPT(nn.Module):
         def __init__(self):
             super().__init__()
-            self.wte = nn.Embedding(sizes["V"], n_embd)
-            self.wpe = nn.Embedding(ctx, n_embd)
-            self.drop = nn.Dropout(0.1)
-            self.h = nn.ModuleList([Block() for _ in range(sizes["L"])])
-            self.ln_f = nn.LayerNorm(n_embd)
+            self.transformer = nn.ModuleDict({
+                "wte": nn.Embedding(sizes["V"], n_embd),
+                "wpe": nn.Embedding(sizes["Ctx"], n_embd),
+                "drop": nn.Dropout(0.1),
+                "h": nn.ModuleList([Block() for _ in range(sizes["L"])]),
+                "ln_f": nn.LayerNorm(n_embd),
+            })
+            self.lm_head = nn.Linear(n_embd, sizes["V"], bias=False)
+            self.transformer.wte.weight = self.lm_head.weight
 
         def forward(self, idx):
             t = idx.size(1)
             pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
-            x = self.drop(self.wte(idx) + self.wpe(pos))
-            for block in self.h:
+            x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+            for block in self.transformer.h:
                 x = block(x)
-            x = self.ln_f(x)
-            return x @ self.wte.weight.t()     # tied LM head
+            return self.lm_head(self.transformer.ln_f(x))
 
+    torch.manual_seed(1)
     return GPT().eval()
-
-
-def _torch_encoder(sizes: dict):
-    torch = _torch()
-    nn = torch.nn
-    d = sizes["D"]
-
-    class TorchGPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.wte = nn.Embedding(sizes["V"], d)
-            self.wpe = nn.Embedding(sizes["Ctx"], d)
-            layer = nn.TransformerEncoderLayer(d, sizes["H"], 4 * d, dropout=0.1, activation="gelu",
-                                               batch_first=True, norm_first=True)
-            self.encoder = nn.TransformerEncoder(layer, sizes["L"], enable_nested_tensor=False)
-            self.ln_f = nn.LayerNorm(d)
-
-        def forward(self, idx):
-            t = idx.size(1)
-            pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
-            mask = nn.Transformer.generate_square_subsequent_mask(t, device=idx.device)
-            x = self.encoder(self.wte(idx) + self.wpe(pos), mask=mask, is_causal=True)
-            return self.ln_f(x) @ self.wte.weight.t()
-
-    return TorchGPT().eval()
-
-
-def _copy_in_order(dst, src) -> None:
-    """Copy parameters position by position (both register them in nanoGPT's order)."""
-    torch = _torch()
-    a, b = list(dst.parameters()), list(src.parameters())
-    if len(a) != len(b) or any(x.shape != y.shape for x, y in zip(a, b)):
-        raise ValueError("the generated module's parameters do not line up with nanoGPT's")
-    with torch.no_grad():
-        for x, y in zip(a, b):
-            x.copy_(y)
-
-
-def _copy_to_encoder(enc, ref) -> None:
-    torch = _torch()
-    with torch.no_grad():
-        enc.wte.weight.copy_(ref.wte.weight)
-        enc.wpe.weight.copy_(ref.wpe.weight)
-        enc.ln_f.load_state_dict(ref.ln_f.state_dict())
-        for mine, theirs in zip(enc.encoder.layers, ref.h):
-            mine.self_attn.in_proj_weight.copy_(theirs.attn.c_attn.weight)
-            mine.self_attn.in_proj_bias.copy_(theirs.attn.c_attn.bias)
-            mine.self_attn.out_proj.load_state_dict(theirs.attn.c_proj.state_dict())
-            mine.linear1.load_state_dict(theirs.mlp.c_fc.state_dict())
-            mine.linear2.load_state_dict(theirs.mlp.c_proj.state_dict())
-            mine.norm1.load_state_dict(theirs.ln_1.state_dict())
-            mine.norm2.load_state_dict(theirs.ln_2.state_dict())
 
 
 # ---------------------------------------------------------------- timing
 
-def run(repeats: int = 3, *, batch: int = 8, context: int = 256, threads: int | None = None,
+def _time(models: dict, idx, repeats: int, warmup: int) -> dict:
+    samples: dict = {name: [] for name in models}
+    names = list(models)
+    for _ in range(warmup):
+        for name in names:
+            models[name](idx)
+    for r in range(repeats):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            t0 = time.perf_counter()
+            models[name](idx)
+            samples[name].append(time.perf_counter() - t0)
+    return samples
+
+
+def run(repeats: int = 5, *, layers: int = 12, shapes=SHAPES, threads: int | None = None,
         warmup: int = 1) -> dict:
-    """Time the three forward passes; a flat dict of numbers for bench/__main__.py."""
+    """Time both forward passes at each shape; a flat dict of numbers for bench/__main__.py."""
     torch = _torch()
+    from shapelang.codegen import torch_compat
+
     load_start = _load()
     threads = threads or torch.get_num_threads()
     torch.set_num_threads(threads)
-    spec_path, sizes, generated = _generated(batch, context)
-    handwritten = _handwritten(sizes)
-    _copy_in_order(handwritten, generated)
-    encoder = _torch_encoder(sizes)
-    _copy_to_encoder(encoder, handwritten)
-    models = {"generated": generated, "handwritten": handwritten, "torch": encoder}
-
-    # the same function: compare logits on a small input first
+    spec_path, sizes, generated = _generated(layers)
+    nanogpt = _nanogpt(sizes)
+    torch_compat.load_matching(generated, nanogpt)
+    models = {"generated": generated, "nanogpt": nanogpt}
     probe = torch.randint(0, sizes["V"], (2, 16), generator=torch.Generator().manual_seed(1))
     with torch.inference_mode():
-        want = handwritten(probe)
-        diffs = {name: (m(probe) - want).abs().max().item() for name, m in models.items()
-                 if name != "handwritten"}
-
-    idx = torch.randint(0, sizes["V"], (batch, context), generator=torch.Generator().manual_seed(0))
-    samples: dict[str, list] = {name: [] for name in models}
-    names = list(models)
-    with torch.inference_mode():
-        for _ in range(warmup):
-            for name in names:
-                models[name](idx)
-        for r in range(repeats):
-            for name in names[r % 3:] + names[:r % 3]:
-                t0 = time.perf_counter()
-                models[name](idx)
-                samples[name].append(time.perf_counter() - t0)
-
+        diff = (generated(probe) - nanogpt(probe)).abs().max().item()
+    if not math.isfinite(diff) or diff > 1e-3:
+        raise RuntimeError(f"the two models disagree by {diff}")
     try:
         spec_name = spec_path.resolve().relative_to(ROOT).as_posix()
     except ValueError:
@@ -242,56 +194,56 @@ def run(repeats: int = 3, *, batch: int = 8, context: int = 256, threads: int | 
     out: dict = {"spec": spec_name,
                  "model": (f"{sizes['L']} layers, D={sizes['D']}, H={sizes['H']}, V={sizes['V']}, "
                            f"{sum(p.numel() for p in generated.parameters()):,} parameters"),
-                 "batch": batch, "context": context, "threads": threads, "warmup": warmup,
-                 "repeats": repeats}
-    for name in names:
-        s = samples[name]
-        out[f"{name}_median_s"] = statistics.median(s)
-        out[f"{name}_min_s"] = min(s)
-        out[f"{name}_max_s"] = max(s)
-    ratio = out["generated_median_s"] / out["handwritten_median_s"]
-    out["ratio_generated_vs_handwritten"] = ratio
-    out["ratio_generated_vs_handwritten_min"] = out["generated_min_s"] / out["handwritten_min_s"]
-    # per round the models run back to back, so a slow phase of the machine hits both
-    out["ratio_generated_vs_handwritten_paired"] = statistics.median(
-        g / h for g, h in zip(samples["generated"], samples["handwritten"]))
-    out["ratio_generated_vs_torch"] = out["generated_median_s"] / out["torch_median_s"]
-    out["target"] = f"generated / handwritten <= {TARGET}"
-    out["target_met"] = ratio <= TARGET
-    out["max_abs_logit_diff_generated"] = diffs["generated"]
-    out["max_abs_logit_diff_torch"] = diffs["torch"]
-    out["load_average_start"] = load_start   # 1, 5, 15 min: other work on the CPUs skews timings
+                 "threads": threads, "warmup": warmup, "repeats": repeats,
+                 "max_abs_logit_diff": diff}
+    met = True
+    for batch, context in shapes:
+        idx = torch.randint(0, sizes["V"], (batch, context), generator=torch.Generator().manual_seed(0))
+        with torch.inference_mode():
+            samples = _time(models, idx, repeats, warmup)
+        key = f"{batch}x{context}"
+        for name, s in samples.items():
+            out[f"{key}_{name}_median_s"] = statistics.median(s)
+            out[f"{key}_{name}_min_s"] = min(s)
+            out[f"{key}_{name}_max_s"] = max(s)
+        ratio = out[f"{key}_generated_median_s"] / out[f"{key}_nanogpt_median_s"]
+        out[f"{key}_ratio"] = ratio
+        out[f"{key}_ratio_paired"] = statistics.median(
+            g / n for g, n in zip(samples["generated"], samples["nanogpt"]))
+        met = met and ratio <= TARGET
+    out["target"] = f"generated / nanogpt <= {TARGET} at every shape"
+    out["target_met"] = met
+    out["load_average_start"] = load_start
     out["load_average_end"] = _load()
     return out
 
 
+def _shapes(text: str):
+    return tuple(tuple(int(x) for x in item.split("x")) for item in text.split(",") if item)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--repeats", type=int, default=5, help="timed runs per model (default 5)")
+    p.add_argument("--repeats", type=int, default=5, help="timed runs per model and shape (default 5)")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs per model first (default 1)")
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--context", type=int, default=256)
-    p.add_argument("--threads", type=int, help="torch.set_num_threads for all three (default: torch's)")
+    p.add_argument("--layers", type=int, default=12, help="blocks (default 12, GPT-2 small)")
+    p.add_argument("--shapes", default="1x1024,8x256", help="BATCHxCONTEXT,... (default 1x1024,8x256)")
+    p.add_argument("--threads", type=int, help="torch.set_num_threads for both (default: torch's)")
     args = p.parse_args(argv)
-    res = run(args.repeats, batch=args.batch, context=args.context, threads=args.threads,
-              warmup=args.warmup)
-    print(f"GPT-2 small forward on the CPU: {res['spec']}, {res['model']}")
-    print(f"batch {res['batch']}, context {res['context']}, {res['threads']} threads, "
-          f"{res['warmup']} warm-up + {res['repeats']} runs each, interleaved\n")
-    print(f"{'model':<12} {'median':>9} {'min':>9} {'max':>9}")
-    for name in ("generated", "handwritten", "torch"):
-        print(f"{name:<12} {res[name + '_median_s']:>8.3f}s {res[name + '_min_s']:>8.3f}s "
-              f"{res[name + '_max_s']:>8.3f}s")
-    print(f"\ngenerated / handwritten: {res['ratio_generated_vs_handwritten']:.3f} (median), "
-          f"{res['ratio_generated_vs_handwritten_min']:.3f} (min), "
-          f"{res['ratio_generated_vs_handwritten_paired']:.3f} (median of per-round ratios); "
-          f"target <= {TARGET}: "
-          f"{'met' if res['target_met'] else 'NOT met'}")
-    print(f"generated / nn.TransformerEncoder: {res['ratio_generated_vs_torch']:.3f}")
-    print(f"max |logit difference| against handwritten: generated {res['max_abs_logit_diff_generated']:.2e}, "
-          f"torch {res['max_abs_logit_diff_torch']:.2e}")
-    print(f"load average at start {res['load_average_start']}, at end {res['load_average_end']} "
-          "(anything above 0 is other work sharing the CPUs)")
+    shapes = _shapes(args.shapes)
+    res = run(args.repeats, layers=args.layers, shapes=shapes, threads=args.threads, warmup=args.warmup)
+    print(f"GPT-2 forward on the CPU: {res['spec']}, {res['model']}")
+    print(f"{res['threads']} threads, {res['warmup']} warm-up + {res['repeats']} runs each, interleaved; "
+          f"max |logit difference| {res['max_abs_logit_diff']:.2e}\n")
+    print(f"{'input':<9} {'generated':>10} {'nanogpt':>10} {'ratio':>7} {'paired':>7}   (medians; min..max)")
+    for batch, context in shapes:
+        k = f"{batch}x{context}"
+        print(f"{k:<9} {res[k + '_generated_median_s']:>9.3f}s {res[k + '_nanogpt_median_s']:>9.3f}s "
+              f"{res[k + '_ratio']:>7.3f} {res[k + '_ratio_paired']:>7.3f}   "
+              f"generated {res[k + '_generated_min_s']:.3f}..{res[k + '_generated_max_s']:.3f}s, "
+              f"nanogpt {res[k + '_nanogpt_min_s']:.3f}..{res[k + '_nanogpt_max_s']:.3f}s")
+    print(f"\ntarget generated / nanogpt <= {TARGET}: {'met' if res['target_met'] else 'NOT met'}")
+    print(f"load average at start {res['load_average_start']}, at end {res['load_average_end']}")
     return 0
 
 

@@ -75,11 +75,15 @@ def to_json(spec: CheckedSpec, trace: bool = False) -> dict:
     return json.spec_json(spec, trace)
 
 
-def codegen(spec: CheckedSpec):
-    """The PyTorch module for a clean spec: a `Generated` with `.source` and `.class_name`."""
+def codegen(spec: CheckedSpec, *, names: str = "dotted", attention: str = "sdpa"):
+    """The PyTorch module for a clean spec: a `Generated` with `.source` and `.top_class`.
+
+    names: "dotted" (`__` in a name is a level of the state-dict key) or "flat";
+    attention: "sdpa" (recognised attention as one F.scaled_dot_product_attention call)
+    or "explicit" (every step written out)."""
     from .codegen.generator import generate
 
-    return generate(spec)
+    return generate(spec, names=names, attention=attention)
 
 
 def run(spec: CheckedSpec, sizes: dict[str, int] | None = None, *, seed: int = 0):

@@ -257,7 +257,9 @@ def test_a_block_called_at_two_lengths_is_one_class(tmp_path):
     spec = spec_from_text(tmp_path, "renamed", RENAMED)
     source = codegen.generate(spec).source
     assert source.count("class Attention(nn.Module)") == 1
-    assert "B, S, D = a.shape" in source and "causal_mask(S, S, s.device)" in source
+    assert "B, S, D = a.shape" in source and "is_causal=True" in source
+    explicit = codegen.generate(spec, attention="explicit").source
+    assert "causal_mask(S, S, s.device)" in explicit
     block = source.split("class Attention(nn.Module)")[1].split("class Renamed")[0]
     assert "T," not in block and ", T)" not in block
     pytest.importorskip("torch")
@@ -268,7 +270,7 @@ def test_layout_decides_view_or_copy(tmp_path):
     spec = spec_from_text(tmp_path, "layout", RENAMED)
     source = codegen.generate(spec).source
     # reshape after a transpose copies: written the nanoGPT way
-    assert "out.contiguous().view(B, S, D)" in source
+    assert "return out.transpose(1, 2).contiguous().view(B, S, D)" in source
     assert ".reshape(" not in source
 
 
@@ -281,13 +283,15 @@ def test_hyper_parameters_and_runtime_sizes():
     assert "def Dh(self) -> int:\n        return self.D // self.H" in config
     assert 'assert cfg.D % cfg.H == 0, "assume D % H == 0"' in source
     assert "B, S, D = X.shape" in source
-    assert "Qh = Qh.transpose(1, 2)  # (B, H, S, Dh)" in source
+    assert "Qh = Q.view(B, S, H, Dh).transpose(1, 2)  # (B, H, S, Dh)" in source
+    assert "self.cfg" not in source and "H, Dh = self.H, self.Dh" in source
 
 
-def test_fixed_sizes_are_class_constants():
+def test_fixed_sizes_are_fields_with_their_value_as_default():
     spec = checked_or_skip(ROOT / "specs" / "gpt2_small.shape")
     source = codegen.generate(spec).source
-    assert "    V = 50257\n" in source and "    L = 12\n" in source
+    assert "    V: int = 50257\n" in source and "    L: int = 12\n" in source
+    assert "    dropout: float = 0.1\n" in source and "    eps: float = 1e-05\n" in source
     assert "nn.ModuleList([" in source
 
 

@@ -102,16 +102,79 @@ def test_transformer_decoder_layer():
 def test_copy_parameters_checks_names_and_shapes():
     mha = nn.MultiheadAttention(D, H, batch_first=True)
     model = build("multihead_attention.shape", D=D, H=H)
-    mapping = torch_compat.fused_attention_mapping()
+    mapping = {"qkv.weight": "in_proj_weight", "qkv.bias": "in_proj_bias",
+               "out.weight": "out_proj.weight", "out.bias": "out_proj.bias"}
     with pytest.raises(KeyError, match="no source for"):
         torch_compat.copy_parameters(model, mha, {k: v for k, v in mapping.items() if "out" not in k})
     with pytest.raises(KeyError, match="has no tensor"):
         torch_compat.copy_parameters(model, mha, {**mapping, "nope.weight": "in_proj_weight"})
-    with pytest.raises(ValueError, match="qkv_linear.weight"):
-        torch_compat.copy_parameters(model, mha, {**mapping, "qkv_linear.weight": "out_proj.weight"})
+    with pytest.raises(ValueError, match="qkv.weight"):
+        torch_compat.copy_parameters(model, mha, {**mapping, "qkv.weight": "out_proj.weight"})
     small = build("multihead_attention.shape", D=8, H=2)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="do not match"):
         torch_compat.load_multihead_attention(small, mha)
+
+
+def test_kdim_vdim_and_a_fully_padded_key_row():
+    """kdim/vdim load by shape and role; a query whose keys are all padding gets finite values,
+    equal to PyTorch's with need_weights=False (its sdpa path), in both emissions."""
+    Dk, Dv = 6, 10
+    mha = randomize(nn.MultiheadAttention(D, H, dropout=0.1, batch_first=True, kdim=Dk, vdim=Dv))
+    q, k, v = inputs(B, T, D, seed=1), inputs(B, S, Dk, seed=2), inputs(B, S, Dv, seed=3)
+    pad = torch.zeros(B, S, dtype=torch.bool)
+    pad[0, 4:] = True
+    pad[1] = True                          # every key of this sequence is padding
+    with torch.enable_grad():              # PyTorch's Python path (the fast path gives NaN here)
+        want, _ = mha(q, k, v, key_padding_mask=pad, need_weights=False)
+    assert torch.isfinite(want).all()
+    spec = check_file(str(PYTORCH_SPECS / "multihead_attention_kdim_vdim.shape"))
+    for attention in ("sdpa", "explicit"):
+        gen = codegen.generate(spec, attention=attention)
+        assert ("scaled_dot_product_attention" in gen.source) == (attention == "sdpa")
+        mod = runner.load_module(gen.source, f"kdim_vdim_{attention}")
+        model = getattr(mod, gen.top_class)(getattr(mod, gen.config_class)(D=D, H=H, Dk=Dk, Dv=Dv)).eval()
+        report = torch_compat.load_multihead_attention(model, mha)
+        assert "q.weight" in str(report) and "q_proj_weight" in str(report)
+        assert "in_proj_bias[0:32]" in str(report) and report.ok
+        with torch.no_grad():
+            got = model(q, k, v, pad)
+        assert torch.isfinite(got).all()
+        torch.testing.assert_close(got, want.detach(), atol=ATOL, rtol=0)
+
+
+def test_any_binding_names_load_by_shape_and_role():
+    """The loaders do not depend on the spec's names: rename every binding and load again."""
+    text = (PYTORCH_SPECS / "encoder_layer_prenorm_gelu.shape").read_text()
+    for old, new in (("sa:", "attn_out:"), ("sa\n", "attn_out\n"), ("+ sa", "+ attn_out"),
+                     ("ff:", "mlp:"), ("+ ff", "+ mlp"), ("qkv", "c_attn")):
+        text = text.replace(old, new)
+    from shapelang.checker.checker import check_text
+    spec = check_text(text, "renamed_encoder.shape")
+    assert spec.ok
+    gen = codegen.generate(spec)
+    assert "self.c_attn = nn.Linear" in gen.source and "self.mlp_linear1" in gen.source
+    mod = runner.load_module(gen.source, "renamed_encoder")
+    model = getattr(mod, gen.top_class)(getattr(mod, gen.config_class)(D=D, H=H, F=F)).eval()
+    layer = randomize(nn.TransformerEncoderLayer(D, H, F, activation="gelu", batch_first=True,
+                                                 norm_first=True))
+    report = torch_compat.load_transformer_encoder_layer(model, layer)
+    text = str(report)
+    assert "attn_out_self_attention.c_attn.weight" in text and "self_attn.in_proj_weight" in text
+    assert "attn_out_ln.weight" in text and "norm1.weight" in text
+    x = inputs(B, S, D)
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), layer(x), atol=ATOL, rtol=0)
+
+
+def test_a_mismatch_is_reported_with_what_matched():
+    model = build("multihead_attention.shape", D=D, H=H)
+    layer = nn.TransformerEncoderLayer(D, H, F, batch_first=True)
+    with pytest.raises(ValueError) as err:
+        torch_compat.load_matching(model, layer)
+    text = str(err.value)
+    assert "qkv.weight" in text and "left over in the source" in text and "linear1.weight" in text
+    report = torch_compat.match_parameters(model, layer)
+    assert not report.ok and report.unused and not report.missing
 
 
 def test_loading_changes_every_output():

@@ -78,6 +78,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("file", metavar="FILE")
     c.add_argument("-o", "--output", metavar="OUT.py", help="write here instead of stdout")
     c.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    c.add_argument("--names", choices=["dotted", "flat"], default="dotted",
+                   help="`__` in a spec name is a level of the state-dict key (dotted, the default) or not")
+    c.add_argument("--attention", choices=["sdpa", "explicit"], default="sdpa",
+                   help="recognised attention as F.scaled_dot_product_attention (default) or written out")
 
     c = sub.add_parser("run", help="generate, run at example sizes and compare every shape (needs torch)")
     c.add_argument("file", metavar="FILE")

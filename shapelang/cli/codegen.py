@@ -64,7 +64,8 @@ def codegen_command(args) -> int:
     if isinstance(spec, int):
         return spec
     try:
-        source = generate(spec).source
+        source = generate(spec, names=getattr(args, "names", "dotted"),
+                          attention=getattr(args, "attention", "sdpa")).source
     except CodegenError as err:
         print(f"shapelang: cannot generate code for {args.file}: {err}", file=sys.stderr)
         return 1

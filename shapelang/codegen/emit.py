@@ -16,11 +16,38 @@ import sympy as sp
 
 from ..checker import dtypes
 from ..checker.ir import BlockIR, CheckedSpec, Step
+from . import attention as attention_pattern
 from . import steps_layers, steps_tables  # noqa: F401  (they register their emitters in EMITTERS)
-from .naming import MODULE_ATTRS, RESERVED, CodegenError, Namer, _snake, _symbols_in, comment_text, py_str
+from .attrs import AttrTree
+from .layout import WIDTH, comment_line, comments_above, trailing_comment
+from .naming import CodegenError, Namer, _snake, _symbols_in, comment_text, py_str
 from .sizes import Sizes
 from .steps import BINARY, CHAIN_SUFFIX, EMITTERS, FUNCTIONAL, STEPS, UNARY, Op, _module_name
 from .units import Unit
+
+# layout steps written as a method call on the line before: `y.transpose(1, 2).contiguous()`
+FOLD = {"view", "reshape", "transpose", "permute", "movedim", "unsqueeze", "squeeze", "flatten",
+        "expand", "contiguous", "repeat_interleave", "chunk", "split"}
+
+
+def _primary(rhs: str) -> bool:
+    """A call on a name or a module (`self.c_attn(x)`, `q.view(B, S, H, Dh)`), which a method
+    call can follow without brackets; not an operator expression or a free function's call."""
+    if rhs.startswith((FUNCTIONAL, "torch.", "-")):
+        return False
+    depth, quote = 0, None
+    for c in rhs:
+        if quote:
+            quote = None if c == quote else quote
+        elif c in "\"'":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0 and not (c.isalnum() or c in "_."):
+            return False
+    return True
 
 __all__ = ["BINARY", "EMITTERS", "FUNCTIONAL", "STEPS", "UNARY", "Emitter", "Scope"]
 
@@ -38,8 +65,16 @@ class Scope:
 class Emitter:
     """Writes the units of a spec: the top unit, then each block instantiation it uses."""
 
-    def __init__(self, spec: CheckedSpec, sizes: Sizes, *, instrument: bool, taken: set):
+    def __init__(self, spec: CheckedSpec, sizes: Sizes, *, instrument: bool, taken: set,
+                 names: str = "dotted", attention: str = "sdpa"):
         self.spec, self.sizes, self.instrument = spec, sizes, instrument
+        self.names = names
+        # the written-out steps in the instrumented module (`run` records each of them)
+        self.fuse_attention = attention == "sdpa" and not instrument
+        self.uses: dict = {}
+        self.producers: dict = {}
+        self.attention: dict = {}
+        self.skipped: set = set()
         self.taken = set(taken)            # names no local may take (dims, classes)
         self.units: dict = {}
         self.order: list = []              # block units, children before parents
@@ -86,9 +121,9 @@ class Emitter:
         unit = Unit(key, ir.name, ir, [(d.name, d.type, False) for d in ir.inputs], ir.params,
                     ir.buffers, ir.bindings, rename)
         self.units[key] = unit
-        saved = self.scope
+        saved = (self.scope, self.uses, self.producers, self.attention, self.skipped)
         self._build(unit)
-        self.scope = saved
+        self.scope, self.uses, self.producers, self.attention, self.skipped = saved
         self.order.append(unit)
         return unit
 
@@ -96,8 +131,9 @@ class Emitter:
     def _build(self, unit: Unit) -> None:
         is_top = unit.block is None
         names = Namer(self.taken)
-        attrs = Namer(reserved=RESERVED | MODULE_ATTRS)
+        attrs = unit.attrs = AttrTree(unit.init, dotted=self.names == "dotted")
         self.scope = scope = Scope(names, attrs)
+        unit.locals = names.claimed
         unit.arg_names = []
         for ref, t, anon in unit.inputs:
             if not anon:
@@ -108,14 +144,22 @@ class Emitter:
         for d in unit.params + unit.buffers:
             scope.refs[d.name] = "self." + attrs.claim(d.name)
             scope.types[d.name] = d.type
-        # which binding results are used later (the rest are returned, or dead in a block)
-        used = set()
+        # which values are used later (the rest are returned, or dead in a block)
+        self.uses = uses = {}
+        self.producers = {s.ref: s for b in unit.bindings for s in b.steps}
         for b in unit.bindings:
             for s in b.steps:
-                used |= set(s.inputs)
+                for r in s.inputs:
+                    uses[r] = uses.get(r, 0) + 1
         result_ref = unit.block.result if unit.block is not None else None
         if result_ref:
-            used.add(result_ref)
+            uses[result_ref] = uses.get(result_ref, 0) + 1
+        self.attention = {}
+        if self.fuse_attention:
+            self.attention = attention_pattern.find(unit.bindings, self.spec.prover, result_ref, dict(scope.types))
+        self.skipped = set()
+        for a in self.attention.values():
+            self.skipped |= a.skipped - {a.step.id}
         binding_names = {}
         for b in unit.bindings:
             if b.names == ("return",):
@@ -123,7 +167,7 @@ class Emitter:
                     binding_names["return"] = names.claim("out")
                 continue
             for n, r in zip(b.names, b.results):
-                dead = r not in used and not is_top
+                dead = r not in uses and not is_top
                 binding_names[n] = names.claim(("_" if dead else "") + n)
                 if dead:
                     unit.dead.add(n)
@@ -134,13 +178,16 @@ class Emitter:
                 scope.refs[ref] = py
                 scope.types[ref] = t
                 unit.arg_names.append(py)
+        source = self.spec.source.split("\n")
         for d in unit.params:
-            unit.init.append(f"{scope.refs[d.name]} = nn.Parameter({self._param_init(unit, d)})"
-                             f"  # {self.sizes.shape_comment(unit, d.type.shape)}")
+            unit.init += [comment_line(comment_text(c)) for c in comments_above(source, d.span.line)]
+            unit.init.append((f"{scope.refs[d.name]} = nn.Parameter({self._param_init(unit, d)})",
+                              self.sizes.shape_comment(unit, d.type.shape)))
         for d in unit.buffers:
-            attr = scope.refs[d.name][5:]
-            unit.init.append(f"self.register_buffer({py_str(attr)}, {self._buffer_init(unit, d)})"
-                             f"  # {self.sizes.shape_comment(unit, d.type.shape)}, not learned: set its values")
+            owner, _, attr = scope.refs[d.name].rpartition(".")
+            unit.init += [comment_line(comment_text(c)) for c in comments_above(source, d.span.line)]
+            unit.init.append((f"{owner}.register_buffer({py_str(attr)}, {self._buffer_init(unit, d)})",
+                              f"{self.sizes.shape_comment(unit, d.type.shape)}, not learned: set its values"))
         for b in unit.bindings:
             self._binding(unit, b, binding_names)
         if is_top:
@@ -189,9 +236,13 @@ class Emitter:
         names, steps = scope.names, b.steps
         prefix = "out" if b.names == ("return",) else \
             ("".join(b.names) if all(len(n) == 1 for n in b.names) else "_".join(b.names))
-        source = self._source_lines(b.span)
-        if source:
-            unit.body.append(f"# {comment_text(source)}")
+        source = self.spec.source.split("\n")
+        notes = comments_above(source, b.span.line)
+        if 0 < b.span.line <= len(source):
+            tail = trailing_comment(source[b.span.line - 1])
+            if tail is not None and tail.strip():
+                notes.append(tail)
+        unit.body += [comment_line(comment_text(c)) for c in notes]
         if not steps:
             for n, r in zip(b.names, b.results):
                 if n in binding_names:
@@ -235,7 +286,7 @@ class Emitter:
             main = binding_names.get(b.names[0]) or names.claim("out")
             assign_chain(final, main)
         for s in reversed(steps):
-            if s.id in var:
+            if s.id in var or s.id in self.skipped:
                 continue
             head = s
             while pred(head) is not None:
@@ -243,50 +294,104 @@ class Emitter:
             base = head.inputs[0] if head.inputs else prefix
             base = scope.refs.get(base, base)
             if base.startswith(("self.", "%")) or "," in base:
-                base = base[5:] if base.startswith("self.") else prefix
+                base = base.rpartition(".")[2] if base.startswith("self.") else prefix
             suffix = CHAIN_SUFFIX.get(s.op, _snake(s.detail.get("block", s.op)))
             assign_chain(s, names.claim(f"{base.lstrip('_')}_{suffix}"))
+        # module attributes: the binding's name for its one module with weights (`c_attn`),
+        # else <binding>_<kind>, numbered (`m_linear1`); see attrs.py
+        weighted = [s for s in steps if _module_name(s) and s.op != "dropout" and s.id not in self.skipped]
         module_count: dict[str, int] = {}
         for s in steps:
             short = _module_name(s)
             if short:
                 module_count[short] = module_count.get(short, 0) + 1
         seen: dict[str, int] = {}
+        out_lines: list = []            # [code, comment, step] per emitted statement
         for s in steps:
             if s.op == "input":
                 scope.types[s.ref] = s.out
                 if self.instrument:
-                    unit.body.append(f"_record({s.id}, {var[s.id]})")
+                    out_lines.append([f"_record({s.id}, {var[s.id]})", None, None])
+                continue
+            if s.id in self.skipped:
                 continue
             out = var[s.id]
             attr = None
             short = _module_name(s)
             if short:
                 seen[short] = seen.get(short, 0) + 1
-                want = f"{prefix}_{short}" + (str(seen[short]) if module_count[short] > 1 else "")
+                if len(weighted) == 1 and s is weighted[0] and b.names != ("return",):
+                    want = prefix
+                else:
+                    want = f"{prefix}_{short}" + (str(seen[short]) if module_count[short] > 1 else "")
                 attr = scope.attrs.claim(want.lstrip("_"))
-            lines = self._step(unit, s, out, attr)
+            if s.id in self.attention:
+                lines = self._attention(unit, self.attention[s.id], out, prefix)
+            else:
+                lines = self._step(unit, s, out, attr)
             comment = self.sizes.types_comment(unit, s.outputs)
-            lines[-1] += f"  # {comment}"
-            unit.body.extend(lines)
+            if not (len(lines) == 1 and self._fold(out_lines, s, lines[0], out, comment)):
+                out_lines += [[line, None, s] for line in lines[:-1]] + [[lines[-1], comment, s]]
             if self.instrument:
                 rec = out if len(s.outputs) == 1 else f"({out})"
-                unit.body.append(f"_record({s.id}, {rec})")
+                out_lines.append([f"_record({s.id}, {rec})", None, None])
             if len(s.outputs) == 1:
                 scope.refs[s.ref] = out
             for k, t in enumerate(s.outputs):
                 scope.types[f"{s.ref}.{k}"] = t
             scope.types[s.ref] = s.out
+        for code, comment, _s in out_lines:
+            unit.body.append((code, comment) if comment else code)
         for n, r in zip(b.names, b.results):
             if n != "return":
                 scope.refs.setdefault(n, binding_names[n])
 
-    def _source_lines(self, span) -> str:
-        lines = self.spec.source.split("\n")
-        if not (0 < span.line <= span.end_line <= len(lines)):
-            return ""
-        text = " ".join(line.strip() for line in lines[span.line - 1:span.end_line])
-        return text.replace("\r", "").strip()
+    def _fold(self, out_lines: list, s: Step, line: str, out: str, comment: str) -> bool:
+        """Write a layout step as a method call on the line before (`q.view(...).transpose(1, 2)`)
+        when that line computed its only input, the way a person chains them."""
+        if not out_lines or s.op not in FOLD or self.instrument:
+            return False
+        prev = out_lines[-1]
+        code, prev_step = prev[0], prev[2]
+        if prev_step is None or not s.inputs or s.inputs[0] != prev_step.ref or self.uses.get(prev_step.ref) != 1:
+            return False
+        lhs, _, rhs = code.partition(" = ")
+        x = self.scope.refs.get(s.inputs[0], "")
+        head = f"{out} = {x}."
+        if lhs != x or not line.startswith(head) or not _primary(rhs):
+            return False
+        joined = f"{out} = {rhs}.{line[len(head):]}"
+        if 8 + len(joined) + 4 + len(comment) > WIDTH:
+            return False
+        prev[0], prev[1], prev[2] = joined, comment, s
+        return True
+
+    def _attention(self, unit: Unit, a, out: str, prefix: str) -> list[str]:
+        """`F.scaled_dot_product_attention(q, k, v, ...)` for a recognised attention."""
+        refs = self.scope.refs
+        k = refs.get(a.k, a.k) + (".transpose(-2, -1)" if a.k_transposed else "")
+        args = [refs.get(a.q, a.q), k, refs.get(a.v, a.v)]
+        if a.mask is not None:
+            m = refs.get(a.mask, a.mask)
+            mt = self.scope.types.get(a.mask)
+            args.append(f"attn_mask=~{m}" if mt is None or mt.dtype == "bool" else f"attn_mask={m} == 0")
+        if a.dropout:
+            field = self.sizes.hparam("dropout", a.dropout)
+            attr = self.scope.attrs.claim("attn_dropout")
+            unit.init.append(f"self.{attr} = cfg.{field}")
+            args.append(f"dropout_p=self.{attr} if self.training else 0.0")
+        if a.causal:
+            args.append("is_causal=True")
+        if a.scale is not None:
+            scale = self.sizes.local(unit, a.scale, real=True)
+            if re.fullmatch(r"\d+", scale):
+                scale += ".0"
+            elif "/" not in scale and "math." not in scale and "." not in scale:
+                scale = f"float({scale})"      # a size: sdpa (and TorchScript) want a float
+            args.append(f"scale={scale}")
+        if a.gqa:
+            args.append("enable_gqa=True")
+        return [f"{out} = {FUNCTIONAL}.scaled_dot_product_attention({', '.join(args)})"]
 
     def _step(self, unit: Unit, s: Step, out: str, attr: str | None) -> list[str]:
         emitter = EMITTERS.get(s.op)

@@ -20,15 +20,26 @@ the shape of every step.
 """
 from __future__ import annotations
 
-import io
 import os
 import re
 import tempfile
-import tokenize
 
 from ..checker.ir import CheckedSpec
+from .attrs import NAMING
 from .emit import FUNCTIONAL, Emitter
-from .naming import RESERVED, CodegenError, Namer, Printer, _camel, class_name, doc_text, module_name, py_str
+from .layout import fit, signature
+from .naming import (
+    RESERVED,
+    CodegenError,
+    Namer,
+    Printer,
+    _camel,
+    _snake,
+    class_name,
+    doc_text,
+    module_name,
+    py_str,
+)
 from .sizes import Sizes
 from .units import Generated, Unit
 
@@ -37,11 +48,20 @@ __all__ = ["CodegenError", "Generated", "Generator", "Printer", "Unit", "generat
 
 class Generator:
     """Assembles the module: names the classes, has the emitter write the units and the
-    sizes decide the config, then writes each class and the file around them."""
+    sizes decide the config, then writes each class and the file around them.
 
-    def __init__(self, spec: CheckedSpec, *, instrument: bool = False, name: str | None = None):
+    `names`: "dotted" (`__` in a spec name is a level of the state-dict key) or "flat";
+    `attention`: "sdpa" (recognised attention is one F.scaled_dot_product_attention call)
+    or "explicit" (every step written out, as the instrumented module of `run` has it)."""
+
+    def __init__(self, spec: CheckedSpec, *, instrument: bool = False, name: str | None = None,
+                 names: str = "dotted", attention: str = "sdpa"):
         if not spec.ok:
             raise CodegenError("the spec does not check")
+        if names not in NAMING:
+            raise CodegenError(f"names must be one of {', '.join(NAMING)}, not {names!r}")
+        if attention not in ("sdpa", "explicit"):
+            raise CodegenError(f"attention must be sdpa or explicit, not {attention!r}")
         self.spec, self.instrument = spec, instrument
         stem = os.path.splitext(os.path.basename(spec.path or "spec"))[0]
         self.file_name = os.path.basename(spec.path or "spec.shape")
@@ -56,13 +76,16 @@ class Generator:
         self._class_names = Namer(RESERVED | {self.top_name, self.config_name})
         taken = (RESERVED | set(self.sizes.dim_py.values()) | {self.top_name, self.config_name}
                  | self.block_names)
-        self.emitter = Emitter(spec, self.sizes, instrument=instrument, taken=taken)
+        self.emitter = Emitter(spec, self.sizes, instrument=instrument, taken=taken, names=names,
+                               attention=attention)
 
     # -------------------------------------------------------------- driver
     def generate(self) -> Generated:
         top = self.emitter.top(self.top_name)
         self.units = [top] + self.emitter.order
         self.sizes.classify(self.units)
+        self.alias = self._functional_alias()
+        self.uses_functional = False
         for unit in self.emitter.order:          # children before parents
             self._finish(unit)
         self._finish(top)
@@ -72,75 +95,141 @@ class Generator:
     def _finish(self, unit: Unit) -> None:
         if unit.class_name:
             return
-        init = list(unit.init)
+        is_top = unit.block is None
+        # a block with no parameters, buffers or submodules is a plain function
+        unit.function = not is_top and not unit.stacked and not unit.init and not self.instrument
         for child in unit.children:
             self._finish(child)
-        init = [self._child_names(line) for line in init]
+            if child.function:
+                unit.needed |= set(child.config_sizes)
         preamble = self.sizes.preamble(unit)
-        is_top = unit.block is None
+        init = [self._child_names(line) for line in unit.init]
+        init = [line for line in init if line is not None]
+        size_init = [f"self.{attr} = cfg.{self.sizes.dim_py[s]}" for s, attr in unit.size_attrs.items()]
+        body = [self._child_names(line) for line in preamble + unit.body]
+        ret = self._returns(unit, body)
+        args = [f"{a}: torch.Tensor" for a in unit.arg_names]
         lines = []
         if is_top:
             lines.append(f'    """The whole of {doc_text(self.file_name)}."""')
         else:
-            args = ", ".join(f"{n}: [{', '.join(self.sizes.local(unit, x, compact=True, record=False) for x in t.shape)}]"
-                             for (n, t, _a) in unit.inputs)
-            lines.append(f'    """block {doc_text(unit.label)}({doc_text(args)})."""')
+            shapes = ", ".join(f"{n}: [{', '.join(self.sizes.local(unit, x, compact=True, record=False) for x in t.shape)}]"
+                               for (n, t, _a) in unit.inputs)
+            lines.append(f'    """block {doc_text(unit.label)}({doc_text(shapes)})."""')
+        if unit.function:
+            args += [f"{self.sizes.dim_py[s]}: int" for s in unit.config_sizes]
+            if ret is not None:
+                body.append("return " + ret if isinstance(ret, str) else ret)
+            text = "\n".join(lines + self._lines(body, 4))
+            self._name(unit, text, function=True)
+            return
         lines += ["", f"    def __init__(self, cfg: {self.config_name}):", "        super().__init__()"]
         if is_top:
             for a, cmp, b, stmt in self.sizes.init_asserts:
                 p = Printer(lambda x: "cfg." + self.sizes.dim_py[x])
-                lines.append(f"        assert {p(a)} {cmp} {p(b)}, {py_str(stmt.text)}")
-        if any("self.cfg." in line for line in preamble):
-            lines.append("        self.cfg = cfg")
-        lines += ["        " + line for line in init]
-        arg_list = "".join(f", {a}: torch.Tensor" for a in unit.arg_names)
+                lines += self._lines([f"assert {p(a)} {cmp} {p(b)}, {py_str(stmt.text)}"], 8)
+        lines += self._lines(size_init + init, 8)
         if is_top:
             if len(unit.returns) == 1:
-                ret_t, ret = "torch.Tensor", unit.returns[0][1]
+                ret_t = "torch.Tensor"
             elif unit.returns:
                 ret_t = "dict[str, torch.Tensor]"
-                ret = "{" + ", ".join(f"{py_str(n)}: {py}" for n, py, _r in unit.returns) + "}"
             else:
-                ret_t, ret = "None", None
+                ret_t = "None"
         else:
-            ret_t, ret = "torch.Tensor", unit.returns[0][1]
-        lines += ["", f"    def forward(self{arg_list}) -> {ret_t}:"]
-        body = preamble + unit.body
-        lines += ["        " + line for line in body]
+            ret_t = "torch.Tensor"
+        lines.append("")
+        lines += ["    " + x for x in signature(4, "def forward", ["self"] + args, f" -> {ret_t}:")]
+        lines += self._lines(body, 8)
         if ret is not None:
-            lines.append(f"        return {ret}")
+            lines += self._lines(["return " + ret] if isinstance(ret, str) else [ret], 8)
         elif not body:
             lines.append("        pass")
-        unit.text = "\n".join(lines)
-        if is_top:
+        self._name(unit, "\n".join(lines), function=False)
+
+    def _returns(self, unit: Unit, body: list):
+        """What forward returns; `out = x + m` then `return out` becomes `return x + m`."""
+        is_top = unit.block is None
+        if is_top and len(unit.returns) > 1:
+            return "{" + ", ".join(f"{py_str(n)}: {py}" for n, py, _r in unit.returns) + "}"
+        if not unit.returns:
+            return None
+        ret = unit.returns[0][1]
+        last = body[-1] if body else None
+        if isinstance(last, tuple) and last[0].startswith(ret + " = ") and not self.instrument:
+            body.pop()
+            return ("return " + last[0][len(ret) + 3:], last[1])
+        return ret
+
+    def _lines(self, items: list, indent: int) -> list[str]:
+        out = []
+        for item in items:
+            code, comment = item if isinstance(item, tuple) else (item, None)
+            if FUNCTIONAL in code:
+                code = code.replace(FUNCTIONAL, self.alias)
+                self.uses_functional = True
+            out += [" " * indent + line if line else "" for line in fit(code, comment, indent)]
+        return out
+
+    def _name(self, unit: Unit, text: str, *, function: bool) -> None:
+        unit.text = text
+        if unit.block is None:
             unit.class_name = self.top_name
             return
-        if not self.instrument and unit.text in self._by_text:
-            unit.class_name = self._by_text[unit.text]
+        if not self.instrument and (function, text) in self._by_text:
+            unit.class_name = self._by_text[(function, text)]
             unit.text = ""
             return
-        unit.class_name = self._class_names.claim(class_name(unit.label))
-        self._by_text[unit.text] = unit.class_name
+        if function:     # a module-level name no forward uses for a local
+            for u in self.units:
+                self._class_names.taken |= u.locals
+            unit.class_name = self._class_names.claim(_snake(unit.label))
+        else:
+            unit.class_name = self._class_names.claim(class_name(unit.label))
+        self._by_text[(function, text)] = unit.class_name
 
-    def _child_names(self, line: str) -> str:
-        def sub(m):
-            key = m.group(1)
-            unit = next(u for u in self.units if str(u.key) == key)
-            return unit.class_name
-        return re.sub("\x00C([^\x00]*)\x00", sub, line)
+    def _child_names(self, line):
+        """Fill in the markers a block call leaves (see steps._block); None drops the line."""
+        if isinstance(line, tuple):
+            return (self._child_names(line[0]), line[1])
+        by_key = {str(u.key): u for u in self.units}
+        m = re.match("\x00I([^\x00]*)\x00", line)
+        if m:
+            if by_key[m.group(1)].function:
+                return None
+            line = line[m.end():]
+
+        def callee(m):
+            unit = by_key[m.group(1)]
+            return unit.class_name if unit.function else m.group(2)
+
+        def extra(m):
+            unit = by_key[m.group(1)]
+            return "".join(f", {self.sizes.dim_py[s]}" for s in unit.config_sizes) if unit.function else ""
+
+        line = re.sub("\x00K([^\x00|]*)[|]([^\x00]*)\x00", callee, line)
+        line = re.sub("\x00A([^\x00]*)\x00", extra, line)
+        return re.sub("\x00C([^\x00]*)\x00", lambda m: by_key[m.group(1)].class_name, line)
 
     # -------------------------------------------------------------- the file
     def _assemble(self, top: Unit) -> Generated:
-        spec = self.spec
-        alias = self._functional_alias()
-        uses_functional = any(FUNCTIONAL in u.text for u in self.units)
-        fields = [(n, self.sizes.dim_py[self.sizes.syms[n]]) for n in spec.dims
-                  if n not in spec.definitions and self.sizes.syms[n] in self.sizes.fields]
-        props = [n for n in spec.dims if n in spec.definitions and self.sizes.base_syms(self.sizes.syms[n]) <= self.sizes.fields]
-        with_defaults = all(n in spec.example for n, _ in fields)
+        spec, sizes = self.spec, self.sizes
+        alias = self.alias
+        uses_functional = self.uses_functional
+        fields = [(n, sizes.dim_py[sizes.syms[n]]) for n in spec.dims
+                  if sizes.syms[n] not in sizes.definitions and sizes.syms[n] in sizes.fields]
+        props = [n for n in spec.dims if sizes.syms[n] in sizes.definitions
+                 and sizes.base_syms(sizes.syms[n]) <= sizes.fields]
+
+        def default(n):
+            sym = sizes.syms[n]
+            if sym in sizes.fixed:
+                return sizes.fixed[sym]
+            return spec.example.get(n)
+
         args = [(unit_arg, t, ref) for unit_arg, (ref, t, _anon) in zip(top.arg_names, top.inputs)]
-        out = ['"""' + self._docstring(top, args) + '"""']
-        if self.sizes.uses_math:
+        out = ['"""' + self._docstring(top, args) + '"""', ""]
+        if sizes.uses_math:
             out.append("import math")
         out.append("from dataclasses import dataclass")
         out += ["", "import torch"]
@@ -148,49 +237,44 @@ class Generator:
             out.append(f"import torch.nn.functional as {alias}")
         out += ["from torch import nn", "", ""]
         out += ["@dataclass", f"class {self.config_name}:",
-                '    """Hyper-parameters: the sizes fixed when the module is built."""']
-        if fields:
+                '    """Hyper-parameters: the sizes fixed when the module is built, dropout and eps."""']
+        if fields or sizes.extra:
             out.append("")
-        for n, py in fields:
-            default = f" = {spec.example[n]}" if with_defaults else ""
-            out.append(f"    {py}: int{default}")
-        constants = [n for n in props if not self.sizes.definitions[self.sizes.syms[n]].free_symbols]
-        if constants:
-            out += ["", "    # fixed by the spec: class constants, not fields"]
-        for n in constants:
-            p = Printer(lambda x: "self." + self.sizes.dim_py[x])
-            out.append(f"    {self.sizes.dim_py[self.sizes.syms[n]]} = {p(self.sizes.definitions[self.sizes.syms[n]])}")
+        ordered = [f for f in fields if default(f[0]) is None] + [f for f in fields if default(f[0]) is not None]
+        for n, py in ordered:
+            d = default(n)
+            out.append(f"    {py}: int" + (f" = {d}" if d is not None else ""))
+        for name, (typ, value) in sizes.extra.items():
+            out.append(f"    {name}: {typ} = {value!r}")
         for n in props:
-            if n in constants:
-                continue
-            p = Printer(lambda x: "self." + self.sizes.dim_py[x])
-            out += ["", "    @property", f"    def {self.sizes.dim_py[self.sizes.syms[n]]}(self) -> int:",
-                    f"        return {p(self.sizes.definitions[self.sizes.syms[n]])}"]
+            p = Printer(lambda x: "self." + sizes.dim_py[x])
+            out += ["", "    @property", f"    def {sizes.dim_py[sizes.syms[n]]}(self) -> int:",
+                    f"        return {p(sizes.definitions[sizes.syms[n]])}"]
         if self.emitter.uses_causal:
             out += ["", "", "def causal_mask(rows: int, cols: int, device: torch.device) -> torch.Tensor:",
                     '    """True above the diagonal: the keys a query may not look at."""',
                     "    return torch.ones(rows, cols, dtype=torch.bool, device=device).triu(1)"]
         for u in self.units[1:] + [top]:
-            if u.text:
+            if not u.text:
+                continue
+            if u.function:
+                args_u = [f"{a}: torch.Tensor" for a in u.arg_names] + \
+                    [f"{sizes.dim_py[s]}: int" for s in u.config_sizes]
+                out += ["", ""] + signature(0, f"def {u.class_name}", args_u, " -> torch.Tensor:") + [u.text]
+            else:
                 out += ["", "", f"class {u.class_name}(nn.Module):", u.text]
         source = "\n".join(out) + "\n"
         source = source.replace(FUNCTIONAL, alias)
         outputs = [(n, r) for n, _py, r in top.returns]
         return Generated(source, module_name(os.path.splitext(self.file_name)[0]), self.top_name,
-                         self.config_name, fields, args, outputs, len(top.returns) > 1)
+                         self.config_name, ordered, args, outputs, len(top.returns) > 1)
 
     def _functional_alias(self) -> str:
         """`F` for torch.nn.functional, unless the module uses that name for something else
-        (a size, a binding, a class): then `nnf`, `nnf_2`, ..."""
-        used = {u.class_name for u in self.units} | {self.config_name}
-        for u in self.units:
-            text = "class C:\n" + u.text.replace(FUNCTIONAL, "functional_")
-            previous = None
-            for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-                if tok.type == tokenize.NAME and previous != ".":
-                    used.add(tok.string)
-                if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
-                    previous = tok.string
+        (a size, a local, a class): then `nnf`, `nnf_2`, ..."""
+        used = set(self.block_names) | {self.top_name, self.config_name}
+        for u in self.units:      # the sizes forward binds (a function takes some of them)
+            used |= u.locals | {self.sizes.dim_py[s] for s in u.needed}
         alias, n = "F", 1
         while alias in used:
             alias, n = ("nnf" if n == 1 else f"nnf_{n}"), n + 1
@@ -226,9 +310,13 @@ class Generator:
         return "\n".join(lines)
 
 
-def generate(spec: CheckedSpec, *, instrument: bool = False) -> Generated:
-    """The PyTorch module for a checked spec (CodegenError if it cannot be written)."""
-    return Generator(spec, instrument=instrument).generate()
+def generate(spec: CheckedSpec, *, instrument: bool = False, names: str = "dotted",
+             attention: str = "sdpa") -> Generated:
+    """The PyTorch module for a checked spec (CodegenError if it cannot be written).
+
+    names: "dotted" (`__` in a name is a level of the state-dict key) or "flat";
+    attention: "sdpa" or "explicit" (see Generator)."""
+    return Generator(spec, instrument=instrument, names=names, attention=attention).generate()
 
 
 # ------------------------------------------------------------------ writing files

@@ -129,8 +129,14 @@ class Printer:
             base, exp = e.args
             if exp == sp.Rational(1, 2):
                 return ("sqrt(" if self.compact else "math.sqrt(") + self._p(base, 0) + ")", ATOM
+            if exp.is_Integer and 2 <= exp <= 8 and not self.compact and not self.real:
+                # `P * P`, not `P**2`: an int to a power is a float in TorchScript
+                return " * ".join([self._p(base, UNARY_P)] * int(exp)), MUL
             power = self._p(exp, ATOM) if exp.is_Integer else f"({self._p(exp, 0)})"
-            return self._p(base, ATOM) + ("**" if self.compact else " ** ") + power, POW
+            left = self._p(base, ATOM)
+            # black's rule: no spaces around ** when both sides are names, numbers or attributes
+            simple = all(re.fullmatch(r"[A-Za-z_][\w.]*|\d+", t) for t in (left, power))
+            return left + ("**" if self.compact or simple else " ** ") + power, POW
         if isinstance(e, sp.Mod):
             a, b = e.args
             sep = "%" if self.compact else " % "
@@ -215,6 +221,7 @@ class Namer:
 
     def __init__(self, taken=(), *, reserved=RESERVED, private: bool = True):
         self.taken = set(taken)
+        self.claimed: set = set()      # the names handed out (taken holds these and the given ones)
         self.reserved, self.private = reserved, private
 
     def claim(self, want: str) -> str:
@@ -223,6 +230,7 @@ class Namer:
         while name in self.taken:
             name, n = f"{base}_{n}", n + 1
         self.taken.add(name)
+        self.claimed.add(name)
         return name
 
 

@@ -51,15 +51,18 @@ def parse_sizes(text: str | None) -> dict[str, int]:
 def resolve_sizes(spec: CheckedSpec, overrides: dict[str, int] | None = None) -> dict[str, int]:
     """Every dim's value: the example, overridden; derived dims computed; assumptions checked."""
     p = spec.prover
-    base = [n for n in spec.dims if n not in spec.definitions]
-    values = {n: v for n, v in (spec.example or spec.example_given).items() if n in base}
+    # a size the spec fixes (`dim L = 12`) is a config field with that default: it can be set
+    fixed = {n for n, e in spec.definitions.items() if not e.free_symbols}
+    base = [n for n in spec.dims if n not in spec.definitions or n in fixed]
+    values = {n: int(spec.definitions[n]) for n in fixed}
+    values.update({n: v for n, v in (spec.example or spec.example_given).items() if n in base and n not in fixed})
     given_derived = {}
     for name, v in (overrides or {}).items():
         if name not in p.user:
             raise SizesError(f"`{name}` is not a dim of {spec.path}; its dims are {', '.join(spec.dims)}")
         if v < 1:
             raise SizesError(f"{name}={v}: sizes are positive whole numbers")
-        if name in spec.definitions:
+        if name in spec.definitions and name not in fixed:
             given_derived[name] = v
         else:
             values[name] = v
@@ -71,7 +74,7 @@ def resolve_sizes(spec: CheckedSpec, overrides: dict[str, int] | None = None) ->
     env = {p.user[n]: v for n, v in values.items()}
     _check_assumptions(spec, env, only_known=True)   # name a broken `assume` before a derived dim
     open_ = {p.user[n] for n in spec.call_bound} - set(env)   # bound at block calls, not given
-    pending = {n: e for n, e in spec.definitions.items() if not e.free_symbols & open_}
+    pending = {n: e for n, e in spec.definitions.items() if n not in fixed and not e.free_symbols & open_}
     while pending:
         ready = [n for n, e in pending.items() if e.free_symbols <= set(env)]
         if not ready:
@@ -378,8 +381,10 @@ def run_spec(spec: CheckedSpec, sizes: dict[str, int], *, seed: int = 0, check_c
         if not all(isinstance(x, torch.Tensor) for x in a + b):
             report.error = "forward returned something other than tensors"
             return report
+        # the clean module calls F.scaled_dot_product_attention where the instrumented one
+        # writes every step out: the same function, rounded differently
         report.clean_same = len(a) == len(b) and all(
-            x.shape == y.shape and torch.allclose(x, y, equal_nan=True, rtol=0, atol=0)
+            x.shape == y.shape and torch.allclose(x, y, equal_nan=True, rtol=1e-4, atol=1e-5)
             if x.is_floating_point() else torch.equal(x, y) for x, y in zip(a, b))
     return report
 

@@ -23,18 +23,36 @@ class Sizes:
         self.spec = spec
         self.prover = spec.prover
         self.syms = dict(self.prover.user) if self.prover else {}
-        self.definitions = {self.syms[k]: v for k, v in spec.definitions.items()}
+        # a size the spec fixes (`dim V = 50257`) is a config field with that default, not a
+        # constant: `Config(V=1000)` builds a smaller model (the proofs were made at the value)
+        self.fixed = {self.syms[k]: int(v) for k, v in spec.definitions.items() if not v.free_symbols}
+        self.definitions = {self.syms[k]: v for k, v in spec.definitions.items() if v.free_symbols}
         self.folds = [(v, self.syms[k]) for k, v in spec.definitions.items()
                       if v.free_symbols and not v.is_Symbol]
         # a dim is a config field and a local of forward: no `_x`, nothing a dataclass uses
         names = Namer(reserved=RESERVED | DATACLASS_NAMES, private=False)
         self.dim_py = {self.syms[n]: names.claim(n) for n in spec.dims}
         self.fields: set = set()
+        self.extra: dict = {}         # config fields that are not sizes: name -> (type, default)
+        self._extra_key: dict = {}
         self.init_asserts: list = []
         self.forward_asserts: list = []
         self.uses_math = False
 
     # -------------------------------------------------------------- helpers
+    def hparam(self, kind: str, value, typ: str = "float") -> str:
+        """The config field holding a dropout probability or a norm's eps, by value:
+        `dropout` for the first value, `dropout_2` for a second one, ..."""
+        key = (kind, typ, value)
+        if key not in self._extra_key:
+            n = sum(1 for k in self._extra_key if k[0] == kind)
+            name = kind if n == 0 else f"{kind}_{n + 1}"
+            while name in self.dim_py.values() or name in self.extra:
+                name += "_"
+            self._extra_key[key] = name
+            self.extra[name] = (typ, value)
+        return self._extra_key[key]
+
     def fold(self, e):
         e = sp.sympify(e)
         for value, sym in self.folds:
@@ -175,9 +193,14 @@ class Sizes:
                     lines.append(f"{', '.join(names)} = {arg}.shape")
         order = [self.syms[n] for n in self.spec.dims]
         config = [s for s in order if plan.get(s) == "config"]
-        if config:
+        unit.config_sizes = config
+        if config and not unit.function:
+            # sizes are plain ints on the module (`self.H = cfg.H`), so torch.jit.script works
+            for s in config:
+                if s not in unit.size_attrs:
+                    unit.size_attrs[s] = unit.attrs.claim(self.dim_py[s])
             lhs = ", ".join(self.dim_py[s] for s in config)
-            rhs = ", ".join(f"self.cfg.{self.dim_py[s]}" for s in config)
+            rhs = ", ".join(f"self.{unit.size_attrs[s]}" for s in config)
             lines.append(f"{lhs} = {rhs}")
         done = bound | set(config)
         pending = [s for s in order if plan.get(s) == "derived"]

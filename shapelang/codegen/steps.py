@@ -108,6 +108,25 @@ def _mask(o: Op) -> list[str]:
     return [f'{o.out} = {o.x}.masked_fill({m}, float("-inf"))']
 
 
+def _softmax(o: Op) -> list[str]:
+    """`F.softmax(x, dim=d)`; after `mask M`, a row M hides entirely gives zeros, not NaN, as
+    F.scaled_dot_product_attention (and nn.MultiheadAttention with need_weights=False) do."""
+    dtype = _keywords(dtype=_torch_dtype(o.d.get("dtype")) or None)
+    line = f"{o.out} = {FUNCTIONAL}.{o.s.op}({o.x}, dim={o.axis(o.d['dim'])}{dtype})"
+    p = o.em.producers.get(o.s.inputs[0])
+    if o.s.op != "softmax" or p is None or p.op != "mask" or p.detail.get("kind") == "causal" \
+            or len(p.inputs) != 2:
+        return [line]
+    m, mt = o.em.scope.refs.get(p.inputs[1], p.inputs[1]), o.em.scope.types.get(p.inputs[1])
+    if mt is None:
+        return [line]
+    if mt.dtype != "bool":
+        m = f"({m} != 0)"
+    d = o.d["dim"] - o.rank            # the mask lines up with the scores from the right
+    hidden = f"{m}.all(dim={d}, keepdim=True)" if -d <= mt.rank else m
+    return [line, f"{o.out} = {o.out}.masked_fill({hidden}, 0.0)"]
+
+
 def _unary(o: Op) -> list[str]:
     call = UNARY[o.s.op].replace("F.", FUNCTIONAL + ".")
     if o.d.get("approximate", "none") != "none":     # gelu's tanh approximation
@@ -124,11 +143,6 @@ def _keywords(**kw) -> str:
     return "".join(f", {k}={v}" for k, v in kw.items() if v is not None)
 
 
-def _softmax(o: Op) -> list[str]:
-    dtype = _keywords(dtype=_torch_dtype(o.d.get("dtype")) or None)
-    return [f"{o.out} = {FUNCTIONAL}.{o.s.op}({o.x}, dim={o.axis(o.d['dim'])}{dtype})"]
-
-
 def _cast(o: Op) -> list[str]:
     if o.s.op == "to":
         return [f"{o.out} = {o.x}.to({_torch_dtype(o.d['dtype'])})"]
@@ -143,11 +157,19 @@ def _module(o: Op, init: str) -> list[str]:
 
 def _norm(o: Op) -> list[str]:
     affine = o.d.get("affine", True)
-    kw = _keywords(eps=repr(o.d["eps"]) if o.d.get("eps") is not None else None,
+    layer = o.s.op == "layernorm"
+    eps = o.d.get("eps")
+    if eps is None and layer:
+        eps = 1e-5                      # nn.LayerNorm's default, kept in the config
+    kw = _keywords(eps=f"cfg.{o.em.sizes.hparam('eps', eps)}" if eps is not None else None,
                    elementwise_affine=None if affine else "False",
-                   bias="False" if o.s.op == "layernorm" and affine and not o.d.get("bias", True) else None)
-    cls = "LayerNorm" if o.s.op == "layernorm" else "RMSNorm"
+                   bias="False" if layer and affine and not o.d.get("bias", True) else None)
+    cls = "LayerNorm" if layer else "RMSNorm"
     return _module(o, f"nn.{cls}({o.cfg(o.d['features'])}{kw})")
+
+
+def _dropout(o: Op) -> list[str]:
+    return _module(o, f"nn.Dropout(cfg.{o.em.sizes.hparam('dropout', o.d['p'])})")
 
 
 def _linear(o: Op) -> list[str]:
@@ -204,14 +226,18 @@ def _binary(o: Op) -> list[str]:
 
 
 def _block(o: Op) -> list[str]:
+    """A submodule per call; a block without state is a function (the generator decides,
+    and fills in the markers: \x00I drops the __init__ line, \x00K names what is called,
+    \x00A adds the sizes a function takes)."""
     child = o.em.unit_for(o.s.block)
     o.unit.children.append(child)
-    o.unit.init.append(f"self.{o.attr} = \x00C{child.key}\x00(cfg)")
-    return [f"{o.out} = self.{o.attr}({', '.join(o.args)})"]
+    o.unit.init.append(f"\x00I{child.key}\x00self.{o.attr} = \x00C{child.key}\x00(cfg)")
+    return [f"{o.out} = \x00K{child.key}|self.{o.attr}\x00({', '.join(o.args)}\x00A{child.key}\x00)"]
 
 
 def _stack(o: Op) -> list[str]:
     child = o.em.unit_for(o.s.block)
+    child.stacked = True
     o.unit.children.append(child)
     count = o.cfg(o.d["count"])
     o.unit.init.append(f"self.{o.attr} = nn.ModuleList([\x00C{child.key}\x00(cfg) for _ in range({count})])")
@@ -277,7 +303,7 @@ EMITTERS = {
     "layernorm": _norm,
     "rmsnorm": _norm,
     "linear": _linear,
-    "dropout": lambda o: _module(o, f"nn.Dropout({o.d['p']!r})"),
+    "dropout": _dropout,
     "embed": _embed,
     "concat": lambda o: [f"{o.out} = torch.cat([{', '.join(o.args)}], dim={o.axis(o.d['dim'], o.s.out.rank)})"],
     "split": _split,

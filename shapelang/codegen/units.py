@@ -29,6 +29,13 @@ class Unit:
     children: list = field(default_factory=list)  # child units, in order
     dead: set = field(default_factory=set)
     names: set = field(default_factory=set)       # every local name forward may use
+    locals: set = field(default_factory=set)      # every name its Namer handed out or holds
+    attrs: object = None                          # the AttrTree of its attribute names
+    size_attrs: dict = field(default_factory=dict)  # config size -> its int attribute (`self.H`)
+    config_sizes: list = field(default_factory=list)  # the config sizes forward uses, in order
+    function: bool = False                        # a block with no state: a function, not a class
+    stacked: bool = False                         # used by `stack` (always a module)
+    comments: list = field(default_factory=list)  # the spec's comments on the block
     # pass 2 (the generator)
     class_name: str = ""
     text: str = ""

@@ -1,0 +1,284 @@
+"""Generated code to nanoGPT's standard: a config with typed fields, attention as
+F.scaled_dot_product_attention (checked against the written-out steps and against a
+nanoGPT-style model written here), a nanoGPT state dict loading by name alone,
+torch.jit.script and `ruff format --check` on every spec's module.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from shapelang import codegen
+from shapelang.checker.checker import check_file
+from shapelang.codegen import runner
+
+torch = pytest.importorskip("torch")
+nn, F = torch.nn, torch.nn.functional
+torch_compat = pytest.importorskip("shapelang.codegen.torch_compat")
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = sorted((ROOT / "specs").glob("*.shape")) + sorted((ROOT / "specs" / "pytorch").glob("*.shape"))
+IDS = [p.relative_to(ROOT / "specs").as_posix() for p in SPECS]
+
+
+# ------------------------------------------------------------------ nanoGPT (model.py, with flash attention)
+
+@dataclasses.dataclass
+class GPTConfig:
+    block_size: int = 32
+    vocab_size: int = 96
+    n_layer: int = 2
+    n_head: int = 4
+    n_embd: int = 32
+    dropout: float = 0.0
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd)
+        self.attn_dropout = nn.Dropout(config.dropout)
+        self.resid_dropout = nn.Dropout(config.dropout)
+        self.n_head, self.n_embd, self.dropout = config.n_head, config.n_embd, config.dropout
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=None,
+                                           dropout_p=self.dropout if self.training else 0, is_causal=True)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd)
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd)
+        self.mlp = MLP(config)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.transformer = nn.ModuleDict({
+            "wte": nn.Embedding(config.vocab_size, config.n_embd),
+            "wpe": nn.Embedding(config.block_size, config.n_embd),
+            "drop": nn.Dropout(config.dropout),
+            "h": nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
+            "ln_f": nn.LayerNorm(config.n_embd),
+        })
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight     # weight tying
+
+    def forward(self, idx):
+        t = idx.size(1)
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+        for block in self.transformer.h:
+            x = block(x)
+        return self.lm_head(self.transformer.ln_f(x))
+
+
+def randomize(module, seed=3):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * (0.2 if p.dim() > 1 else 0.5))
+    return module.eval()
+
+
+def build(spec_path, attention="sdpa", name=None, **sizes):
+    spec = check_file(str(spec_path))
+    assert spec.ok
+    gen = codegen.generate(spec, attention=attention)
+    mod = runner.load_module(gen.source, name or f"nano_{gen.module_name}_{attention}")
+    cfg = getattr(mod, gen.config_class)(**sizes)
+    return spec, gen, getattr(mod, gen.top_class)(cfg).eval()
+
+
+def import_file(path: Path, name: str):
+    """Import a module from a file (torch.jit.script reads the source of what it compiles)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+SMALL = {"V": 96, "Ctx": 32, "D": 32, "H": 4, "L": 2}
+
+
+# ------------------------------------------------------------------ the config
+
+def test_the_config_has_typed_fields_and_builds_a_smaller_model():
+    spec, gen, _ = build(ROOT / "specs" / "gpt2_small.shape", D=64, H=4, L=2, V=100, Ctx=64)
+    mod = runner.load_module(gen.source, "config_fields")
+    Config = getattr(mod, gen.config_class)
+    fields = {f.name: (f.type, f.default) for f in dataclasses.fields(Config)}
+    assert fields["D"] == ("int", 768) and fields["V"] == ("int", 50257) and fields["L"] == ("int", 12)
+    assert fields["dropout"] == ("float", 0.1) and fields["eps"] == ("float", 1e-5)
+    cfg = Config(D=64, H=4, L=2)                     # the issue's call: no TypeError
+    assert (cfg.D, cfg.H, cfg.L, cfg.Dh) == (64, 4, 2, 16)
+    model = getattr(mod, gen.top_class)(Config(D=64, H=4, L=2, V=100, Ctx=64))
+    sizes = {"D": 64, "H": 4, "L": 2, "V": 100, "Ctx": 64}
+    want = runner.value_at(spec.total_params, spec, {**spec.example, **sizes, "Dh": 16})
+    assert sum(p.numel() for p in model.parameters()) == want
+    assert len(model.hidden_gpt2_blocks) == 2
+    assert "self.cfg" not in gen.source and "nn.Dropout(cfg.dropout)" in gen.source
+    d = Config(dropout=0.3)
+    m = getattr(mod, gen.top_class)(dataclasses.replace(d, D=64, H=4, L=1, V=50, Ctx=16))
+    assert m.x_drop.p == 0.3
+
+
+# ------------------------------------------------------------------ attention
+
+@pytest.mark.parametrize("name", ["gpt2_small.shape", "pytorch/gpt2_bench.shape", "pytorch/nanogpt.shape"])
+def test_sdpa_equals_the_written_out_steps(name):
+    path = ROOT / "specs" / name
+    _spec, gen, fused = build(path, **SMALL)
+    assert "scaled_dot_product_attention" in gen.source and "is_causal=True" in gen.source
+    assert "causal_mask" not in gen.source and "masked_fill" not in gen.source
+    _, gen2, written = build(path, attention="explicit", **SMALL)
+    assert "scaled_dot_product_attention" not in gen2.source and "causal_mask(" in gen2.source
+    randomize(fused)
+    written.load_state_dict(fused.state_dict())
+    idx = torch.randint(0, SMALL["V"], (3, 17), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        torch.testing.assert_close(fused(idx), written(idx), atol=1e-5, rtol=0)
+
+
+def test_sdpa_equals_nanogpt():
+    """gpt2_small.shape's module, loaded from a nanoGPT model by shape and role."""
+    ref = randomize(GPT(GPTConfig(vocab_size=96, block_size=32, n_layer=2, n_head=4, n_embd=32)))
+    _, _gen, model = build(ROOT / "specs" / "gpt2_small.shape", **SMALL)
+    report = torch_compat.load_matching(model, ref)
+    assert "W_te" in str(report) and "transformer.wte.weight" in str(report)
+    idx = torch.randint(0, 96, (2, 20), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        torch.testing.assert_close(model(idx), ref(idx), atol=1e-5, rtol=0)
+
+
+def test_gqa_passes_the_fewer_heads_and_agrees():
+    path = ROOT / "specs" / "grouped_query_attention.shape"
+    sizes = {"D": 32, "H": 8, "G": 2}
+    _, gen, fused = build(path, **sizes)
+    assert "enable_gqa=True" in gen.source and ".repeat_interleave(" not in gen.source
+    _, gen2, written = build(path, attention="explicit", **sizes)
+    assert ".repeat_interleave(" in gen2.source
+    randomize(fused)
+    written.load_state_dict(fused.state_dict())
+    x = torch.randn(2, 6, 32, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        torch.testing.assert_close(fused(x)["out"], written(x)["out"], atol=1e-5, rtol=0)
+
+
+def test_attention_whose_weights_are_used_twice_is_written_out(tmp_path):
+    text = ("dim B, S, D\nexample B=2, S=4, D=8\ninput x: [B, S, D]\n"
+            "att: x @ (x -> transpose 1 2) -> scale 1/sqrt(D) -> softmax -1\n"
+            "y: att @ x\nz: att -> sum -1\n")
+    from shapelang.checker.checker import check_text
+    spec = check_text(text, "twice.shape")
+    assert spec.ok
+    source = codegen.generate(spec).source
+    assert "scaled_dot_product_attention" not in source and "F.softmax(att, dim=-1)" in source
+
+
+# ------------------------------------------------------------------ names: a nanoGPT checkpoint by name
+
+def test_a_nanogpt_state_dict_loads_by_name_alone():
+    ref = randomize(GPT(GPTConfig(vocab_size=96, block_size=32, n_layer=2, n_head=4, n_embd=32)))
+    _, _gen, model = build(ROOT / "specs" / "pytorch" / "nanogpt.shape", **SMALL)
+    state = ref.state_dict()
+    assert "transformer.h.0.attn.c_attn.weight" in state and "lm_head.weight" in state
+    assert set(model.state_dict()) == set(state)
+    model.load_state_dict(state, strict=True)
+    idx = torch.randint(0, 96, (2, 24), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        torch.testing.assert_close(model(idx), ref(idx), atol=1e-5, rtol=0)
+
+
+def test_flat_names_keep_double_underscores():
+    spec = check_file(str(ROOT / "specs" / "pytorch" / "nanogpt.shape"))
+    source = codegen.generate(spec, names="flat").source
+    assert "self.transformer__h = nn.ModuleList" in source and "nn.Module()" not in source
+    with pytest.raises(codegen.CodegenError, match="names must be"):
+        codegen.generate(spec, names="nested")
+
+
+# ------------------------------------------------------------------ every spec: jit and ruff format
+
+@pytest.mark.parametrize("path", SPECS, ids=IDS)
+def test_every_spec_scripts_and_is_ruff_formatted(path, tmp_path):
+    spec = check_file(str(path))
+    if not spec.ok:
+        pytest.skip(f"{path.name} does not check")
+    try:
+        gen = codegen.generate(spec)
+    except codegen.CodegenError as err:
+        pytest.skip(f"codegen does not support {path.name}: {err}")
+    out = tmp_path / f"{gen.module_name}.py"
+    out.write_text(gen.source)
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed")
+    done = subprocess.run([ruff, "format", "--isolated", "--check", "--diff", str(out)],
+                          check=False, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    mod = import_file(out, f"scripted_{gen.module_name}")
+    sizes = runner.resolve_sizes(spec)
+    cfg = getattr(mod, gen.config_class)(**{py: sizes[n] for n, py in gen.fields})
+    torch.manual_seed(0)
+    model = getattr(mod, gen.top_class)(cfg).eval()
+    scripted = torch.jit.script(model)
+    inputs = runner.make_inputs(spec, gen, sizes)
+    with torch.no_grad():
+        a, b = model(*inputs), scripted(*inputs)
+    a = a if isinstance(a, dict) else {"out": a}
+    b = b if isinstance(b, dict) else {"out": b}
+    assert a.keys() == b.keys()
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], atol=1e-6, rtol=0, equal_nan=True)
+
+
+def test_parameterless_blocks_are_functions():
+    spec = check_file(str(ROOT / "specs" / "rotary_embedding.shape"))
+    source = codegen.generate(spec).source
+    assert "def apply_rotary(t: torch.Tensor" in source and "class ApplyRotary" not in source
+    assert "q_rot = apply_rotary(q, self.cos_table, self.sin_table)" in source
+
+
+def test_chains_and_comments_read_like_nanogpt():
+    spec = check_file(str(ROOT / "specs" / "gpt2_small.shape"))
+    source = codegen.generate(spec).source
+    assert "y = y.transpose(1, 2).contiguous().view(B, S, D)" in source
+    assert "qh = q.view(B, S, H, Dh).transpose(1, 2)" in source
+    assert "# Residual: the sublayer's result is added to the untouched input." in source
+    assert max(len(line) for line in source.splitlines() if not line.lstrip().startswith("#")) <= 88
