@@ -272,7 +272,7 @@ def test_parameterless_blocks_are_functions():
     spec = check_file(str(ROOT / "specs" / "rotary_embedding.shape"))
     source = codegen.generate(spec).source
     assert "def apply_rotary(t: torch.Tensor" in source and "class ApplyRotary" not in source
-    assert "q_rot = apply_rotary(q, self.cos_table, self.sin_table)" in source
+    assert "q_rot = apply_rotary(q, cos_table, sin_table)" in source   # tables computed in forward
 
 
 def test_chains_and_comments_read_like_nanogpt():

@@ -161,7 +161,8 @@ y: x + (gate * up -> linear D bias=false)
 def test_llama_mlp_with_rmsnorm_eps_matches_the_reference():
     torch = pytest.importorskip("torch")
     _spec, gen, model = _generated(LLAMA)
-    assert "nn.RMSNorm(cfg.D, eps=1e-06)" in gen.source and "bias=False" in gen.source
+    assert "nn.RMSNorm(cfg.D, eps=cfg.eps)" in gen.source and "eps: float = 1e-06" in gen.source
+    assert "bias=False" in gen.source
 
     class Reference(torch.nn.Module):
         def __init__(self):
@@ -196,7 +197,7 @@ y: x + (x -> linear F -> gelu -> linear D) -> layernorm eps=1e-12
 def test_bert_layernorm_eps_matches_the_reference():
     torch = pytest.importorskip("torch")
     _spec, gen, model = _generated(BERT)
-    assert "nn.LayerNorm(cfg.D, eps=1e-12)" in gen.source
+    assert "nn.LayerNorm(cfg.D, eps=cfg.eps)" in gen.source and "eps: float = 1e-12" in gen.source
     seq = torch.nn.Sequential(torch.nn.Linear(12, 48), torch.nn.GELU(), torch.nn.Linear(48, 12))
     ln = torch.nn.LayerNorm(12, eps=1e-12)
     ref = torch.nn.ModuleList([seq, ln]).eval()
@@ -218,7 +219,8 @@ y: x -> linear 4*D -> gelu approximate="tanh" -> linear D -> dropout p=0.1
 def test_gpt2_tanh_gelu_matches_the_reference():
     torch = pytest.importorskip("torch")
     _spec, gen, model = _generated(GPT2)
-    assert 'F.gelu(y, approximate="tanh")' in gen.source and "nn.Dropout(0.1)" in gen.source
+    assert 'F.gelu(y, approximate="tanh")' in gen.source and "nn.Dropout(cfg.dropout)" in gen.source
+    assert "dropout: float = 0.1" in gen.source
     ref = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.GELU(approximate="tanh"),
                               torch.nn.Linear(32, 8)).eval()
     _copy_weights(model, ref)

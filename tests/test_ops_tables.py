@@ -144,13 +144,13 @@ def _rope_reference(model, x, H):
         return (x @ w.T).view(B, S, H, Dh).transpose(1, 2)
 
     sd = model.state_dict()
-    q, k, v = heads(sd["q_linear.weight"]), heads(sd["k_linear.weight"]), heads(sd["v_linear.weight"])
+    q, k, v = heads(sd["q.weight"]), heads(sd["k.weight"]), heads(sd["v.weight"])
     q = q * cos + rotate_half(q) * sin
     k = k * cos + rotate_half(k) * sin
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(Dh)
     scores = scores.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
     out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, S, D)
-    return out @ sd["out_linear.weight"].T
+    return out @ sd["out.weight"].T
 
 
 @pytest.mark.parametrize("sizes", [{"B": 2, "S": 6, "D": 32, "H": 4}, {"B": 1, "S": 11, "D": 24, "H": 2}])

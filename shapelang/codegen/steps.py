@@ -8,6 +8,7 @@ IR operation name to its emitter; adding an operation means one entry here.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import sympy as sp
@@ -215,14 +216,24 @@ def _slice(o: Op) -> list[str]:
     return [f"{o.out} = {o.x}[{', '.join(index)}]"]
 
 
+_SIMPLE = re.compile(r"-?[A-Za-z_][\w.]*|-?\d[\w.]*")
+
+
+def _join(left: str, sign: str, right: str) -> str:
+    """`a + b`; `a**b` where both sides are names or numbers, as ruff format writes a power."""
+    if sign == "**" and _SIMPLE.fullmatch(left) and _SIMPLE.fullmatch(right):
+        return f"{left}**{right}"
+    return f"{left} {sign} {right}"
+
+
 def _binary(o: Op) -> list[str]:
     sign = BINARY[o.s.op]
     if len(o.args) == 2:
-        return [f"{o.out} = {o.args[0]} {sign} {o.args[1]}"]
+        return [f"{o.out} = {_join(o.args[0], sign, o.args[1])}"]
     scalar = o.local(o.d["scalar"], real=True, operand=True)
     if o.d.get("scalar_left"):
-        return [f"{o.out} = {scalar} {sign} {o.x}"]
-    return [f"{o.out} = {o.x} {sign} {scalar}"]
+        return [f"{o.out} = {_join(scalar, sign, o.x)}"]
+    return [f"{o.out} = {_join(o.x, sign, scalar)}"]
 
 
 def _block(o: Op) -> list[str]:
