@@ -139,7 +139,9 @@ def _role(owner: nn.Module, pname: str) -> str:
         if pname == "in_proj_bias":
             return "linear.bias"
         return "param"
-    if isinstance(owner, (nn.LayerNorm, nn.GroupNorm, nn.RMSNorm, nn.modules.batchnorm._NormBase)):
+    if isinstance(owner, (nn.LayerNorm, nn.GroupNorm, nn.RMSNorm, nn.modules.batchnorm._NormBase)) \
+            or (type(owner).__name__.endswith("Norm") and pname in ("weight", "bias")):
+        # models' own norm classes count too: nanoGPT's LayerNorm, LlamaRMSNorm, T5LayerNorm
         return "norm." + pname
     if isinstance(owner, nn.Embedding):
         return "table"
