@@ -36,7 +36,8 @@ from torch import nn
 Source = str | tuple[str, int, int]
 
 
-def _lookup(source: dict, spec: Source) -> torch.Tensor:
+def lookup(source: dict, spec: Source) -> torch.Tensor:
+    """The tensor a mapping names: `name`, or `(name, k, n)` for the k-th of n row blocks."""
     if isinstance(spec, str):
         if spec not in source:
             raise KeyError(f"the source module has no tensor `{spec}`")
@@ -66,7 +67,7 @@ def copy_parameters(target: nn.Module, source: nn.Module | dict, mapping: dict[s
             raise KeyError(f"no source for {', '.join(missing)}")
     with torch.no_grad():
         for name, spec in mapping.items():
-            value = _lookup(src, spec)
+            value = lookup(src, spec)
             if tuple(value.shape) != tuple(dst[name].shape):
                 raise ValueError(f"{name} is {tuple(dst[name].shape)} but {spec} gives "
                                  f"{tuple(value.shape)}")

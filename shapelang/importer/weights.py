@@ -22,6 +22,8 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
+from ..codegen.torch_compat import lookup
+
 DTYPES = {"float": torch.float32, "int": torch.long, "bool": torch.bool}
 
 
@@ -73,14 +75,10 @@ def resolve(generated: nn.Module, mapping: dict) -> dict:
 
 
 def _lookup(source: dict, spec):
-    if isinstance(spec, str):
-        if spec not in source:
-            raise WeightsError(f"the original module has no tensor `{spec}`")
-        return source[spec]
-    name, k, n = spec
-    if name not in source:
-        raise WeightsError(f"the original module has no tensor `{name}`")
-    return source[name].chunk(n, dim=0)[k]
+    try:
+        return lookup(source, spec)
+    except KeyError as err:
+        raise WeightsError(err.args[0].replace("source module", "original module")) from None
 
 
 def copy_weights(generated: nn.Module, original: nn.Module | dict, mapping: dict) -> dict:
