@@ -13,9 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from torch_shapes import example_or_reduced
 
 from shapelang import codegen
-from shapelang.checker.checker import check_file
+from shapelang.checker.checker import check_file, check_text
 from shapelang.codegen import runner
 
 torch = pytest.importorskip("torch")
@@ -185,7 +186,7 @@ def test_every_spec_scripts_and_is_ruff_formatted(path, tmp_path):
                           check=False, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     mod = import_file(out, f"scripted_{gen.module_name}")
-    sizes = runner.resolve_sizes(spec)
+    sizes = example_or_reduced(spec, path.stem)
     cfg = getattr(mod, gen.config_class)(**{py: sizes[n] for n, py in gen.fields})
     torch.manual_seed(0)
     model = getattr(mod, gen.top_class)(cfg).eval()
@@ -198,6 +199,43 @@ def test_every_spec_scripts_and_is_ruff_formatted(path, tmp_path):
     assert a.keys() == b.keys()
     for k in a:
         torch.testing.assert_close(a[k], b[k], atol=1e-6, rtol=0, equal_nan=True)
+
+
+SLICES = """\
+dim B, S, H, Dh
+assume H >= 2
+assume Dh % 2 == 0
+example B=2, S=3, H=5, Dh=4
+input x: [B, S, H + 2, Dh]
+a: x -> slice 2 0 H
+b: x -> slice 2 H (H + 1)
+c: x -> slice 2 (H + 1) (H + 2)
+d: x -> slice 2 1 H
+e: x -> slice 3 (Dh / 2) Dh
+"""
+
+
+def test_slices_with_computed_bounds_are_ruff_formatted_and_right(tmp_path):
+    # ruff format writes `x[H : H + 1]`: a bound that is more than a name or a number spaces the colon
+    spec = check_text(SLICES, "slices.shape")
+    assert spec.ok
+    gen = codegen.generate(spec)
+    assert "[:, :, H : H + 1]" in gen.source and "[:, :, H + 1 : H + 2]" in gen.source
+    assert "[:, :, 1:H]" in gen.source and "[:, :, :H]" in gen.source
+    out = tmp_path / f"{gen.module_name}.py"
+    out.write_text(gen.source)
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed")
+    done = subprocess.run([ruff, "format", "--isolated", "--check", "--diff", str(out)],
+                          check=False, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    mod = import_file(out, "sliced")
+    x = torch.randn(2, 3, 7, 4)
+    got = getattr(mod, gen.top_class)(getattr(mod, gen.config_class)()).eval()(x)
+    want = {"a": x[:, :, :5], "b": x[:, :, [5]], "c": x[:, :, [-1]], "d": x[:, :, 1:5], "e": x[..., 2:]}
+    for k, v in want.items():
+        torch.testing.assert_close(got[k], v)
 
 
 def test_parameterless_blocks_are_functions():

@@ -268,8 +268,19 @@ class Prover:
             if "names" not in self._cache:
                 self._cache["names"] = {sp.expand(self.canon(sym)): sym for sym in
                                         reversed(list(self.user.values()))}
-            hit = self._cache[key] = self._cache["names"].get(sp.expand(self.canon(e)), e)
+            c = sp.expand(self.canon(e))
+            hit = self._cache["names"].get(c, e)
+            if c.is_Number and hit is not e and not self._same_by_definitions(e, hit):
+                hit = e   # fixed sizes that happen to be equal (Dh/2 = 32 = L) are not the same dim
+            self._cache[key] = hit
         return hit
+
+    def _same_by_definitions(self, a: sp.Expr, b: sp.Expr) -> bool:
+        """Equal once derived dims are written out, fixed sizes (`dim L = 32`) kept as names."""
+        derived = {k: v for k, v in self.definition.items() if v.free_symbols}
+        for _ in range(len(derived) + 1):
+            a, b = a.xreplace(derived), b.xreplace(derived)
+        return sp.cancel(a - b) == 0
 
     def is_one(self, e: sp.Expr) -> bool:
         return e == 1 or self.canon(e) == 1

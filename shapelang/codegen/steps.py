@@ -215,9 +215,16 @@ def _select(o: Op) -> list[str]:
     return [f"{o.out} = {o.x}[{', '.join(index)}]"]
 
 
+_PLAIN = re.compile(r"-?[A-Za-z_]\w*|-?\d[\w.]*")
+
+
 def _slice(o: Op) -> list[str]:
     start = o.local(o.d["start"]) if o.d["start"] != 0 else ""
-    index = [":"] * o.d["dim"] + [f"{start}:{o.local(o.d['end'])}"]
+    end = o.local(o.d["end"])
+    # ruff format spaces the colon when a bound is more than a name or a number: `H : H + 1`
+    plain = all(_PLAIN.fullmatch(b) for b in (start, end) if b)
+    bounds = f"{start}:{end}" if plain else f"{start} : {end}".strip()
+    index = [":"] * o.d["dim"] + [bounds]
     return [f"{o.out} = {o.x}[{', '.join(index)}]"]
 
 

@@ -1,0 +1,171 @@
+"""Llama-2-7B written whole as a spec (specs/llama2_7b.shape): the checker's parameter
+total is Hugging Face's, Llama-2-70B's grouped-query layout is the same spec with other
+sizes, and the generated module at reduced sizes computes what a hand-written reference
+of HF's LlamaForCausalLM forward (eval) computes with the same weights."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from torch_shapes import checked, module
+
+from shapelang.codegen import runner
+
+SPEC = Path(__file__).resolve().parent.parent / "specs" / "llama2_7b.shape"
+
+
+def _spec():
+    return checked(SPEC.read_text(), "llama2_7b.shape")
+
+
+def _total(spec, **sizes):
+    values = runner.resolve_sizes(spec, sizes)
+    env = {spec.prover.user[n]: v for n, v in values.items()}
+    return int(spec.total_params.subs(env))
+
+
+def test_parameter_total_is_the_published_one():
+    spec = _spec()
+    assert spec.example_value(spec.total_params) == 6_738_415_616
+    assert _total(spec) == 6_738_415_616
+
+
+def test_llama2_70b_is_the_same_spec_with_grouped_heads():
+    # Llama-2-70B: hidden 8192, 80 layers, 64 query heads, 8 key/value heads,
+    # intermediate 28672; Hugging Face counts 68,976,648,192 parameters.
+    spec = _spec()
+    assert _total(spec, D=8192, L=80, H=64, G=8, F=28672) == 68_976_648_192
+
+
+# ------------------------------------------------------------------ a hand-written reference
+
+def _reference(torch, V, D, H, G, F, L, eps=1e-5, theta=10000.0):
+    """HF's LlamaForCausalLM forward in eval mode, written from modeling_llama.py."""
+    nn = torch.nn
+    Dh = D // H
+
+    class RMSNorm(nn.Module):            # LlamaRMSNorm
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(D))
+
+        def forward(self, x):
+            var = x.float().pow(2).mean(-1, keepdim=True)
+            return self.weight * (x * torch.rsqrt(var + eps))
+
+    def rotate_half(t):
+        t1, t2 = t[..., : t.shape[-1] // 2], t[..., t.shape[-1] // 2:]
+        return torch.cat((-t2, t1), dim=-1)
+
+    def repeat_kv(t, n):
+        b, g, s, d = t.shape
+        return t[:, :, None, :, :].expand(b, g, n, s, d).reshape(b, g * n, s, d)
+
+    class Attention(nn.Module):          # LlamaAttention (sdpa path, no cache)
+        def __init__(self):
+            super().__init__()
+            self.q_proj = nn.Linear(D, H * Dh, bias=False)
+            self.k_proj = nn.Linear(D, G * Dh, bias=False)
+            self.v_proj = nn.Linear(D, G * Dh, bias=False)
+            self.o_proj = nn.Linear(H * Dh, D, bias=False)
+
+        def forward(self, x, cos, sin):
+            b, s, _ = x.shape
+            q = self.q_proj(x).view(b, s, -1, Dh).transpose(1, 2)
+            k = self.k_proj(x).view(b, s, -1, Dh).transpose(1, 2)
+            v = self.v_proj(x).view(b, s, -1, Dh).transpose(1, 2)
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+            k, v = repeat_kv(k, H // G), repeat_kv(v, H // G)
+            scores = q @ k.transpose(2, 3) / math.sqrt(Dh)
+            causal = torch.ones(s, s, dtype=torch.bool).triu(1)
+            weights = scores.masked_fill(causal, float("-inf")).softmax(-1, dtype=torch.float32)
+            out = (weights @ v).transpose(1, 2).reshape(b, s, -1)
+            return self.o_proj(out)
+
+    class MLP(nn.Module):                # LlamaMLP
+        def __init__(self):
+            super().__init__()
+            self.gate_proj = nn.Linear(D, F, bias=False)
+            self.up_proj = nn.Linear(D, F, bias=False)
+            self.down_proj = nn.Linear(F, D, bias=False)
+
+        def forward(self, x):
+            return self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+
+    class Layer(nn.Module):              # LlamaDecoderLayer
+        def __init__(self):
+            super().__init__()
+            self.input_layernorm = RMSNorm()
+            self.self_attn = Attention()
+            self.post_attention_layernorm = RMSNorm()
+            self.mlp = MLP()
+
+        def forward(self, x, cos, sin):
+            x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+            return x + self.mlp(self.post_attention_layernorm(x))
+
+    class LlamaForCausalLM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed_tokens = nn.Embedding(V, D)
+            self.layers = nn.ModuleList(Layer() for _ in range(L))
+            self.norm = RMSNorm()
+            self.lm_head = nn.Linear(D, V, bias=False)
+
+        def forward(self, ids):
+            x = self.embed_tokens(ids)
+            # LlamaRotaryEmbedding
+            inv_freq = 1.0 / (theta ** (torch.arange(0, Dh, 2, dtype=torch.int64).float() / Dh))
+            position_ids = torch.arange(ids.shape[1])[None, :].float()
+            freqs = (inv_freq[None, :, None] @ position_ids[:, None, :]).transpose(1, 2)
+            emb = torch.cat((freqs, freqs), dim=-1)
+            cos, sin = emb.cos()[:, None], emb.sin()[:, None]     # unsqueeze the head axis
+            for layer in self.layers:
+                x = layer(x, cos, sin)
+            return self.lm_head(self.norm(x))
+
+    return LlamaForCausalLM().eval()
+
+
+def _pairs(ref, L):
+    """The reference's parameters in the generated module's order, by role."""
+    out = [ref.embed_tokens.weight]
+    for layer in ref.layers:
+        a, m = layer.self_attn, layer.mlp
+        out += [layer.input_layernorm.weight, a.q_proj.weight, a.k_proj.weight, a.v_proj.weight,
+                a.o_proj.weight, layer.post_attention_layernorm.weight, m.gate_proj.weight,
+                m.up_proj.weight, m.down_proj.weight]
+    return out + [ref.norm.weight, ref.lm_head.weight]
+
+
+@pytest.mark.parametrize("sizes", [
+    {"V": 97, "D": 32, "H": 4, "G": 4, "F": 88, "L": 2},    # Llama-2-7B's layout: G = H
+    {"V": 61, "D": 48, "H": 6, "G": 2, "F": 72, "L": 1},    # Llama-2-70B's layout: G < H
+], ids=["mha", "gqa"])
+def test_generated_module_matches_the_reference(sizes):
+    torch = pytest.importorskip("torch")
+    model, gen = module(_spec(), f"llama2_{sizes['G']}", **sizes)
+    assert "register_buffer" not in gen.source and "eps: float = 1e-05" in gen.source
+    ref = _reference(torch, **sizes)
+    got, want = list(model.parameters()), _pairs(ref, sizes["L"])
+    assert [tuple(p.shape) for p in got] == [tuple(p.shape) for p in want]
+    assert len(got) == len(list(ref.parameters()))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p, q in zip(got, want):
+            q.copy_(torch.randn_like(q) * 0.2 + (1.0 if q.dim() == 1 else 0.0))
+            p.copy_(q)
+    ids = torch.randint(0, sizes["V"], (2, 9))
+    with torch.no_grad():
+        out, expected = model(ids), ref(ids)
+    assert out.shape == (2, 9, sizes["V"])
+    diff = (out - expected).abs().max().item()
+    print(f"max difference {diff:.2e}")
+    assert diff <= 1e-5, diff
+    with torch.no_grad():                 # the eps is honoured: another eps changes the output
+        for mod in model.modules():
+            if isinstance(mod, torch.nn.RMSNorm):
+                mod.eps = 1.0
+        assert (model(ids) - expected).abs().max().item() > 1e-3
