@@ -205,3 +205,12 @@ def test_blocks_called_many_times_are_drawn_once():
     assert len(page) < 200_000
     for k in range(levels):
         assert page.count(f'data-block="L{k}"') == 1
+
+
+def test_a_step_names_its_operands_with_the_operator_as_the_table_does():
+    spec = shapelang.check("dim B, S, D\nexample B=1, S=4, D=8\ninput x: [B, S, D]\n"
+                           "h: x -> linear D\ny: x + h\nz: x @ (h -> transpose 1 2)\n")
+    page = trace_html(spec)
+    assert "from [B, S, D] + [B, S, D]" in page
+    assert "from [B, S, D] @ [B, D, S]" in page
+    assert "from [B, S, D]; " not in page

@@ -25,6 +25,17 @@ def _shape(shape, spec=None) -> str:
     return "[" + ", ".join(dimlib.show(d, n) for d in shape) + "]"
 
 
+OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "matmul": "@", "pow": "**",
+             "floordiv": "//", "mod": "%"}
+
+
+def shapes_in(op: str, shapes: list[str]) -> str:
+    """A step's input shapes as the step reads them: `[B, S, D] + [B, S, D]` for a binary
+    operator, else separated by `;`."""
+    sep = f" {OPERATORS[op]} " if op in OPERATORS and len(shapes) == 2 else "; "
+    return sep.join(shapes)
+
+
 def _num(spec, e) -> int | None:
     v = spec.example_value(sp.Integer(e) if isinstance(e, int) else e)
     return dimlib.as_int(v) if v is not None else None

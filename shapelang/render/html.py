@@ -17,7 +17,7 @@ import sympy as sp
 
 from ..checker import dims as dimlib
 from ..checker.ir import CheckedSpec
-from .common import _num, _shape, notation
+from .common import _num, _shape, notation, shapes_in
 from .svg import Colours, axes_of, changes, step_svg
 from .text import diagnostic_text
 
@@ -153,7 +153,7 @@ class _Page:
             nums.append(f"params {_n(spec, s.params)}")
         if s.flops != 0:
             nums.append(f"FLOPs {_n(spec, s.flops)}")
-        in_shapes = "; ".join(_shape(self.types[r][0], self.spec) for r in s.inputs if r in self.types)
+        in_shapes = shapes_in(s.op, [_shape(self.types[r][0], self.spec) for r in s.inputs if r in self.types])
         return (f'<div class="step" data-step="{escape(s.ref)}" data-op="{escape(s.op)}">'
                 f'<span class="op">{escape(s.text)}</span> <span class="nums">line {s.span.line}'
                 + (f", from {escape(in_shapes)}" if in_shapes else "") + "</span>"

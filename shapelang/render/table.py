@@ -16,7 +16,7 @@ from ..checker.ir import CheckedSpec
 from . import poly
 from .color import diagnostic_lines
 from .columns import Cell, Column, Line, fit_tables, plain, wrap_line
-from .common import _axes, _ex, _num, _shape, notation
+from .common import _axes, _ex, _num, _shape, notation, shapes_in
 from .svg import Axis, axes_of, changes
 from .text import check_text
 
@@ -32,8 +32,6 @@ DROP = ["flops", "line", "in", "params", "ex"]
 # spare room goes to these first
 PRIORITY = ["binding", "op", "out", "ex", "axes", "in", "params", "line", "flops"]
 NAMES = {c.key: c.header for c in COLUMNS}
-OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "matmul": "@", "pow": "**",
-             "floordiv": "//", "mod": "%"}
 
 
 def _fmt_int(n) -> str:
@@ -168,9 +166,7 @@ class _Trace:
         return out
 
     def _shape_in(self, s, types) -> Cell:
-        shapes = [self.shape(types[r][0]) for r in s.inputs if r in types]
-        sep = f" {OPERATORS[s.op]} " if s.op in OPERATORS and len(shapes) == 2 else "; "
-        return Cell(sep.join(shapes))
+        return Cell(shapes_in(s.op, [self.shape(types[r][0]) for r in s.inputs if r in types]))
 
     def step_rows(self, b, types) -> list[dict]:
         rows = []
