@@ -223,3 +223,15 @@ def test_a_layout_that_would_change_a_token_is_refused(monkeypatch):
     monkeypatch.setattr(layout, "_join", lambda toks, raw: join(toks, raw).replace("->", "- >"))
     with pytest.raises(LayoutBug, match="line 3"):
         format_text("dim B\ninput x: [B]\ny: x -> relu\n")
+
+
+@pytest.mark.parametrize("expr", ["x * -1.5", "x * -3.4028234663852886e38", "(x - 1.0) * -2e5",
+                                  "where(x > 0, -1.5, 0.0)", "x -> transpose -1 -2", "x -> pow -2"])
+def test_a_negative_decimal_that_checks_is_laid_out(expr):
+    """Regression: `x * -1.5` checked but fmt's lexer read `-1` as a negative integer and
+    stopped at the `.`; a negative decimal (with or without an exponent) is now laid out,
+    keeping its tokens and its findings."""
+    text = f"dim B, S\nexample B=2, S=3\ninput x: [B, S]\ny: {expr}\n"
+    spec = api.check(text)
+    assert spec.ok, [d.message for d in spec.diagnostics]
+    assert format_text(text) == text
