@@ -150,8 +150,8 @@ def _keywords(**kw) -> str:
 
 
 def _cast(o: Op) -> list[str]:
-    if o.s.op == "to":
-        return [f"{o.out} = {o.x}.to({_torch_dtype(o.d['dtype'])})"]
+    if o.s.op == "to" or o.s.op == "bool":     # TorchScript has no Tensor.bool()
+        return [f"{o.out} = {o.x}.to({_torch_dtype(o.d.get('dtype', 'bool'))})"]
     return [f"{o.out} = {o.x}.{o.s.op}()"]
 
 
