@@ -89,6 +89,7 @@ def test_the_generated_module_matches_a_hand_written_bert():
     spec = check_file(str(SPEC))
     gen = generate(spec)
     assert gen.source.count("eps=cfg.eps") == 3 and "eps: float = 1e-12" in gen.source
+    assert "ext_mask * -3.4028234663852886e38" in gen.source     # as ruff format writes it
     _mod, model = runner.build(gen, runner.resolve_sizes(spec, SMALL))
     ref = _reference(torch, **SMALL)
     got, want = list(model.parameters()), list(ref.parameters())

@@ -100,7 +100,8 @@ class Printer:
             v = float(e)
             if not math.isfinite(v):
                 raise CodegenError(f"the number {sp.Float(e, 6)} is beyond the range of a Python float")
-            return repr(v), ATOM if v >= 0 else UNARY_P
+            # as ruff format writes a float: `3.4e38`, not repr's `3.4e+38`
+            return repr(v).replace("e+", "e"), ATOM if v >= 0 else UNARY_P
         if e.is_Rational:
             return self._div(sp.Integer(e.p), sp.Integer(e.q))
         if e.is_Symbol:
