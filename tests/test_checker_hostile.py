@@ -57,6 +57,14 @@ def test_split_pieces_proved_positive_are_accepted_and_match_torch():
     assert shape_of(spec, "p") == tuple(p.shape) and shape_of(spec, "q") == tuple(q.shape)
 
 
+@pytest.mark.parametrize("op", ["chunk 4294967297 -1", "split 1 -1"])
+def test_a_huge_number_of_pieces_is_refused_not_built(op):
+    # once a MemoryError: a list of 2**32 + 1 piece shapes was built before the names were counted
+    spec = check(f"dim B\nexample B=2\ninput X: [B, 4294967297]\nq, k, v: X -> {op}\n")
+    assert codes(spec) == ["E110"] and "at most 1024" in spec.errors()[0].message
+    assert (spec.errors()[0].span.line, spec.errors()[0].span.column) == (4, 15)
+
+
 @pytest.mark.parametrize("op", ["expand [N - M, Q]", "view [N - M, -1]", "reshape [Q, N - M]"])
 def test_other_sizes_from_user_expressions_must_be_positive(op):
     spec = check(f"dim N, M, Q\nexample N=5, M=2, Q=3\ninput X: [1, Q]\ny: X -> {op}\n")

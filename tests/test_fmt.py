@@ -125,6 +125,14 @@ def test_refuses_what_does_not_parse():
     assert err.value.diagnostic.span.line == 2
 
 
+@pytest.mark.parametrize("number", ["-10000.0", "-3.4028234663852886e+38", "-1e9", "-3.5"])
+def test_a_negative_decimal_is_formatted(number):
+    # the layout's plain lexer once read `-3` of `-3.5` as a signed whole number and gave up
+    text = f"dim B\nexample B=2\ninput x: [B]\ny:  x  * {number}\n"
+    assert api.check(text).ok
+    assert format_text(text) == f"dim B\nexample B=2\ninput x: [B]\ny: x * {number}\n"
+
+
 def _cli(*args, cwd=ROOT):
     return subprocess.run([sys.executable, "-m", "shapelang", "fmt", *args], check=False, cwd=cwd,
                           capture_output=True, text=True, timeout=60)

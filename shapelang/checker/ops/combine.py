@@ -115,6 +115,7 @@ def split(c, x, a):
                              help="give the sizes explicitly, e.g. `split [D, D, D] -1`, or use `chunk`",
                              span=node.span)
         c.need_whole(piece, span=node.span, what=lambda: f"the piece size {c.sz(piece)}")
+        _named_pieces(a, int(count))
         sizes = [piece] * int(count)
     return _pieces(x, d, sizes, {"sizes": tuple(sizes), "dim": d})
 
@@ -124,6 +125,7 @@ def chunk(c, x, a):
     n = a.int_at(0)
     if n < 1:
         raise a.fail("`chunk` needs at least one piece", span=a.pos[0].span)
+    _named_pieces(a, n)
     d = a.axis_at(1, x.rank)
     piece = x.shape[d] / n
     try:
@@ -132,6 +134,15 @@ def chunk(c, x, a):
     except ShapeError as err:
         raise _uneven_chunks(err, x.shape[d], n, a) from None
     return _pieces(x, d, [piece] * n, {"chunks": n, "dim": d})
+
+
+MAX_PIECES = 1024   # each piece is bound to a name: more is never a spec, and bounds the work
+
+
+def _named_pieces(a, n: int) -> None:
+    if n > MAX_PIECES:
+        raise a.fail(f"`{a.op.name}` would make {n} pieces, more than a binding can name "
+                     f"(at most {MAX_PIECES})", span=a.op.span)
 
 
 def _uneven_chunks(err, size, n, a):
