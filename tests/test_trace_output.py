@@ -422,6 +422,16 @@ def test_textbook_form_of_random_polynomials_is_the_same_polynomial(seed):
     assert sp.simplify(read_back(text, names) - e) == 0, (e, text)
 
 
+def test_the_terms_beside_a_layer_count_keep_their_common_factor():
+    # ViT's FLOPs: the layers, then the patch embedding and the head, which share D
+    names = ["B", "C", "Img", "D", "H", "K", "L", "N"]
+    B, C, Img, D, H, K, L, N = (sp.Symbol(n, positive=True, integer=True) for n in names)
+    e = B * (4 * L * N * D**2 + 2 * L * H * N**2 + C * D * Img**2 + D * K)
+    text = poly.textbook(e, names, counts=["L"])
+    assert sp.expand(read_back(text, names) - e) == 0, text
+    assert "D·(C·Img² + K)" in text
+
+
 # ------------------------------------------------------------------ layout, any text
 
 TEXT = st.text(alphabet="ab[], |@->(x)·²", max_size=80)

@@ -112,7 +112,10 @@ class Textbook:
             if len(with_c) >= 2:
                 rest = [m for m in monos if m.get(c) <= 0]
                 inner = self._group([m.div({c: 1}) for m in with_c], counts[k + 1:])
-                out = self._group(rest, counts[k + 1:]).terms if rest else []
+                out = []
+                if rest:        # the rest's own grouping, its common factor kept
+                    g = self._group(rest, counts[k + 1:])
+                    out = g.terms if g.plain else [g]
                 return Group({}, [Group({c: 1}, [inner])] + out)
         return Group({}, self._siblings(monos))
 
