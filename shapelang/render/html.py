@@ -167,6 +167,9 @@ class _Page:
         opened = " open" if not in_block and self.open_steps <= MAX_OPEN_STEPS else ""
         last = max([b.span.end_line or b.span.line] + [s.span.line for s in b.steps])
         body = "".join(self.step(s) for s in b.steps)
+        if not b.steps:     # a name for a tensor computed before (`present_k: k`): draw it as it is
+            body = "".join(step_svg(self.spec, "same", [], axes_of(self.spec, t.shape, None), None,
+                                    self.colours)[0] for t in b.types)
         for s in b.steps:
             if s.block is not None:
                 body += self.block(s.block, s)

@@ -84,12 +84,21 @@ def _prepare(text: str) -> tuple[str, Text]:
 
 
 def parse(text: str, path: str = "<input>") -> Spec:
-    """Parse spec text; raises ParseFailure with one diagnostic on a syntax error."""
+    """Parse spec text; raises ParseFailure with one diagnostic on a syntax error: the
+    first one `check` reports (statement by statement recovery often names the cause
+    better than the whole-file parse, e.g. a block without its `end`)."""
+    original = text
     text, source = _prepare(text)
     long = _long_lines(source)
     if long:
         raise line_too_long(long[0])
-    return Spec(path, text, tuple(run(source)))
+    try:
+        return Spec(path, text, tuple(run(source)))
+    except ParseFailure as failure:
+        _, diagnostics, _ = parse_recovering(original, path)
+        if diagnostics and failure.diagnostic not in diagnostics:
+            raise ParseFailure(diagnostics[0]) from None
+        raise
 
 
 def parse_recovering(text: str, path: str = "<input>"):
