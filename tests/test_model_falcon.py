@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 import pytest
-from torch_shapes import checked, module, shape_at
+from torch_shapes import checked, module, same_random_weights, shape_at
 
 from shapelang import trace
 
@@ -143,11 +143,7 @@ def test_generated_module_matches_the_reference(sizes):
     assert [tuple(p.shape) for p in got] == [tuple(p.shape) for p in want]
     assert len(got) == len(list(ref.parameters()))                    # the tied head counted once
     assert sum(p.numel() for p in got) == sum(p.numel() for p in ref.parameters())
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for p, q in zip(got, want):
-            q.copy_(torch.randn_like(q) * 0.2 + (1.0 if q.dim() == 1 else 0.0))
-            p.copy_(q)
+    same_random_weights(zip(got, want))
     ids = torch.randint(0, sizes["V"], (2, 9))
     with torch.no_grad():
         out, expected = model(ids), ref(ids)

@@ -50,3 +50,25 @@ REDUCED = {
 def example_or_reduced(spec, stem: str) -> dict:
     """The spec's example sizes, or its first reduced sizes when it is a whole large model."""
     return runner.resolve_sizes(spec, REDUCED[stem][0] if stem in REDUCED else None)
+
+
+def published_total(path) -> int:
+    """The parameter total the checker computes for a model spec at its example sizes
+    (the spec must check without a finding)."""
+    from pathlib import Path
+
+    spec = checked(Path(path).read_text(), str(path))
+    assert [d.code for d in spec.diagnostics] == []
+    return int(spec.example_value(spec.total_params))
+
+
+def same_random_weights(pairs, seed: int = 0) -> None:
+    """Fill each (generated, reference) pair of parameters with the same random values
+    (norm weights around 1, so that they matter without blowing up)."""
+    import torch
+
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for p, q in pairs:
+            q.copy_(torch.randn_like(q) * 0.2 + (1.0 if q.dim() == 1 else 0.0))
+            p.copy_(q)
