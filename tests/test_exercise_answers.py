@@ -107,9 +107,9 @@ def test_hostile_submissions_are_read_quickly(line, removed):
     tmpl = load_template(TEMPLATE)
     text = submission().replace(removed, "")
     text += "".join(line.replace("{i}", str(i)) + "\n" for i in range(250_000 // len(line)))
-    start = time.perf_counter()
+    start = time.process_time()      # CPU seconds: a guard against blow-ups, not a benchmark
     ex = extract(tmpl, text)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 2.0
     assert ex.answers["ret"].text == "g" and ex.answers["a"].text == "x"
 
 
