@@ -131,7 +131,7 @@ def _width(args) -> int:
 
 def _check(args) -> int:
     from .. import render
-    from ..api import check_file
+    from .common import fails, read_spec
 
     if args.format in ("sarif", "github"):
         from .ci import ci_command
@@ -143,12 +143,10 @@ def _check(args) -> int:
     status = 0
     written = []
     for path in args.files:
-        try:
-            spec = check_file(path)
-        except OSError as err:
-            print(f"shapelang: cannot read {path}: {err.strerror}", file=sys.stderr)
+        spec = read_spec(path)
+        if spec is None:
             return 2
-        if not spec.ok or (args.strict and spec.diagnostics):
+        if fails(spec, args.strict):
             status = 1
         if args.format == "json":
             written.append(render.to_json(render.spec_json(spec, args.command == "trace")))

@@ -6,20 +6,18 @@ import sys
 
 def ci_command(args) -> int:
     from .. import __version__
-    from ..api import check_file
     from ..render.github import github_text
     from ..render.json import to_json
     from ..render.sarif import relative_path, sarif_log
+    from .common import fails, read_spec
 
     status = 0
     findings = []
     for path in args.files:
-        try:
-            spec = check_file(path)
-        except OSError as err:
-            print(f"shapelang: cannot read {path}: {err.strerror}", file=sys.stderr)
+        spec = read_spec(path)
+        if spec is None:
             return 2
-        if not spec.ok or (args.strict and spec.diagnostics):
+        if fails(spec, args.strict):
             status = 1
         findings.append((path, list(spec.diagnostics)))
     if args.format == "sarif":
