@@ -6,11 +6,10 @@ weights, at lengths long enough to reach the logarithmic and the capped buckets.
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import pytest
-from torch_shapes import checked, module, published_total
+from torch_shapes import checked, module, published_total, renamed
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -209,9 +208,7 @@ RENAME = [
 
 
 def spec_name(name: str) -> str:
-    for pattern, repl in RENAME:
-        name = re.sub(pattern, repl, name)
-    return name
+    return renamed(name, RENAME)
 
 
 def test_parameter_total_is_t5_smalls():

@@ -5,11 +5,10 @@ model.py computes, with the same weights."""
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import pytest
-from torch_shapes import checked, module, published_total
+from torch_shapes import checked, module, published_total, renamed
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -140,9 +139,7 @@ RENAME = [
 
 
 def spec_name(name: str) -> str:
-    for pattern, repl in RENAME:
-        name = re.sub(pattern, repl, name)
-    return name
+    return renamed(name, RENAME)
 
 
 def test_parameter_total_is_the_public_models():

@@ -72,3 +72,13 @@ def same_random_weights(pairs, seed: int = 0) -> None:
         for p, q in pairs:
             q.copy_(torch.randn_like(q) * 0.2 + (1.0 if q.dim() == 1 else 0.0))
             p.copy_(q)
+
+
+def renamed(name: str, rules) -> str:
+    """A reference model's parameter name as the spec's module names it: `rules` are
+    (regex, replacement) pairs applied in order."""
+    import re
+
+    for pattern, repl in rules:
+        name = re.sub(pattern, repl, name)
+    return name
