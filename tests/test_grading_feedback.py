@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
+from shape_text import dims_of
 
 from shapelang import cli
 from shapelang.teaching.exercise import ExerciseError, make
@@ -163,7 +164,7 @@ def test_cross_attention_lengths_are_named_as_query_and_key_lengths():
     ("12_dk_dv", {"heads": "[H, N, d_v]"}, "did you mean `Dv`"),
     ("02_split_heads", {"qh": "[batch_size, H, S, Dh]"}, "did you mean `B`"),
 ])
-def test_suggestions_use_the_exercises_own_dims(name, answers, meant):
+def test_suggestions_use_the_exercises_owndims_of(name, answers, meant):
     b, _ = graded(name, answers)
     assert "declare it" not in b.feedback and "`dim " not in b.feedback, b.feedback
     assert "is not a dim of this exercise" in b.feedback and meant in b.feedback, b.feedback
@@ -299,19 +300,6 @@ def test_the_grade_command_gives_the_same_feedback(tmp_path, capsys):
 
 # ------------------------------------------------------------------ single-mistake variants
 
-def _dims(shape: str) -> list[str] | None:
-    if not (shape.startswith("[") and shape.endswith("]")):
-        return None
-    out, depth, cur = [], 0, ""
-    for ch in shape[1:-1]:
-        depth += ch in "[("
-        depth -= ch in "])"
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    return out + [cur.strip()]
 
 
 def _shape(dims: list[str]) -> str:
@@ -335,10 +323,10 @@ def variants(name: str) -> list:
     out = []
     example = _example(name)
     for blank, ref in reference(name).items():
-        dims = _dims(ref)
+        dims = dims_of(ref)
         inner = re.fullmatch(r"(view|reshape) (\[.*\])", ref)
         if inner:
-            dims, wrap = _dims(inner.group(2)), inner.group(1) + " "
+            dims, wrap = dims_of(inner.group(2)), inner.group(1) + " "
         else:
             wrap = ""
         if dims is None and re.fullmatch(r"[A-Za-z_]\w*", ref) and grader(name).tmpl.stmts[

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from shape_text import dims_of
 from test_exercises import CASES, NAMES, ROOT, grader, submission
 
 from shapelang import cli
@@ -49,20 +50,6 @@ class Case:
     blank: str | None = None
 
 
-def _dims(shape: str) -> list[str] | None:
-    """The top-level dims of `[a, b, c]`, or None for anything else."""
-    if not (shape.startswith("[") and shape.endswith("]")):
-        return None
-    out, depth, cur = [], 0, ""
-    for ch in shape[1:-1]:
-        depth += ch in "[("
-        depth -= ch in "])"
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    return out + [cur.strip()]
 
 
 def _reference(name: str) -> dict:
@@ -95,7 +82,7 @@ def cases(name: str, rng: random.Random) -> list[Case]:
     # wrong answers, with harmless noise around them
     wrongs = [(a, b) for a, b, words in CASES[name][1] if "right only" not in words]
     for n, r in ref.items():
-        dims = _dims(r)
+        dims = dims_of(r)
         if dims and len(dims) >= 2:
             wrongs.append(({n: "[" + ", ".join(dims[:-1]) + "]"}, n))
     for answers, blank in wrongs:
@@ -106,7 +93,7 @@ def cases(name: str, rng: random.Random) -> list[Case]:
 
     # a huge number in an answer: at most the partial share for that blank
     for n, r in rng.sample(sorted(ref.items()), min(3, len(ref))):
-        dims = _dims(r)
+        dims = dims_of(r)
         if dims and re.fullmatch(r"[A-Za-z_]\w*", dims[-1]):   # a size, not a number
             d = dims[-1]
             dims[-1] = f"({d})*((({d})**16)**16)**16"
