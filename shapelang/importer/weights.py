@@ -22,7 +22,7 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from ..codegen.torch_compat import lookup
+from ..codegen.torch_compat import copy_parameters
 
 DTYPES = {"float": torch.float32, "int": torch.long, "bool": torch.bool}
 
@@ -74,26 +74,12 @@ def resolve(generated: nn.Module, mapping: dict) -> dict:
     return out
 
 
-def _lookup(source: dict, spec):
-    try:
-        return lookup(source, spec)
-    except KeyError as err:
-        raise WeightsError(err.args[0].replace("source module", "original module")) from None
-
-
 def copy_weights(generated: nn.Module, original: nn.Module | dict, mapping: dict) -> dict:
     """Copy the original's weights into `generated`; every parameter of it must be covered.
     Returns the resolved `{generated name: source}`."""
     pairs = resolve(generated, mapping)
-    src = original.state_dict() if isinstance(original, nn.Module) else dict(original)
-    dst = dict(generated.named_parameters()) | dict(generated.named_buffers())
-    missing = [k for k, _ in generated.named_parameters() if k not in pairs]
-    if missing:
-        raise WeightsError(f"no source for {', '.join(missing)}")
-    with torch.no_grad():
-        for name, spec in pairs.items():
-            value = _lookup(src, spec)
-            if tuple(value.shape) != tuple(dst[name].shape):
-                raise WeightsError(f"{name} is {tuple(dst[name].shape)} but {spec} is {tuple(value.shape)}")
-            dst[name].copy_(value)
+    try:
+        copy_parameters(generated, original, pairs, strict=True)
+    except (KeyError, ValueError) as err:
+        raise WeightsError(str(err.args[0]).replace("source module", "original module")) from None
     return pairs
