@@ -10,27 +10,20 @@ and the grader reports the replacement as that blank's answer).
 """
 from __future__ import annotations
 
-import functools
 import random
 import re
 from pathlib import Path
 
 import pytest
+from exercise_kit import grader
 
 from shapelang.teaching.exercise import _squash
-from shapelang.teaching.grader import Grader, text_report
+from shapelang.teaching.grader import text_report
 
 ROOT = Path(__file__).resolve().parent.parent / "exercises"
 NAMES = sorted(p.stem for p in ROOT.glob("*.shape"))
 SEED = 20261123
 COUNT = 50
-
-
-@functools.cache
-def grader(name: str) -> Grader:
-    return Grader((ROOT / f"{name}.shape").read_text(),
-                  (ROOT / "solutions" / f"{name}.shape").read_text(),
-                  f"{name}.shape", f"solutions/{name}.shape")
 
 
 def reference(name: str) -> dict:

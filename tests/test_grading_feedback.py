@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
+from exercise_kit import grader
 from shape_text import dims_of
 
 from shapelang import cli
@@ -25,13 +26,6 @@ from shapelang.teaching.grader import Grader, text_report
 
 ROOT = Path(__file__).resolve().parent.parent / "exercises"
 NAMES = sorted(p.stem for p in ROOT.glob("*.shape"))
-
-
-@functools.cache
-def grader(name: str) -> Grader:
-    return Grader((ROOT / f"{name}.shape").read_text(),
-                  (ROOT / "solutions" / f"{name}.shape").read_text(),
-                  f"{name}.shape", f"solutions/{name}.shape")
 
 
 def reference(name: str) -> dict:
