@@ -108,6 +108,34 @@ def test_sdpa_equals_the_written_out_steps(name):
         torch.testing.assert_close(fused(idx), written(idx), atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("between", ["", "h2: heads * 2 -> scale 0.5\n", "h2: heads -> relu -> unsqueeze 0 -> squeeze 0\n"])
+def test_a_view_after_a_fused_attention_runs_whatever_lies_between(between):
+    """F.scaled_dot_product_attention lays out its result as its kernel likes; a `view` the
+    checker proved on the written-out layout, directly after the call or after steps that
+    keep the layout, must still run (and give the written-out numbers)."""
+    merged_from = "h2" if between else "heads"
+    text = ("dim B, S, D, H\ndim Dh = D / H\nassume D % H == 0\nexample B=2, S=5, D=16, H=4\n"
+            "input x: [B, S, D]\n"
+            "q: x -> linear D -> view [B, S, H, Dh] -> transpose 1 2\n"
+            "k: x -> linear D -> view [B, S, H, Dh] -> transpose 1 2\n"
+            "v: x -> linear D -> view [B, S, H, Dh] -> transpose 1 2\n"
+            "scores: q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh) -> softmax -1\n"
+            "heads: scores @ v\n" + between
+            + f"merged: {merged_from} -> view [B, H * S, Dh]\n")
+    spec = check_text(text)
+    assert spec.ok, text
+    gens = [codegen.generate(spec, attention=a) for a in ("sdpa", "explicit")]
+    assert "scaled_dot_product_attention" in gens[0].source
+    models = []
+    for a, gen in zip(("sdpa", "explicit"), gens):
+        mod = runner.load_module(gen.source, f"relaid_{a}_{len(between)}")
+        models.append(getattr(mod, gen.top_class)(getattr(mod, gen.config_class)()).eval())
+    models[1].load_state_dict(randomize(models[0]).state_dict())
+    x = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        torch.testing.assert_close(models[0](x), models[1](x), atol=1e-5, rtol=0)
+
+
 def test_sdpa_equals_nanogpt():
     """gpt2_small.shape's module, loaded from a nanoGPT model by shape and role."""
     ref = randomize(GPT(GPTConfig(vocab_size=96, block_size=32, n_layer=2, n_head=4, n_embd=32)))

@@ -43,6 +43,24 @@ class Attention:
     skipped: set = field(default_factory=set)   # step ids the call replaces
 
 
+# operations whose result is laid out afresh (contiguous), whatever their inputs' layout
+_FRESH_LAYOUT = {"contiguous", "matmul", "linear", "einsum", "embed"}
+
+
+def relaid(bindings, fused: dict) -> set:
+    """The refs whose memory layout may differ from the one the checker proved on: the
+    result of each fused call (F.scaled_dot_product_attention lays its result out as its
+    kernel likes, e.g. [B, L, H, Ev] in memory on CPU) and what keeps that layout after it
+    (elementwise ops, transposes, views). A `view` of one is written as `reshape`."""
+    out: set = set()
+    for b in bindings:
+        for s in b.steps:
+            if s.id in fused or (s.op not in _FRESH_LAYOUT and any(r in out for r in s.inputs)):
+                out.add(s.ref)
+                out.update(f"{s.ref}.{k}" for k in range(len(s.outputs)))
+    return out
+
+
 def find(bindings, prover, result_ref: str | None, types: dict) -> dict:
     """{id of the `@ V` step: Attention} for one module's bindings.
 

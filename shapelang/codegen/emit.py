@@ -74,6 +74,7 @@ class Emitter:
         self.uses: dict = {}
         self.producers: dict = {}
         self.attention: dict = {}
+        self.relaid: set = set()           # refs laid out otherwise than proved (after a fused call)
         self.skipped: set = set()
         self.taken = set(taken)            # names no local may take (dims, classes)
         self.units: dict = {}
@@ -121,9 +122,9 @@ class Emitter:
         unit = Unit(key, ir.name, ir, [(d.name, d.type, False) for d in ir.inputs], ir.params,
                     ir.buffers, ir.bindings, rename)
         self.units[key] = unit
-        saved = (self.scope, self.uses, self.producers, self.attention, self.skipped)
+        saved = (self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped)
         self._build(unit)
-        self.scope, self.uses, self.producers, self.attention, self.skipped = saved
+        self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped = saved
         self.order.append(unit)
         return unit
 
@@ -157,6 +158,7 @@ class Emitter:
         self.attention = {}
         if self.fuse_attention:
             self.attention = attention_pattern.find(unit.bindings, self.spec.prover, result_ref, dict(scope.types))
+        self.relaid = attention_pattern.relaid(unit.bindings, self.attention)
         self.skipped = set()
         for a in self.attention.values():
             self.skipped |= a.skipped - {a.step.id}

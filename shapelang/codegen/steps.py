@@ -69,13 +69,10 @@ class Op:
 
 def _view(o: Op) -> list[str]:
     shape = o.sizes(o.d["shape"], o.d.get("infer"))
-    p = o.em.producers.get(o.s.inputs[0])
-    if p is not None and p.id in o.em.attention:
-        # F.scaled_dot_product_attention may lay its result out otherwise than the written-out
-        # form the checker proved this step on (the CPU kernel gives [B, L, H, Ev] in memory)
-        return [f"{o.out} = {o.x}.reshape({shape})"]
     if o.s.op == "reshape" and o.d.get("copies"):
         return [f"{o.out} = {o.x}.contiguous().view({shape})"]
+    if o.s.inputs[0] in o.em.relaid:     # laid out by a fused attention call, not as proved
+        return [f"{o.out} = {o.x}.reshape({shape})"]
     return [f"{o.out} = {o.x}.view({shape})"]
 
 
