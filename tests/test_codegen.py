@@ -82,6 +82,10 @@ tm: where(tp >= arange(S), zeros([S, S]), ones([1, S])) * full([S, 1], 2)
 tn: tp -> tril -1 -> triu (in - 1) -> sin -> cos -> pow 2
 tz: arange(S) > 2 -> where arange(S) 0 -> outer arange(T)
 tr: outer(arange(D), arange(I)) != 0
+tmin: minimum(arange(S), full([S], 2)) + (arange(S) -> maximum full([1], 1)) -> clamp 0 max=3
+tmv, tmi: arange(S) -> clamp min=full([S], 1) -> max 0 keepdim
+tmw, tmj: arange(S) -> min -1
+tma: arange(S) -> amin 0
 cv: x -> transpose 1 2 -> conv1d F 3 padding=1 -> conv1d D 2 stride=2 padding=1 dilation=2 bias=false
 cg: x -> transpose 1 2 -> conv1d D 1 groups=H
 ix1, ix2: x -> topk G -1

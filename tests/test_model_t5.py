@@ -228,6 +228,29 @@ def test_buckets_reach_every_kind_of_offset():
     assert set(back.unique().tolist()) == set(range(32))
 
 
+def _block(name: str) -> str:
+    text = SPEC.read_text()
+    start = text.index(f"block {name}(")
+    return text[start:text.index("\nend\n", start) + 5]
+
+
+def test_spec_buckets_equal_the_references_exactly():
+    """The spec's two bucket blocks (torch.min of two tensors written `minimum`), generated
+    and run on every offset from -139 to 139: the very buckets of the reference."""
+    text = ("dim T, N\nexample T=140, N=140\ninput rel: [T, N] int\n"
+            + _block("BidirectionalBuckets") + _block("CausalBuckets")
+            + "both: rel -> BidirectionalBuckets\nback: rel -> CausalBuckets\n")
+    assert "minimum(" in _block("BidirectionalBuckets") and "minimum(" in _block("CausalBuckets")
+    spec = checked(text)
+    model, _ = module(spec, "buckets", T=140, N=140)
+    rel = torch.arange(140)[None, :] - torch.arange(140)[:, None]
+    got = model(rel)
+    for name, bidirectional in (("both", True), ("back", False)):
+        want = relative_position_bucket(rel, bidirectional=bidirectional)
+        assert got[name].dtype == want.dtype == torch.long
+        assert (got[name] - want).abs().max().item() == 0
+
+
 SIZES = [{"V": 50, "D": 16, "H": 2, "Dkv": 4, "F": 24, "L": 1, "B": 2, "Se": 140, "Sd": 9},
          {"V": 40, "D": 12, "H": 3, "Dkv": 5, "F": 20, "L": 2, "B": 2, "Se": 11, "Sd": 150}]
 

@@ -3,6 +3,8 @@ table (`concat(-1, A, B)`, `einsum("..", A, B)`, `arange(S)`, ...; shapelang.che
 and the scalar functions of sizes."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import Call
 from . import dims as dimlib
@@ -11,6 +13,8 @@ from .scope import Poisoned
 
 
 def call(c, node: Call):
+    if node.func in ("min", "max") and any(c._mentions_tensor(a) for a in node.args):
+        node = replace(node, func="minimum" if node.func == "min" else "maximum")
     if node.func in dimlib.SCALAR_FUNCTIONS:
         return c.build(node, allow_real=True)
     text = c.source_of(node)

@@ -295,7 +295,7 @@ RULES = {
     "gelu": _float_only, "silu": _float_only, "softplus": _float_only, "dropout": _float_only,
     "tanh": _to_float, "sigmoid": _to_float, "exp": _to_float, "sqrt": _to_float,
     "rsqrt": _to_float, "log": _to_float, "square": _square,
-    "mean": _float_only, "var": _float_only, "sum": _sum, "amax": _same,
+    "mean": _float_only, "var": _float_only, "sum": _sum, "amax": _same, "amin": _same,
     "scale": _scale, "mask": _mask, "linear": _learned, "layernorm": _norm, "rmsnorm": _norm,
     "embed": _embed,
 }

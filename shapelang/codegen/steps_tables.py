@@ -80,7 +80,16 @@ def _triangle(o: Op) -> list[str]:
     return [f"{o.out} = {o.x}.{o.s.op}({arg})"]
 
 
+def _clamp(o: Op) -> list[str]:
+    tensors = iter(o.args[1:])
+    bounds = ", ".join(f"{name}={next(tensors) if v is None else _value(o, v)}" for name, v in o.d["bounds"])
+    return [f"{o.out} = torch.clamp({o.x}, {bounds})"]
+
+
 EMITTERS.update({
+    "minimum": lambda o: [f"{o.out} = torch.minimum({o.args[0]}, {o.args[1]})"],
+    "maximum": lambda o: [f"{o.out} = torch.maximum({o.args[0]}, {o.args[1]})"],
+    "clamp": _clamp,
     "arange": _arange,
     "linspace": _linspace,
     "full": _full,

@@ -192,6 +192,27 @@ _ENTRIES += [
           tables.power, family="tables"),
 ]
 
+# elementwise minimum and maximum, clamp, and the reductions that go with amax
+_ENTRIES += [
+    OpDef("minimum", "minimum(A, B) | minimum B", "the smaller of two tensors element by element "
+          "(the shapes broadcast, the dtypes promote; `min(A, B)` of two tensors is the same)",
+          tables.extremum, family="tables", provenance="where"),
+    OpDef("maximum", "maximum(A, B) | maximum B", "the larger of two tensors element by element "
+          "(`max(A, B)` of two tensors is the same)", tables.extremum, family="tables",
+          provenance="where"),
+    OpDef("clamp", "clamp [min=LO] [max=HI]", "bounds each element by LO below and HI above "
+          "(numbers or tensors that broadcast; `clamp LO HI` also)", tables.clamp, family="tables",
+          provenance="where", kwargs=("min", "max")),
+    OpDef("amin", "amin A [keepdim]", "minimum over axis A", values.reduce,
+          provenance="reduce", positional=("dim",), kwargs=("keepdim",)),
+    OpDef("max", "max A [keepdim]", "torch.max over axis A: the maxima and their int indices (two "
+          "tensors: `vals, idx: x -> max -1`; for the maxima alone use `amax`)", values.reduce,
+          positional=("dim",), kwargs=("keepdim",)),
+    OpDef("min", "min A [keepdim]", "torch.min over axis A: the minima and their int indices (two "
+          "tensors; for the minima alone use `amin`)", values.reduce,
+          positional=("dim",), kwargs=("keepdim",)),
+]
+
 TABLE: dict[str, OpDef] = {d.name: d for d in _ENTRIES}
 
 # the operations a pipeline step may name (blocks are looked up by the checker)

@@ -12,6 +12,7 @@ import sympy as sp
 
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Neg, Num, ShapeLit
+from .. import dtypes
 from ..layout import fresh
 from .args import ONE, Result
 from .combine import broadcast
@@ -156,6 +157,10 @@ def outer_call(c, node):
 
 def _operand(c, node):
     """A tensor (type, ref) or a number."""
+    inner = node.operand if isinstance(node, Neg) else node
+    if isinstance(inner, Name) and inner.name in ("inf", "true", "false", "True", "False") \
+            and inner.name not in c.prover.user and not c.is_tensor_name(inner.name):
+        return fill_value(c, node)
     v = c.value(node)
     return v if isinstance(v, tuple) else fill_value(c, node)
 
@@ -188,8 +193,87 @@ def _outer(c, a, b, span):
                   flops=a.shape[0] * b.shape[0])
 
 
+# ------------------------------------------------------------------ minimum, maximum, clamp
+
+_BOUND = {"minimum": "max", "maximum": "min"}   # the clamp keyword that does the same with a number
+
+
+def _level(t) -> int:
+    return 0 if t.rank else 1
+
+
+def extremum_call(c, node):
+    """minimum(A, B) / maximum(A, B); min(A, B) / max(A, B) of two tensors are the same."""
+    name = {"min": "minimum", "max": "maximum"}.get(node.func, node.func)
+    if len(node.args) != 2:
+        raise ShapeError("E110", f"`{name}` takes 2 tensors, got {len(node.args)}", span=node.span,
+                         help=f"write it as `{name}(a, b)`")
+    values = [_operand(c, n) for n in node.args]
+    res = _extremum(c, name, values, node.args, node.span, node.span)
+    return name, [v[1] for v in values], res
+
+
+def _extremum(c, name, values, nodes, span, whole=None):
+    """`whole`: the span of the call, which a proved fix rewrites as a clamp."""
+    for v, n in zip(values, nodes):
+        if not isinstance(v, tuple):
+            other = next((c.source_of(m) for w, m in zip(values, nodes) if isinstance(w, tuple)), "x")
+            clamp_ = f"clamp {_BOUND[name]}={c.source_of(n)}"
+            why = "bound it by the number with `clamp`"
+            fix = (whole, f"({other} -> {clamp_})", why) if whole else (span, clamp_, why)
+            raise ShapeError("E112", f"`{name}` compares two tensors element by element, and "
+                             f"`{c.source_of(n)}` is a number: torch.{name} takes tensors only",
+                             span=n.span, help=f"to bound a tensor by a number write "
+                             f"`{other} -> {clamp_}`", fixes=(fix,))
+    (a, _), (b, _) = values
+    shape = broadcast(c, [a.shape, b.shape], [f"`{c.source_of(n)}`" for n in nodes], span)
+    return Result((fresh(shape, dtypes.result_type([(a.dtype, _level(a)), (b.dtype, _level(b))])),))
+
+
+def extremum(c, x, a):
+    """`x -> minimum y`: the pipeline form."""
+    a.count(1, usage=f"{a.op.name} y")
+    other = _operand(c, a.pos[0])
+    if isinstance(other, tuple):
+        a.tensors.append(other[0])
+    return _extremum(c, a.op.name, [(x, ""), other], (a.op, a.pos[0]), a.op.span)
+
+
+def clamp(c, x, a):
+    """`clamp MIN MAX`, `clamp min=0`, `clamp max=15`: numbers or tensors that broadcast."""
+    a.count(0, 2, usage="clamp min=0 max=15")
+    given = list(zip(("min", "max"), a.pos))
+    for name in ("min", "max"):
+        k = a.kw.get(name)
+        if k is not None:
+            if any(g[0] == name for g in given):
+                raise a.fail(f"`clamp` gets `{name}` twice", span=k.span)
+            given.append((name, k.value))
+    if not given:
+        raise a.fail("`clamp` needs a lower or an upper bound (or both)",
+                     help="write it as `clamp min=0`, `clamp max=15` or `clamp 0 15`")
+    bounds, shapes, operands = [], [x.shape], [(x.dtype, _level(x))]
+    for name, node in given:
+        v = _operand(c, node)
+        if isinstance(v, tuple):
+            shapes.append(v[0].shape)
+            operands.append((v[0].dtype, _level(v[0])))
+            a.tensors.append(v[0])
+            bounds.append((name, None))
+        else:
+            operands.append((scalar_dtype(v), 2))
+            bounds.append((name, v))
+    shape = broadcast(c, shapes, ["the input"] + [f"`{n}=`" for n, _ in given], a.op.span) \
+        if len(shapes) > 1 else x.shape
+    dtype = dtypes.result_type(operands)
+    if dtype == "bool":
+        raise dtypes.refuse("`clamp` of bool values: PyTorch does not clamp bools", a.op.span,
+                            "cast it first: `-> to int`")
+    return Result((fresh(shape, dtype),), detail={"bounds": tuple(bounds)})
+
+
 CALLS = {"arange": arange, "linspace": linspace, "zeros": filled, "ones": filled, "full": filled,
-         "where": where_call, "outer": outer_call}
+         "where": where_call, "outer": outer_call, "minimum": extremum_call, "maximum": extremum_call}
 
 
 # ------------------------------------------------------------------ pipeline forms

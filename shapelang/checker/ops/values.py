@@ -131,6 +131,8 @@ def reduce(c, x, a):
     detail = {"dim": d, "keepdim": keep}
     if a.op.name == "var":
         detail["correction"] = a.kw_number("correction", 1, whole=True)
+    if a.op.name in ("min", "max"):   # torch.max(x, dim): the values and their int indices
+        return Result((fresh(shape, x.dtype), fresh(shape, "int")), detail=detail)
     return Result((fresh(shape, x.dtype),), detail=detail)
 
 

@@ -1,0 +1,124 @@
+"""Elementwise `minimum`/`maximum` of two tensors, `clamp` by numbers or tensors, and the
+reductions `amin`, `max`, `min` over a dim: the checker's shapes and dtypes are PyTorch's
+at several sizes (broadcasting, type promotion), the generated module computes what torch
+computes, and what PyTorch refuses is refused with a rewrite that is proved."""
+from __future__ import annotations
+
+import pytest
+from torch_shapes import module, shape_at
+
+from shapelang import check
+
+torch = pytest.importorskip("torch")
+
+SPEC = """\
+dim S, N
+example {example}
+input a: [S, 1] int
+input b: [N]
+input h: [S, N] float16
+input m: [S, N] bool
+input k: [] int
+lo: minimum(a, b)
+hi: a -> maximum b
+mn: min(a, b)
+mx: max(m, m)
+half: minimum(h, b)
+wide: maximum(h, k)
+c1: a -> clamp max=3
+c2: b -> clamp (-0.5) 0.5
+c3: a -> clamp min=0.5
+c4: b -> clamp min=a max=b
+c5: m -> clamp min=0
+r: b -> amin 0
+rk: h -> amin -1 keepdim
+v, i: lo -> max -1 keepdim
+w, j: lo -> min 0
+"""
+
+
+def reference(a, b, h, m, k):
+    v, i = torch.minimum(a, b).max(-1, keepdim=True)
+    w, j = torch.minimum(a, b).min(0)
+    return {"lo": torch.minimum(a, b), "hi": torch.maximum(a, b), "mn": torch.min(a, b),
+            "mx": torch.max(m, m), "half": torch.minimum(h, b), "wide": torch.maximum(h, k),
+            "c1": torch.clamp(a, max=3), "c2": torch.clamp(b, -0.5, 0.5), "c3": torch.clamp(a, min=0.5),
+            "c4": torch.clamp(b, min=a, max=b), "c5": torch.clamp(m, min=0), "r": b.amin(0),
+            "rk": h.amin(-1, keepdim=True), "v": v, "i": i, "w": w, "j": j}
+
+
+SIZES = [{"S": 4, "N": 5}, {"S": 1, "N": 3}, {"S": 6, "N": 1}]
+KIND = {torch.bool: "bool", torch.long: "int", torch.float32: "float", torch.float16: "float16"}
+
+
+def inputs(S, N):
+    torch.manual_seed(S * 10 + N)
+    return {"a": torch.randint(-3, 4, (S, 1)), "b": torch.randn(N), "h": torch.randn(S, N).half(),
+            "m": torch.rand(S, N) > 0.5, "k": torch.tensor(1)}
+
+
+@pytest.mark.parametrize("sizes", SIZES, ids=lambda s: "-".join(map(str, s.values())))
+def test_shapes_and_dtypes_are_pytorchs(sizes):
+    example = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    spec = check(SPEC.format(example=example))
+    assert [(d.code, d.message) for d in spec.diagnostics] == []
+    types = {n: t for b in spec.bindings for n, t in zip(b.names, b.types)}
+    for name, value in reference(**inputs(**sizes)).items():
+        assert shape_at(spec, name, sizes) == tuple(value.shape), name
+        assert types[name].dtype == KIND[value.dtype], name
+
+
+@pytest.mark.parametrize("sizes", SIZES, ids=lambda s: "-".join(map(str, s.values())))
+def test_generated_module_computes_what_torch_computes(sizes):
+    spec = check(SPEC.format(example="S=4, N=5"))
+    model, gen = module(spec, "minmax", **sizes)
+    assert "torch.minimum(" in gen.source and "torch.clamp(" in gen.source
+    xs = inputs(**sizes)
+    got = model(*xs.values())
+    for name, value in reference(**xs).items():
+        if name in got:
+            assert got[name].dtype == value.dtype, name
+            torch.testing.assert_close(got[name], value, rtol=0, atol=0, msg=name)
+
+
+def test_the_trace_shows_the_broadcast_shape_and_the_indices():
+    out = check(SPEC.format(example="S=4, N=5"))
+    from shapelang import trace
+    text = trace(out, width=0)
+    line = next(x for x in text.splitlines() if x.startswith("v, i"))
+    assert "[S, 1] | [S, 1] int" in line
+    assert "[S, N]" in next(x for x in text.splitlines() if x.startswith("lo "))
+
+
+BASE = "dim S\ninput a: [S] int\ninput f: [S]\ninput m: [S] bool\n"
+ERRORS = [
+    # (line, code, what the help writes, PyTorch refusing the same)
+    ("x: minimum(a, 3)", "E112", "write it as `x: (a -> clamp max=3)`",
+     lambda: torch.minimum(torch.arange(3), 3)),
+    ("x: a -> maximum 0", "E112", "write it as `x: a -> clamp min=0`",
+     lambda: torch.maximum(torch.arange(3), 0)),
+    ("x: min(f, 0.5)", "E112", "write it as `x: (f -> clamp max=0.5)`",
+     lambda: torch.min(torch.ones(3), 0.5)),
+    ("x: m -> clamp max=true", "E120", None, lambda: torch.clamp(torch.ones(3) > 0, max=True)),
+    ("x: f -> clamp", "E110", "`clamp min=0`", lambda: torch.clamp(torch.ones(3))),
+    ("x: minimum(f, arange(S + 1))", "E102", None, lambda: torch.minimum(torch.ones(3), torch.arange(4))),
+]
+
+
+@pytest.mark.parametrize("line, code, help, torch_call", ERRORS, ids=[e[0] for e in ERRORS])
+def test_errors(line, code, help, torch_call):
+    spec = check(BASE + "example S=3\n" + line + "\n")
+    [d] = [d for d in spec.diagnostics if d.severity == "error"]
+    assert d.code == code and d.span.line == 6, (d.code, d.message)
+    if help:
+        assert help in d.help
+    with pytest.raises((RuntimeError, TypeError)):
+        torch_call()
+
+
+def test_the_proved_clamp_rewrite_checks():
+    spec = check(BASE + "x: minimum(a, 3)\n")
+    [d] = spec.diagnostics
+    _span, text, line = d.fix
+    assert (text, line) == ("(a -> clamp max=3)", "x: (a -> clamp max=3)")
+    assert check(BASE + line + "\n").ok
