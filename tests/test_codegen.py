@@ -86,6 +86,7 @@ tmin: minimum(arange(S), full([S], 2)) + (arange(S) -> maximum full([1], 1)) -> 
 tmv, tmi: arange(S) -> clamp min=full([S], 1) -> max 0 keepdim
 tmw, tmj: arange(S) -> min -1
 tma: arange(S) -> amin 0
+tln: arange(S) > 1 -> logical_not
 cv: x -> transpose 1 2 -> conv1d F 3 padding=1 -> conv1d D 2 stride=2 padding=1 dilation=2 bias=false
 cg: x -> transpose 1 2 -> conv1d D 1 groups=H
 ix1, ix2: x -> topk G -1

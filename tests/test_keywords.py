@@ -44,7 +44,7 @@ USAGE = {
     "tril": "x -> tril 1", "sin": "x -> sin", "cos": "x -> cos", "pow": "x -> pow 2",
     "minimum": "x -> minimum (x -> amin -1 keepdim)", "maximum": "x -> maximum (x -> amax -1 keepdim)",
     "clamp": "x -> clamp min=0 max=1", "amin": "x -> amin -1", "max": "v, y: x -> max -1",
-    "min": "v, y: x -> min 0 keepdim",
+    "min": "v, y: x -> min 0 keepdim", "logical_not": "x > 0 -> logical_not",
     **{name: f"x -> {name}" for name in ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt",
                                           "rsqrt", "log", "abs", "softplus", "neg", "square", "float",
                                           "half", "bfloat16", "double", "long", "bool")},

@@ -285,3 +285,39 @@ def test_formatting_gives_the_layout_of_shapelang_fmt():
     assert edits[0].new_text == format_text(messy)
     assert "Y: X -> linear D -> relu" in edits[0].new_text
     assert not refused     # a file that does not parse is left alone
+
+
+DTYPES = ("dim B, S, L\nexample B=2, S=3, L=3\ninput ids: [B, S] int\ninput pad: [B, S] bool\n"
+          "input x: [B, S, 4]\nblock Layer(h: [B, S, 4]):\n  return h -> linear 4\nend\n")
+
+
+@pytest.mark.parametrize("line, code, title, fixed", [
+    ("y: ids -> softmax -1", "E120", "E120: write it as `y: ids -> to float -> softmax -1`",
+     "y: ids -> to float -> softmax -1"),
+    ("y: 1 - pad", "E120", "E120: write it as `y: 1 - (pad -> to float)`", "y: 1 - (pad -> to float)"),
+    ("y: -pad", "E120", "E120: write it as `y: -(pad -> to float)`", "y: -(pad -> to float)"),
+    ("y: x -> stack (L - 1) Layer", "E109", "E109: add the line `assume L >= 2`", "assume L >= 2"),
+])
+def test_dtype_casts_and_assumptions_are_quick_fixes(line, code, title, fixed):
+    """The proved rewrites of a dtype refusal and of a size that may not be positive are
+    offered as quick fixes; applying one, as an editor does, clears every finding."""
+    text = DTYPES + line + "\n"
+
+    async def scenario():
+        async with Session() as s:
+            s.open(URI, text)
+            diags = await s.diagnostics(URI, 1)
+            actions = await s.code_actions(URI, diags[0].range, diags)
+            s.edit(URI, 2, actions[0].edit.changes[URI])
+            after = await s.diagnostics(URI, 2)
+            return diags, actions, after
+    diags, actions, after = run(scenario)
+    assert [d.code for d in diags] == [code]
+    assert len(actions) == 1 and actions[0].kind == t.CodeActionKind.QuickFix
+    assert actions[0].title == title
+    (edit,) = actions[0].edit.changes[URI]
+    lines = text.split("\n")
+    line_at = lines[edit.range.start.line]
+    new = line_at[:edit.range.start.character] + edit.new_text + line_at[edit.range.end.character:]
+    assert new.split("\n")[0] == fixed
+    assert list(after) == []

@@ -18,6 +18,8 @@ import itertools
 import re
 from dataclasses import replace
 
+import sympy as sp
+
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import Assume, DimDecl, Name, Span
 
@@ -161,3 +163,14 @@ def assume_line(checker, relation: str, why: str = "if that is intended, say so"
     if last == 0:
         return ()
     return ((Span(last + 1, 1, last + 1, 1), f"assume {relation}\n", why),)
+
+
+def positive_relation(e, show) -> str:
+    """`e >= 1` as a learner writes it: the terms with a minus sign moved to the right and the
+    numbers gathered there (`L - 1` gives `L >= 2`, `S - 2*K` gives `S >= 2*K + 1`)."""
+    const, terms = e.as_coeff_Add()
+    left = [t for t in sp.Add.make_args(terms) if not t.could_extract_minus_sign()]
+    right = [-t for t in sp.Add.make_args(terms) if t.could_extract_minus_sign()]
+    if not left or terms == 0:
+        return f"{show(e)} >= 1"
+    return f"{show(sp.Add(*left))} >= {show(sp.Add(*right) + 1 - const)}"

@@ -195,8 +195,9 @@ class Checker(Facts):
             help, fixes = self._divisibility(e)
             self.need(self.prover.whole(e), "E104", d.span, f"the size `{self.sz(e)}` is not always "
                       "a whole number", help=help, expr=e, fixes=fixes)
-            self.need(self.prover.positive(e), "E109", d.span, f"the size `{self.sz(e)}` is not always positive",
-                      expr=e)
+            verdict = self.prover.positive(e)
+            self.need(verdict, "E109", d.span, f"the size `{self.sz(e)}` is not always positive", expr=e,
+                      **dict(zip(("help", "fixes"), self._positive_fix(e, verdict) if not verdict.ok else ())))
             shape.append(e)
         return fresh(shape, dtypes.declared(s))
 
@@ -381,21 +382,25 @@ class Checker(Facts):
                                  span=node.span)
             self._tensor_refs[id(node)] = vals[0][1]
             return vals[0]
-        if isinstance(node, Neg):
-            v = self.value(node.operand)
-            if not isinstance(v, tuple):
-                return -v
-            dt = dtypes.negate(v[0], node.span, _src(self.spec.source, node.operand))
-            return self.emit("neg", _src(self.spec.source, node), node.span, [v[1]],
-                             ops.Result((replace(dense_like(v[0], self.prover.canon), dtype=dt),)))[0]
-        if isinstance(node, BinOp):
-            return self.binop(node)
+        if isinstance(node, (Neg, BinOp)):
+            try:
+                return self.binop(node) if isinstance(node, BinOp) else self.negate(node)
+            except ShapeError as err:   # a dtype refused: the casts that make it valid, proved
+                raise self.suggest.cast(err, node) from None
         if isinstance(node, Call):
             v = self.call(node)
             if isinstance(v, tuple):
                 self._tensor_refs[id(node)] = v[1]
             return v
         raise ShapeError("E112", "unexpected expression", span=node.span)
+
+    def negate(self, node: Neg):
+        v = self.value(node.operand)
+        if not isinstance(v, tuple):
+            return -v
+        dt = dtypes.negate(v[0], node.span, _src(self.spec.source, node.operand))
+        return self.emit("neg", _src(self.spec.source, node), node.span, [v[1]],
+                         ops.Result((replace(dense_like(v[0], self.prover.canon), dtype=dt),)))[0]
 
     def binop(self, node: BinOp):
         a, b = self.value(node.left), self.value(node.right)

@@ -115,8 +115,14 @@ def _level(t) -> int:
 
 # ------------------------------------------------------------------ refusals
 
-def refuse(message: str, span, help: str | None = None) -> ShapeError:
-    return ShapeError("E120", message, help=help, span=span)
+def refuse(message: str, span, help: str | None = None, casts: tuple = ()) -> ShapeError:
+    """`casts`: ((operand, dtype), ...) that make the step valid; shapelang.checker.suggest
+    turns them into rewrites, which are proved before they are shown."""
+    return ShapeError("E120", message, help=help, span=span, casts=tuple(casts))
+
+
+def _input_cast(dtype: str) -> tuple:
+    return (("input", dtype),)
 
 
 _CAST_HELP = "cast it first, e.g. `(x -> to float)`"
@@ -127,7 +133,8 @@ def need_float(what: str, t, span, show_t=None, cast: str = "float") -> None:
         shown = f" {show_t}" if show_t else ""
         raise refuse(f"{what} needs floating-point values, but the input{shown} holds "
                      f"{show(t.dtype)} values", span,
-                     f"PyTorch refuses {show(t.dtype)} here at every size; cast it first: `-> to {cast}`")
+                     f"PyTorch refuses {show(t.dtype)} here at every size; cast it first: `-> to {cast}`",
+                     _input_cast(cast))
 
 
 # ------------------------------------------------------------------ elementwise, from the checker
@@ -136,20 +143,22 @@ def binary(op: str, left, right, span, texts=("", "")) -> str:
     """The dtype of `left <op> right` (add sub mul div pow floordiv mod); either side may be
     a tensor type or a number's dtype (a str)."""
     dts = [x if isinstance(x, str) else x.dtype for x in (left, right)]
+    bools = tuple(k for k, x in enumerate((left, right)) if not isinstance(x, str) and x.dtype == "bool")
     if op == "sub" and "bool" in dts:
         which = texts[dts.index("bool")] or "a bool tensor"
         raise refuse(f"`-` with a bool tensor: `{which}` holds bool values, which PyTorch does not "
                      "subtract", span, f"cast it first: `({which} -> to float)`; `1 - (mask -> to float)` "
-                     "is 1 where the mask is False")
+                     "is 1 where the mask is False", [(k, "float") for k in bools])
     operands = [(d, 2 if isinstance(x, str) else _level(x)) for x, d in zip((left, right), dts)]
     out = result_type(operands)
     if op == "div" and kind(out) != "float":
         return DEFAULT
     if op in ("floordiv", "mod") and out == "bool":
         raise refuse(f"`{'//' if op == 'floordiv' else '%'}` of two bool values: PyTorch has no "
-                     "bool division", span, _CAST_HELP)
+                     "bool division", span, _CAST_HELP, [(k, "int") for k in bools])
     if op == "pow" and dts == ["bool", "bool"]:
-        raise refuse("`**` of two bool tensors: PyTorch has no bool power", span, _CAST_HELP)
+        raise refuse("`**` of two bool tensors: PyTorch has no bool power", span, _CAST_HELP,
+                     [(k, "int") for k in bools])
     return out
 
 
@@ -163,18 +172,21 @@ def negate(t, span, text: str = "") -> str:
     if t.dtype == "bool":
         raise refuse(f"`-{text}` negates a bool tensor, which PyTorch refuses", span,
                      f"cast it first: `-({text or 'mask'} -> to float)`; `1 - (mask -> to float)` "
-                     "is 1 where the mask is False")
+                     "is 1 where the mask is False", [(0, "float")])
     return t.dtype
 
 
 def matmul(a, b, span, texts=("", "")) -> str:
     if a.dtype != b.dtype:
+        casts = [(0, b.dtype)] if kind(b.dtype) == "float" else [(1, a.dtype)] \
+            if kind(a.dtype) == "float" else [(0, DEFAULT), (1, DEFAULT)]
         raise refuse(f"`@` of `{texts[0]}` ({show(a.dtype)}) and `{texts[1]}` ({show(b.dtype)}): "
                      "a matrix product needs both operands of the same dtype", span,
                      f"cast one of them, e.g. `({texts[0]} -> to {b.dtype})`"
-                     if kind(b.dtype) == "float" else _CAST_HELP)
+                     if kind(b.dtype) == "float" else _CAST_HELP, casts)
     if a.dtype == "bool":
-        raise refuse("`@` of bool tensors: PyTorch has no bool matrix product", span, _CAST_HELP)
+        raise refuse("`@` of bool tensors: PyTorch has no bool matrix product", span, _CAST_HELP,
+                     [(0, DEFAULT), (1, DEFAULT)])
     return a.dtype
 
 
@@ -224,7 +236,7 @@ def _to_float(c, x, a, res):
 def _no_bool(c, x, a, res):
     if x.dtype == "bool":
         raise refuse(f"`{a.op.name}` of a bool tensor {c.show(x)}: PyTorch refuses it", a.op.span,
-                     _CAST_HELP)
+                     _CAST_HELP, _input_cast(DEFAULT))
     return [x.dtype]
 
 
@@ -254,7 +266,7 @@ def _scale(c, x, a, res):
 def _mask(c, x, a, res):
     if kind(x.dtype) == "int":
         raise refuse(f"`mask` fills with -inf, which {show(x.dtype)} values cannot hold", a.op.span,
-                     _CAST_HELP)
+                     _CAST_HELP, _input_cast(DEFAULT))
     return [x.dtype]
 
 
@@ -266,7 +278,7 @@ def _learned(c, x, a, res):
                      "needs one dtype", a.op.span,
                      f"cast the input: `-> to {want}`, or give the weights its dtype: "
                      f"`{a.op.name} ... dtype={x.dtype}`" if kind(x.dtype) == "float" else
-                     f"cast the input: `-> to {want}`")
+                     f"cast the input: `-> to {want}`", _input_cast(want))
     return [want]
 
 
@@ -276,7 +288,8 @@ def _norm(c, x, a, res):
     need_float(f"`{a.op.name}`", x, a.op.span, c.show(x))
     if a.op.name == "layernorm" and x.dtype == "float64" and res.detail.get("affine", True):
         raise refuse("`layernorm` of float64 values with float32 weights: PyTorch refuses mixed "
-                     "dtypes wider than the weights", a.op.span, f"cast the input: `-> to {DEFAULT}`")
+                     "dtypes wider than the weights", a.op.span, f"cast the input: `-> to {DEFAULT}`",
+                     _input_cast(DEFAULT))
     return [x.dtype]
 
 
@@ -284,7 +297,7 @@ def _embed(c, x, a, res):
     if x.dtype not in ("int", "int32"):
         raise refuse(f"`embed` looks up token ids, but {c.show(x)} holds {show(x.dtype)} values; "
                      "PyTorch takes int64 or int32 indices", a.op.span,
-                     "declare the ids as `input ids: [B, S] int`, or cast: `-> to int`")
+                     "declare the ids as `input ids: [B, S] int`, or cast: `-> to int`", _input_cast("int"))
     tables = getattr(a, "tensors", [])
     return [tables[0].dtype if tables else res.detail.get("dtype") or DEFAULT]
 
@@ -295,7 +308,7 @@ RULES = {
     "gelu": _float_only, "silu": _float_only, "softplus": _float_only, "dropout": _float_only,
     "tanh": _to_float, "sigmoid": _to_float, "exp": _to_float, "sqrt": _to_float,
     "rsqrt": _to_float, "log": _to_float, "square": _square,
-    "mean": _float_only, "var": _float_only, "sum": _sum, "amax": _same, "amin": _same,
+    "mean": _float_only, "var": _float_only, "sum": _sum, "amax": _same, "amin": _same, "logical_not": lambda c, x, a, r: ["bool"],
     "scale": _scale, "mask": _mask, "linear": _learned, "layernorm": _norm, "rmsnorm": _norm,
     "embed": _embed,
 }

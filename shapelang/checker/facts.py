@@ -69,8 +69,10 @@ class Facts:
                           f"`{d.name} = {self.sz(value)}` is not always a whole number",
                           help=help, fixes=fixes,
                           claim=f"`{d.name} = {self.sz(value)}` is always a whole number")
-                self.need(p.positive(value), "E109", d.value.span,
-                          f"`{d.name} = {self.sz(value)}` is not always positive",
+                verdict = p.positive(value)
+                help, fixes = self._positive_fix(value, verdict) if not verdict.ok else (None, ())
+                self.need(verdict, "E109", d.value.span, f"`{d.name} = {self.sz(value)}` is not always "
+                          "positive", help=help, fixes=fixes,
                           claim=f"`{d.name} = {self.sz(value)}` is always at least 1")
         examples = [s for s in stmts if isinstance(s, Example)]
         self._example(examples)
@@ -307,12 +309,18 @@ class Facts:
         verdict = self.prover.positive(e)
         if not verdict.ok:
             subject = _text(what) if what is not None else f"the size {self.sz(e)}"
-            help, fixes = "sizes must be at least 1 for every allowed assignment", ()
-            if verdict.status == "unknown":
-                help = f"if it is, say so: `assume {self.sz(e)} >= 1`"
-                fixes = causes.assume_line(self, f"{self.sz(e)} >= 1", "if it is, say so")
+            help, fixes = self._positive_fix(e, verdict)
             raise self._fail(verdict, "E109", f"{subject} is not always positive", help, span,
                              claim=f"{subject} is always at least 1", fixes=fixes)
+
+    def _positive_fix(self, e, verdict) -> tuple[str, tuple]:
+        """The help of a size that may be 0 or less (`L - 1`), and the assumption that makes it
+        at least 1 (`assume L >= 2`) as a candidate line, proved before it is shown."""
+        rel = causes.positive_relation(e, self.sz)
+        if verdict.status == "unknown":
+            return f"if it is, say so: `assume {rel}`", causes.assume_line(self, rel, "if it is, say so")
+        lead = "a size must be at least 1 at every size the assumptions allow; to rule out the others, say so"
+        return f"{lead}: `assume {rel}`", causes.assume_line(self, rel, lead)
 
     def need_leq(self, a, b, *, span, message):
         verdict = self.prover.leq(a, b)

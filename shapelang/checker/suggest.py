@@ -12,6 +12,7 @@ from dataclasses import replace
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import BinOp, Neg, Num, Pipeline, ShapeLit, Span
 
+_LEFT = re.compile(r"\s*(?:return\s+|[A-Za-z_][\w']*(?:\s*,\s*[A-Za-z_][\w']*)*\s*:\s*)")
 _LAST_MOVE = re.compile(r"^(.*\S)\s*->\s*(?:transpose\s+-?\d+\s+-?\d+|permute(?:\s+-?\d+)+)$")
 
 
@@ -31,6 +32,12 @@ class Suggestions:
                 and line[span.end_column - 1:span.end_column] == ")":
             return Span(span.line, span.column - 1, span.end_line, span.end_column + 1), True
         return span, False
+
+    def _whole(self, span: Span) -> bool:
+        """Whether `span` is all of a binding's (or a `return`'s) right-hand side."""
+        line = self.lines[span.line - 1]
+        rest = line[span.end_column - 1:].strip()
+        return bool(_LEFT.fullmatch(line[:span.column - 1])) and (not rest or rest.startswith("#"))
 
     @staticmethod
     def _with(err: ShapeError, fixes, help=None) -> ShapeError:
@@ -92,9 +99,46 @@ class Suggestions:
         return self._with(err, [(span, f"({right} -> {first.text})")],
                           "the inner dims of a matrix product must be equal")
 
+    # ------------------------------------------------------------ dtypes (E120)
+    def cast(self, err: ShapeError, node) -> ShapeError:
+        """`1 - pad`, `-pad`, `ids @ W` refused for their dtypes: the expression with its
+        operands cast (`1 - (pad -> to float)`), and for a bool mask its opposite as
+        `logical_not` (`(pad -> logical_not)`), where `1 - pad` or `-pad` meant that."""
+        if err.code != "E120" or not err.casts or err.span != node.span or node.span.line != node.span.end_line:
+            return err
+        line = self.lines[node.span.line - 1]
+        sides = (node.operand,) if isinstance(node, Neg) else (node.left, node.right)
+        spans = [self._paren_span(side.span)[0] for side in sides]
+        texts = [self.text(side.span) for side in sides]
+        if None in texts or any(sp.line != node.span.line for sp in spans):
+            return err
+        casts = dict(err.casts)
+        cuts = [node.span.column] + [c for sp in spans for c in (sp.column, sp.end_column)] + [node.span.end_column]
+        pieces = [line[cuts[j] - 1:cuts[j + 1] - 1] for j in range(0, len(cuts) - 1, 2)]   # between operands
+        out = pieces[0]
+        for k, text in enumerate(texts):
+            out += (f"({text} -> to {casts[k]})" if k in casts else line[spans[k].column - 1:spans[k].end_column - 1])
+            out += pieces[k + 1]
+        named = " and ".join(dict.fromkeys(f"`{texts[k]}`" for k in casts))
+        dtypes = sorted(set(casts.values()))
+        fixes = [(node.span, out, f"cast {named} to {' and '.join(dtypes)} first")]
+        opposite = isinstance(node, Neg) or (node.op == "-" and isinstance(node.left, Num) and node.left.value == 1)
+        if opposite and casts.get(len(sides) - 1) == "float":
+            fixes.append((node.span, f"{texts[-1]} -> logical_not" if self._whole(node.span) else
+                          f"({texts[-1]} -> logical_not)",
+                          "for the opposite of a bool mask (True where it is False) use `logical_not`"))
+        return self._with(err, fixes)
+
+    def input_cast(self, err: ShapeError, op) -> list:
+        """An operation refused for its input's dtype: the cast before it (`to float -> softmax -1`)."""
+        return [(op.span, f"to {dtype} -> {op.text}", f"cast the input to {dtype} first")
+                for who, dtype in err.casts if who == "input" and op.span.line == op.span.end_line]
+
     # ------------------------------------------------------------ `-> view [..]`
     def op(self, err: ShapeError, node: Pipeline, k: int) -> ShapeError:
         op = node.ops[k]
+        if err.code == "E120":
+            return self._with(err, self.input_cast(err, op))
         if err.code != "E106" or op.name != "view" or not op.args:
             return err
         arg = op.text[len("view"):].strip()

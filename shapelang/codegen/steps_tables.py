@@ -90,6 +90,7 @@ EMITTERS.update({
     "minimum": lambda o: [f"{o.out} = torch.minimum({o.args[0]}, {o.args[1]})"],
     "maximum": lambda o: [f"{o.out} = torch.maximum({o.args[0]}, {o.args[1]})"],
     "clamp": _clamp,
+    "logical_not": lambda o: [f"{o.out} = torch.logical_not({o.x})"],
     "arange": _arange,
     "linspace": _linspace,
     "full": _full,

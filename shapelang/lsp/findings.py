@@ -86,8 +86,10 @@ def code_actions(an: Analysis, wanted: t.Range, docs: CodeDocs) -> list[t.CodeAc
             continue
         span, replacement, rewritten = d.fix
         edit = t.TextEdit(lsp_range(an, span), replacement)
+        inserted = span.column == span.end_column == 1 and replacement.endswith("\n")   # `assume ..`
         out.append(t.CodeAction(
-            title=f"{d.code}: write it as `{rewritten}`", kind=t.CodeActionKind.QuickFix,
+            title=f"{d.code}: {'add the line' if inserted else 'write it as'} `{rewritten}`",
+            kind=t.CodeActionKind.QuickFix,
             diagnostics=[diag], is_preferred=True,
             edit=t.WorkspaceEdit(changes={an.uri: [edit]})))
     return out

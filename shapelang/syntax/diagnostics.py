@@ -81,6 +81,9 @@ class ShapeError(Exception):
     extra: list = field(default_factory=list)
     fixes: tuple = ()   # candidate rewrites ((Span, text), ...), proved by re-checking before shown
     labels: tuple = ()  # secondary labelled spans ((Span, text), ...)
+    # dtype refusals (E120): the casts that would make the step valid, ((operand, dtype), ...);
+    # operand 0 or 1 of a binary operation, or "input" for a pipeline operation
+    casts: tuple = ()
 
     def at(self, span: Span) -> Diagnostic:
         return Diagnostic(self.code, self.message, self.span or span, self.help,

@@ -203,6 +203,8 @@ _ENTRIES += [
     OpDef("clamp", "clamp [min=LO] [max=HI]", "bounds each element by LO below and HI above "
           "(numbers or tensors that broadcast; `clamp LO HI` also)", tables.clamp, family="tables",
           provenance="where", kwargs=("min", "max")),
+    OpDef("logical_not", "logical_not", "True where the input is False (or 0), as a bool tensor: "
+          "the opposite of a mask", values.elementwise, family="tables", provenance="same"),
     OpDef("amin", "amin A [keepdim]", "minimum over axis A", values.reduce,
           provenance="reduce", positional=("dim",), kwargs=("keepdim",)),
     OpDef("max", "max A [keepdim]", "torch.max over axis A: the maxima and their int indices (two "

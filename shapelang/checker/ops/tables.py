@@ -268,7 +268,7 @@ def clamp(c, x, a):
     dtype = dtypes.result_type(operands)
     if dtype == "bool":
         raise dtypes.refuse("`clamp` of bool values: PyTorch does not clamp bools", a.op.span,
-                            "cast it first: `-> to int`")
+                            "cast it first: `-> to int`", (("input", "int"),))
     return Result((fresh(shape, dtype),), detail={"bounds": tuple(bounds)})
 
 
