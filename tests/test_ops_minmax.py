@@ -1,4 +1,4 @@
-"""Elementwise `minimum`/`maximum` of two tensors, `clamp` by numbers or tensors, and the
+"""Elementwise `minimum`/`maximum` of two tensors, `clamp` by numbers or tensors, `logical_not`, and
 reductions `amin`, `max`, `min` over a dim: the checker's shapes and dtypes are PyTorch's
 at several sizes (broadcasting, type promotion), the generated module computes what torch
 computes, and what PyTorch refuses is refused with a rewrite that is proved."""
@@ -34,6 +34,8 @@ r: b -> amin 0
 rk: h -> amin -1 keepdim
 v, i: lo -> max -1 keepdim
 w, j: lo -> min 0
+nm: m -> logical_not
+na: a -> logical_not
 """
 
 
@@ -44,7 +46,8 @@ def reference(a, b, h, m, k):
             "mx": torch.max(m, m), "half": torch.minimum(h, b), "wide": torch.maximum(h, k),
             "c1": torch.clamp(a, max=3), "c2": torch.clamp(b, -0.5, 0.5), "c3": torch.clamp(a, min=0.5),
             "c4": torch.clamp(b, min=a, max=b), "c5": torch.clamp(m, min=0), "r": b.amin(0),
-            "rk": h.amin(-1, keepdim=True), "v": v, "i": i, "w": w, "j": j}
+            "rk": h.amin(-1, keepdim=True), "v": v, "i": i, "w": w, "j": j,
+            "nm": torch.logical_not(m), "na": torch.logical_not(a)}
 
 
 SIZES = [{"S": 4, "N": 5}, {"S": 1, "N": 3}, {"S": 6, "N": 1}]

@@ -91,6 +91,18 @@ def test_one_minus_a_mask_used_as_a_condition_becomes_its_opposite():
     assert torch.equal(torch.logical_not(pad), (1 - pad.float()).bool())
 
 
+@pytest.mark.parametrize("line, rewritten", [
+    ("m: ~pad", "m: pad -> logical_not"),
+    ("y: x * ~(pad -> unsqueeze -1)", "y: x * (pad -> unsqueeze -1 -> logical_not)"),
+    ("y: where(~pad, ids, 0)", "y: where(pad -> logical_not, ids, 0)"),
+])
+def test_pytorchs_invert_is_named_and_rewritten_as_logical_not(line, rewritten):
+    [d] = check(HEAD + line + "\n").diagnostics
+    assert d.code == "E001" and "PyTorch syntax" in d.message and "logical_not" in d.notes[0]
+    assert d.fix is not None and d.fix[2] == rewritten
+    assert check(HEAD + rewritten + "\n").ok
+
+
 def test_the_cast_goes_into_a_continuation_line():
     text = HEAD + "y: ids\n  -> softmax -1\n"
     [d] = check(text).diagnostics

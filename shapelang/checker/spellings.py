@@ -106,6 +106,10 @@ def _parse(text: str):
         return None
 
 
+def _inverts(node) -> bool:
+    return isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert)
+
+
 def _dotted(node) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
@@ -128,8 +132,10 @@ class Translator:
 
     # ------------------------------------------------------------ expressions
     def expr(self, node) -> Piece:
-        if not any(isinstance(n, (ast.Attribute, ast.keyword)) for n in ast.walk(node)):
+        if not any(isinstance(n, (ast.Attribute, ast.keyword)) or _inverts(n) for n in ast.walk(node)):
             return self._plain(node)
+        if _inverts(node):   # `~mask`: the opposite of a bool mask
+            return self._record("operator", node, self._chain(self.expr(node.operand), "logical_not"))
         if isinstance(node, ast.BinOp) and type(node.op) in _PREC:
             return self._binop(node.op, self.expr(node.left), self.expr(node.right))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
