@@ -214,3 +214,24 @@ def test_a_step_names_its_operands_with_the_operator_as_the_table_does():
     assert "from [B, S, D] + [B, S, D]" in page
     assert "from [B, S, D] @ [B, D, S]" in page
     assert "from [B, S, D]; " not in page
+
+
+def test_a_dtype_other_than_float32_is_labelled_on_the_steps_boxes():
+    """A bool mask, int ids and float16 values carry their dtype on the figure and after the
+    shape; float32, the default, carries none (as in the text trace)."""
+    text = ("dim S\nexample S=3\ninput ids: [S] int\ninput h: [S] float16\nmask: ids > 0\n"
+            "f: ids -> to float\ng: h * 2\nv, i: f -> topk 1 0\n")
+    spec = shapelang.check(text)
+    page = trace_html(spec)
+    steps = {b.names[0]: b.steps[-1].ref for b in spec.bindings}
+    mask = _step(page, steps["mask"])
+    assert 'data-dtype="bool"' in mask and ">bool</text>" in mask and "[S] bool</div>" in mask
+    assert "data-dtype" not in _step(page, steps["f"])
+    assert 'data-dtype="float16"' in _step(page, steps["g"])
+    topk = _step(page, steps["v"])
+    assert topk.count('data-dtype="int"') == 1 and "output 2: [1] int</div>" in topk
+    decl = page[page.index('data-binding="ids"'):page.index('data-binding="h"')]
+    assert 'data-dtype="int"' in decl
+    svg = trace_svg(spec)
+    ET.fromstring(svg)
+    assert svg.count('data-dtype="bool"') == 1 and svg.count('data-dtype="float16"') == 1

@@ -321,3 +321,25 @@ def test_dtype_casts_and_assumptions_are_quick_fixes(line, code, title, fixed):
     new = line_at[:edit.range.start.character] + edit.new_text + line_at[edit.range.end.character:]
     assert new.split("\n")[0] == fixed
     assert list(after) == []
+
+
+MASKED = ("dim B, S\nexample B=2, S=3\ninput ids: [B, S] int\ninput x: [B, S]\n"
+          "pad: ids == 0\nkeep: pad -> logical_not\ny: where(keep, x, 0.0)\n")
+
+
+def test_hover_shows_the_dtype_of_a_mask_and_of_ids():
+    async def scenario():
+        async with Session() as s:
+            s.open(URI, MASKED)
+            await s.diagnostics(URI, 1)
+            return {"pad": await s.hover(URI, *_pos(MASKED, "pad: ids", "pad", 1)),
+                    "ids": await s.hover(URI, *_pos(MASKED, "input ids", "ids", 1)),
+                    "x": await s.hover(URI, *_pos(MASKED, "input x", "x", 0)),
+                    "step": await s.hover(URI, *_pos(MASKED, "keep: pad", "logical_not", 2)),
+                    "use": await s.hover(URI, *_pos(MASKED, "where(keep", "keep", 1))}
+    r = run(scenario)
+    assert "pad: [B, S] bool" in r["pad"].contents.value and "[2, 3]" in r["pad"].contents.value
+    assert "ids: [B, S] int" in r["ids"].contents.value
+    assert "x: [B, S]\n" in r["x"].contents.value   # float32, the default, is not written
+    assert "[B, S] bool → [B, S] bool" in r["step"].contents.value
+    assert "keep: [B, S] bool" in r["use"].contents.value

@@ -74,3 +74,17 @@ def test_features_answer_at_every_position(path):
             completion.complete(an, k, col)
             completion.signature(an, k, col)
     assert hovered > 0
+
+
+def test_hover_over_a_bool_mask_shows_bool():
+    text = ("dim S\nexample S=4\ninput ids: [S] int\nmask: ids > 0\nh: ids -> to float16\n"
+            "block Keep(m: [S] bool):\n  return m -> logical_not\nend\nk: mask -> Keep\n")
+    store = DocumentStore()
+    store.update("file:///mask.shape", 1, text)
+    an = store.analysis("file:///mask.shape")
+    assert an.spec.ok
+    shown = hover.hover(an, 4, 1)[0]
+    assert "mask: [S] bool" in shown
+    assert "input ids: [S] int" in hover.hover(an, 3, 7)[0]
+    assert "[S] float16" in hover.hover(an, 5, 1)[0]
+    assert "`m: [S] bool`" in hover.hover(an, 7, 10)[0]

@@ -1,13 +1,14 @@
 """Hover: what is under the cursor, symbolic and at the example sizes.
 
 A dim shows its definition and example value; a declared tensor its declared
-shape; a binding's name its proved shape; a block its signature and the shapes
+shape; a binding's name its proved shape (with its dtype unless float32); a block its signature and the shapes
 of its calls; anywhere else, the step (operation) whose span holds the cursor
 shows its input and output shapes. Names and steps inside a block are shown
 for each distinct call of the block.
 """
 from __future__ import annotations
 
+from ..checker.dtypes import suffix
 from ..checker.ir import CheckedSpec
 from ..render.common import _ex, _num, _shape, _types
 from .documents import Analysis
@@ -18,6 +19,11 @@ from .symbols import Symbol
 def _at_example(spec: CheckedSpec, shape) -> str:
     ex = _ex(spec, shape)
     return "" if ex is None else f"  (example: [{', '.join(map(str, ex))}])"
+
+
+def _typed_shape(spec: CheckedSpec, ty) -> str:
+    """`[B, S] bool`: the shape, and the dtype unless it is the default float32."""
+    return _shape(ty.shape, spec) + suffix(ty.dtype)
 
 
 def _typed(spec, name: str, decls, bindings):
@@ -48,12 +54,13 @@ def _tensor(spec: CheckedSpec, sym: Symbol) -> str | None:
         ty = _typed(spec, sym.name, spec.decls, spec.bindings)
         if ty is None:
             return None
-        return f"```shapelang\n{sym.kind} {sym.name}: {_shape(ty.shape, spec)}\n```{_at_example(spec, ty.shape)}"
+        return (f"```shapelang\n{sym.kind} {sym.name}: {_typed_shape(spec, ty)}\n```"
+                f"{_at_example(spec, ty.shape)}")
     rows = []
     for k, ir in enumerate(spec.blocks.get(sym.scope, [])):
         ty = _typed(spec, sym.name, ir.inputs + ir.params + ir.buffers, ir.bindings)
         if ty is not None:
-            row = f"`{sym.name}: {_shape(ty.shape, spec)}`{_at_example(spec, ty.shape)}"
+            row = f"`{sym.name}: {_typed_shape(spec, ty)}`{_at_example(spec, ty.shape)}"
             if row not in rows:
                 rows.append(row)
     if not rows:
@@ -96,9 +103,9 @@ def _step(spec: CheckedSpec, line: int, col: int) -> str | None:
     for s, types in hits:
         if size(s.span) != best:
             continue
-        outs = ", ".join(_shape(o.shape, spec) for o in s.outputs)
+        outs = ", ".join(_typed_shape(spec, o) for o in s.outputs)
         ex = _at_example(spec, s.out.shape) if len(s.outputs) == 1 else ""
-        ins = [_shape(types[r].shape, spec) for r in s.inputs if r in types]
+        ins = [_typed_shape(spec, types[r]) for r in s.inputs if r in types]
         row = f"`{s.text}` ({s.op}): " + (f"{', '.join(ins)} → " if ins else "") + f"{outs}{ex}"
         if s.params != 0:
             row += f"; params {s.params}"

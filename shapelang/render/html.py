@@ -16,6 +16,7 @@ from html import escape
 import sympy as sp
 
 from ..checker import dims as dimlib
+from ..checker import dtypes
 from ..checker.ir import CheckedSpec
 from .common import _num, _shape, notation, shapes_in
 from .svg import Colours, axes_of, changes, step_svg
@@ -41,6 +42,7 @@ CSS = """
 .shapelang-trace svg text.tag{fill:#b22;font-weight:600}
 .shapelang-trace svg text.cap{font-weight:600}
 .shapelang-trace svg text.note{fill:#555}
+.shapelang-trace svg text.dtype{fill:#7a3e00;font-style:italic;font-weight:600}
 .shapelang-trace svg rect.axis{stroke:#556;stroke-width:1}
 .shapelang-trace svg rect.axis.changed{stroke:#c22;stroke-width:3}
 .shapelang-trace svg rect.slice{stroke:#fff;stroke-width:1}
@@ -122,7 +124,7 @@ class _Page:
     def decl(self, dcl) -> str:
         spec = self.spec
         axes = axes_of(spec, dcl.type.shape, None)
-        svg, _, _ = step_svg(spec, dcl.kind, [], axes, None, self.colours)
+        svg, _, _ = step_svg(spec, dcl.kind, [], axes, None, self.colours, dtype=dcl.type.dtype)
         n = sp.Integer(1)
         for x in dcl.type.shape:
             n *= x
@@ -142,10 +144,11 @@ class _Page:
             out = axes_of(spec, t.shape, tps[k] if k < len(tps) else None)
             out, gone, cut = changes(s.op, ins, out)
             svg, _, _ = step_svg(spec, s.op, ins, out, tps[k] if k < len(tps) else None, self.colours,
-                                 gone, cut)
+                                 gone, cut, t.dtype)
             named = [f"{a.tag}: {a.size}" for a in out if a.tag] + [f"{a.tag}: {a.size}" for a in gone]
             label = f"output {k + 1}: " if len(s.outputs) > 1 else ""
-            blocks.append(f'<div class="shape">{escape(label)}{escape(_shape(t.shape, self.spec))}</div>'
+            blocks.append(f'<div class="shape">{escape(label)}{escape(_shape(t.shape, self.spec))}'
+                          f'{escape(dtypes.suffix(t.dtype))}</div>'
                           + (f'<div class="changed-names">{escape("; ".join(named))}</div>' if named else "")
                           + svg)
         nums = []
@@ -162,7 +165,7 @@ class _Page:
 
     def binding(self, b, in_block=False) -> str:
         name = ", ".join(b.names)
-        shapes = " | ".join(_shape(t.shape, self.spec) for t in b.types)
+        shapes = " | ".join(_shape(t.shape, self.spec) + dtypes.suffix(t.dtype) for t in b.types)
         self.open_steps += len(b.steps)
         opened = " open" if not in_block and self.open_steps <= MAX_OPEN_STEPS else ""
         last = max([b.span.end_line or b.span.line] + [s.span.line for s in b.steps])
@@ -274,14 +277,15 @@ def trace_svg(spec: CheckedSpec) -> str:
     page.remember(spec.decls, spec.bindings)
     parts, y, width = [], 8, 400
     style = ("<style>text{font:12px sans-serif;fill:#222}text.size,text.cap,.head{font-weight:600}"
-             "text.tag{fill:#b22;font-weight:600}rect.axis{stroke:#556}"
+             "text.tag{fill:#b22;font-weight:600}text.dtype{fill:#7a3e00;font-style:italic}"
+             "rect.axis{stroke:#556}"
              "rect.axis.changed{stroke:#c22;stroke-width:3}rect.slice{stroke:#fff}</style>")
     for b in spec.bindings:
         for s in b.steps:
             ins = [axes_of(spec, *page.types[r]) for r in s.inputs if r in page.types]
             tp = s.provenance[0] if s.provenance else None
             out, gone, cut = changes(s.op, ins, axes_of(spec, s.out.shape, tp))
-            fig, w, h = step_svg(spec, s.op, ins, out, tp, page.colours, gone, cut)
+            fig, w, h = step_svg(spec, s.op, ins, out, tp, page.colours, gone, cut, s.out.dtype)
             label = f"{', '.join(b.names)}: {s.text}  (line {s.span.line})"
             parts.append(f'<text class="head" x="4" y="{y + 12}" data-step="{escape(s.ref)}">'
                          f'{escape(label)}</text>')

@@ -254,10 +254,16 @@ def _scores(tp, out):
     return out[-2], out[-1]
 
 
-def step_svg(spec, op: str, ins: list, out: list, tp, colours: Colours, gone=(), cut=None) -> tuple:
+def step_svg(spec, op: str, ins: list, out: list, tp, colours: Colours, gone=(), cut=None,
+             dtype: str | None = None) -> tuple:
     """The figure of one step: its output axes (changed ones tagged), gone axes, and a picture of
-    a split, a swap or attention scores where the step has one."""
+    a split, a swap or attention scores where the step has one. A dtype other than the default
+    float32 (`bool`, `int`, `float16`) is written after the boxes."""
     parts, x = _boxes(out, 4, 4, colours)
+    if dtype and dtype != "float":
+        parts.append(f'<g class="dtype" data-dtype="{escape(dtype)}"><title>dtype: {escape(dtype)}</title>'
+                     + _text(x + 6, 4 + BOX_H / 2 + 4, dtype, "dtype", "start") + "</g>")
+        x += 12 + 8 * len(dtype)
     if gone:
         parts.append(_text(x + 4, 4 + BOX_H / 2 + 4, "gone:", "note", "start"))
         more, x = _boxes(gone, x + 48, 4, colours, gone=True)
