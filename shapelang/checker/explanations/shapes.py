@@ -160,7 +160,8 @@ example B=1, S=4, D=1008, H=12
         means="""
 A size can be 0 or negative for some sizes your assumptions allow: `S - 1` is
 0 when S is 1. Add the assumption that rules it out (`assume S >= 2`), or
-compute the size differently.""",
+compute the size differently. The help proposes that assumption once adding it
+is proved to clear the error (`stack (L - 1) Layer` gives `assume L >= 2`).""",
         matters="""
 A tensor with an empty axis makes every later step vacuous, and a negative size
 is an error in PyTorch.""",
@@ -238,7 +239,10 @@ PyTorch refuses this operation for the dtype of its input, at every size:
 needs int ids, `-` and negation refuse bool masks, and `@` needs both operands
 of one dtype. Tensors are float (float32) unless declared otherwise
 (`input ids: [B, S] int`); dtypes follow PyTorch's type promotion from there
-(`ids * 0.5` is float). Cast with `-> to float` where the code casts.""",
+(`ids * 0.5` is float). Cast with `-> to float` where the code casts. The
+help writes the line with the cast that makes it valid (`ids -> to float ->
+softmax -1`, `1 - (pad -> to float)`), or with `pad -> logical_not` where
+`1 - pad` is used as a mask, once that line checks clean.""",
         matters="""
 The shapes all fit, so nothing else would flag the line, and the model fails
 the first time it runs.""",
