@@ -165,3 +165,19 @@ def test_a_dim_defined_as_a_difference_gets_its_assumption():
     [d] = check(text).diagnostics
     assert d.code == "E109" and d.fix[2] == "assume S >= K + 1"
     assert check("dim S, K, M = S - K\nassume S >= K + 1\nexample S=5, K=2\ninput x: [M]\n").ok
+
+
+def test_the_assumption_is_written_as_a_learner_writes_it():
+    import sympy as sp
+
+    from shapelang.checker.causes import positive_relation
+    S, K, L = sp.symbols("S K L", positive=True, integer=True)
+    assert positive_relation(L - 1, str) == "L >= 2"
+    assert positive_relation(S - 2 * K, str) == "S >= 2*K + 1"
+    assert positive_relation((S - K) / 2, str) == "S >= K + 2"
+    assert positive_relation(S / 3 - 1, str) == "S >= 6"
+    assert positive_relation(1 - K, str) == "1 - K >= 1"   # nothing to keep on the left
+    # where the prover needs the size itself, the help falls back to it
+    text = "dim S, K\nassume (S - K) % 2 == 0\nexample S=8, K=2\ny: arange((S - K) / 2)\n"
+    [d] = check(text).diagnostics
+    assert d.code == "E109" and d.fix[2] == "assume (S - K)/2 >= 1"

@@ -15,6 +15,7 @@ whole spec with it and shows it only when it is proved.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import replace
 
@@ -167,10 +168,20 @@ def assume_line(checker, relation: str, why: str = "if that is intended, say so"
 
 def positive_relation(e, show) -> str:
     """`e >= 1` as a learner writes it: the terms with a minus sign moved to the right and the
-    numbers gathered there (`L - 1` gives `L >= 2`, `S - 2*K` gives `S >= 2*K + 1`)."""
-    const, terms = e.as_coeff_Add()
+    numbers gathered there (`L - 1` gives `L >= 2`, `S - 2*K` gives `S >= 2*K + 1`), and
+    fractions multiplied out (`(S - K)/2` gives `S >= K + 2`)."""
+    try:
+        return _relation(e, show)
+    except (TypeError, ValueError, ArithmeticError):   # a size sympy cannot split: as it is
+        return f"{show(e)} >= 1"
+
+
+def _relation(e, show) -> str:
+    den = math.lcm(*[int(c.q) for c in (t.as_coeff_Mul()[0] for t in sp.Add.make_args(sp.expand(e)))
+                     if c.is_Rational])
+    const, terms = sp.expand(e * den).as_coeff_Add()
     left = [t for t in sp.Add.make_args(terms) if not t.could_extract_minus_sign()]
     right = [-t for t in sp.Add.make_args(terms) if t.could_extract_minus_sign()]
     if not left or terms == 0:
         return f"{show(e)} >= 1"
-    return f"{show(sp.Add(*left))} >= {show(sp.Add(*right) + 1 - const)}"
+    return f"{show(sp.Add(*left))} >= {show(sp.Add(*right) + den - const)}"

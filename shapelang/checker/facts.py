@@ -317,10 +317,11 @@ class Facts:
         """The help of a size that may be 0 or less (`L - 1`), and the assumption that makes it
         at least 1 (`assume L >= 2`) as a candidate line, proved before it is shown."""
         rel = causes.positive_relation(e, self.sz)
-        if verdict.status == "unknown":
-            return f"if it is, say so: `assume {rel}`", causes.assume_line(self, rel, "if it is, say so")
-        lead = "a size must be at least 1 at every size the assumptions allow; to rule out the others, say so"
-        return f"{lead}: `assume {rel}`", causes.assume_line(self, rel, lead)
+        lead = "if it is, say so" if verdict.status == "unknown" else \
+            "a size must be at least 1 at every size the assumptions allow; to rule out the others, say so"
+        # the relation as written is the fallback, for a prover that needs the size itself
+        rels = dict.fromkeys((rel, f"{self.sz(e)} >= 1"))
+        return f"{lead}: `assume {rel}`", tuple(f for r in rels for f in causes.assume_line(self, r, lead))
 
     def need_leq(self, a, b, *, span, message):
         verdict = self.prover.leq(a, b)

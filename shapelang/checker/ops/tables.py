@@ -90,7 +90,7 @@ def arange(c, node):
         raise ShapeError("E110", "the step of `arange` cannot be 0", span=args[2].span)
     if not step.is_Integer or step < 0:
         c.need_positive(step, args[2].span, what=lambda: f"the step {step}")
-    c.need_positive(end - start, node.span, what=lambda: f"the length of `arange` ({end - start})")
+    c.need_positive(end - start, node.span, what=lambda: f"the length of `arange` ({c.sz(end - start)})")
     # PyTorch: ceil((end - start) / step) elements
     n = end - start if step == 1 else \
         floor_div(c, end - start + step - 1, step, node.span, "the length of `arange`")
