@@ -95,6 +95,7 @@ def test_one_minus_a_mask_used_as_a_condition_becomes_its_opposite():
     ("m: ~pad", "m: pad -> logical_not"),
     ("y: x * ~(pad -> unsqueeze -1)", "y: x * (pad -> unsqueeze -1 -> logical_not)"),
     ("y: where(~pad, ids, 0)", "y: where(pad -> logical_not, ids, 0)"),
+    ("y: x * ~(x > 0)", "y: x * ((x > 0) -> logical_not)"),
 ])
 def test_pytorchs_invert_is_named_and_rewritten_as_logical_not(line, rewritten):
     [d] = check(HEAD + line + "\n").diagnostics

@@ -162,6 +162,8 @@ class Translator:
             return Piece(self.segment(node), _PREC[type(node.op)])
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return Piece(self.segment(node), 3)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:   # `~(x > 0)`: a comparison
+            return Piece(self.segment(node), 0)
         raise Unknown(type(node).__name__)
 
     @staticmethod
