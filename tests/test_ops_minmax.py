@@ -125,3 +125,43 @@ def test_the_proved_clamp_rewrite_checks():
     _span, text, line = d.fix
     assert (text, line) == ("(a -> clamp max=3)", "x: (a -> clamp max=3)")
     assert check(BASE + line + "\n").ok
+
+
+DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int", "float16", "bfloat16", "float", "float64"]
+TORCH = {"int": "int64", "float": "float32"}
+
+
+def _torch_dtype(name):
+    return getattr(torch, TORCH.get(name, name))
+
+
+@pytest.mark.parametrize("left", DTYPES)
+def test_minimum_promotes_every_pair_of_dtypes_as_torch(left):
+    """Every pair of dtypes, with a tensor and a 0-d tensor on either side."""
+    for right in DTYPES:
+        for rank in ("[S]", "[]"):
+            text = f"dim S\nexample S=3\ninput a: [S] {left}\ninput b: {rank} {right}\nm: minimum(a, b)\n" \
+                   "n: maximum(b, a)\n"
+            spec = check(text)
+            a = torch.zeros(3, dtype=_torch_dtype(left))
+            b = torch.zeros(3 if rank == "[S]" else (), dtype=_torch_dtype(right))
+            types = {n: t for bd in spec.bindings for n, t in zip(bd.names, bd.types)}
+            for name, value in (("m", torch.minimum(a, b)), ("n", torch.maximum(b, a))):
+                got = types[name].dtype
+                assert TORCH.get(got, got) == str(value.dtype).removeprefix("torch."), (left, right, rank)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bound", ["min=0", "max=2.5", "min=-1 max=1"])
+def test_clamp_by_numbers_gives_torchs_dtype_or_is_refused_as_torch_refuses(dtype, bound):
+    spec = check(f"dim S\nexample S=3\ninput a: [S] {dtype}\nc: a -> clamp {bound}\n")
+    kwargs = {k: float(v) if "." in v else int(v) for k, v in (p.split("=") for p in bound.split())}
+    x = torch.zeros(3, dtype=_torch_dtype(dtype))
+    try:
+        want = str(torch.clamp(x, **kwargs).dtype).removeprefix("torch.")
+    except RuntimeError:
+        assert [d.code for d in spec.diagnostics] == ["E120"], (dtype, bound)
+        return
+    assert spec.ok, [(d.code, d.message) for d in spec.diagnostics]
+    got = spec.bindings[-1].types[0].dtype
+    assert TORCH.get(got, got) == want, (dtype, bound)
