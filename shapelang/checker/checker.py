@@ -91,6 +91,7 @@ class Checker(Facts):
         self.step_of: dict = {}   # ref -> the step that made it (to point back at causes)
         self.calls: list = []     # the block calls being checked: labels for what they report
         self.dim_spans: dict = {}  # dim name -> its declaration
+        self.local_sizes: dict = {}  # size parameter declared by a block alone -> that block
 
     # ------------------------------------------------------------ reporting
     def report(self, diag: Diagnostic | None) -> None:
@@ -111,6 +112,8 @@ class Checker(Facts):
     def run(self) -> CheckedSpec:
         stmts = self.spec.statements
         self._sizes(stmts)
+        self.local_sizes = {sz.name: s.name for s in stmts if isinstance(s, Block) for sz in s.sizes
+                            if self.dim_spans.get(sz.name) == sz.span}
         for s in stmts:
             if isinstance(s, Block):
                 if s.name in self.blocks:
@@ -166,6 +169,12 @@ class Checker(Facts):
     def _dim_lookup(self, node: Name) -> sp.Expr:
         p = self.prover
         if node.name in p.user:
+            owner = self.local_sizes.get(node.name)
+            if owner is not None and node.name not in self.scope.sizes:
+                raise ShapeError("E002", f"`{node.name}` is a size parameter of block `{owner}`, "
+                                 "known only inside it", span=node.span,
+                                 help=f"declare a size of your own with `dim {node.name}`, or give "
+                                 f"`{owner}` a size here: `{owner}(..., {node.name}=...)`")
             sym = p.user[node.name]
             return self.scope.subst.get(sym, sym)
         if node.name in self.skipped:
@@ -254,9 +263,27 @@ class Checker(Facts):
         return b
 
     # ------------------------------------------------------------ expressions
+    def _tuple_keywords(self, node: Pipeline) -> None:
+        """`-> softmax(dim=-1)`, `-> mean(-1, keepdim=True)`: keywords in parentheses are for
+        block calls (`-> Mlp(F=4*D)`); after an operation they are the PyTorch habit of
+        calling it, reported as the syntax error it was before blocks took them."""
+        for op in node.ops:
+            if not op.tuple_kwargs or op.name in self.blocks or op.name == "stack":
+                continue
+            k = next(k for k in op.kwargs if k.eq_span is not None)
+            line = _lines(self.spec.source)[k.span.line - 1] if k.span.line <= len(_lines(self.spec.source)) else ""
+            col = k.span.column - 2
+            while col >= 0 and line[col] in " \t":
+                col -= 1
+            if col >= 0 and line[col] == ",":
+                raise ShapeError("E001", "unexpected `,`",
+                                 span=replace(k.span, column=col + 1, end_line=k.span.line, end_column=col + 2))
+            raise ShapeError("E001", "unexpected `=`", span=k.eq_span)
+
     def pipeline(self, node) -> list[tuple[TensorType, str]]:
         if not isinstance(node, Pipeline):
             return [self.tensor_value(node)]
+        self._tuple_keywords(node)
         try:
             vals = [self.tensor_value(node.head)]
         except ShapeError as err:
@@ -306,15 +333,13 @@ class Checker(Facts):
             extra = [self._arg_ref(a) for a in list(op.args) + [k.value for k in op.kwargs]
                      if self._is_tensor_arg(a)]
             return self.emit(op.name, op.text, op.span, [ref] + extra, result)
-        if op.kwargs and (op.name == "stack" or op.name in self.blocks):
-            raise self.block_calls.keywords(op)
         if op.name == "stack":
             return self.block_calls.stack(op, x, ref)
         if op.name in self.skipped:
             raise Poisoned()
         if op.name in self.blocks:
             args = [(x, ref)] + [self.tensor_value(a) for a in op.args]
-            return self.block_calls.block_step(self.blocks[op.name], args, op.text, op.span)
+            return self.block_calls.block_step(self.blocks[op.name], args, op.text, op.span, op.kwargs)
         known = list(ops.RULES) + list(self.blocks) + ["stack"]
         raise ShapeError("E111", f"unknown operation `{op.name}`", span=op.name_span,
                          help=self._did_you_mean(op.name, known) or

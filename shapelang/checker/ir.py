@@ -82,6 +82,7 @@ class BlockIR(Totals):
     result: str | None    # ref
     output: TensorType | None
     binding_of_dims: dict  # declared dim symbol -> size at this call
+    size_args: dict = field(default_factory=dict)  # size parameter symbol -> size given at this call
 
 
 

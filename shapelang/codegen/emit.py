@@ -119,8 +119,22 @@ class Emitter:
                         present |= sp.sympify(x).free_symbols
                 present |= _symbols_in(s.detail)
         rename = {o: loc for o, loc in rename.items() if loc not in present}
+        # a size parameter is its own name in the class (`self.F`), whatever the call gave
+        readable = set()
+        for d in ir.inputs:
+            for x in d.type.shape:
+                readable |= sp.sympify(x).free_symbols
+        size_rename = {}
+        for local_sym, outer in ir.size_args.items():
+            outer = sp.sympify(outer)
+            if outer in rename or outer in size_rename or outer in readable or outer.is_Number \
+                    and any(sp.sympify(v) == outer for v in ir.size_args.values() if v is not outer):
+                continue
+            size_rename[outer] = local_sym
+        rename.update(size_rename)
         unit = Unit(key, ir.name, ir, [(d.name, d.type, False) for d in ir.inputs], ir.params,
-                    ir.buffers, ir.bindings, rename)
+                    ir.buffers, ir.bindings, rename, size_rename,
+                    {loc: sp.sympify(ir.size_args[loc]) for loc in size_rename.values()})
         self.units[key] = unit
         saved = (self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped)
         self._build(unit)
