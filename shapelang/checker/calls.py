@@ -51,3 +51,22 @@ def _keywords(node: Call, op: str, res) -> None:
                                 "compare the result instead, e.g. `arange(S) < N`")
         res.outputs = tuple(replace(t, dtype=dt) for t in res.outputs)
         res.detail["dtype"] = dt
+
+
+def tuple_keywords(c, node) -> None:
+    """`-> softmax(dim=-1)`, `-> mean(-1, keepdim=True)`: keywords in parentheses are for
+    block calls (`-> Mlp(F=4*D)`); after an operation they are the PyTorch habit of
+    calling it, reported as the syntax error it was before blocks took them."""
+    for op in node.ops:
+        if not op.tuple_kwargs or op.name in c.blocks or op.name == "stack":
+            continue
+        k = next(k for k in op.kwargs if k.eq_span is not None)
+        lines = c.spec.source.split("\n")
+        line = lines[k.span.line - 1] if k.span.line <= len(lines) else ""
+        col = k.span.column - 2
+        while col >= 0 and line[col] in " \t":
+            col -= 1
+        if col >= 0 and line[col] == ",":
+            raise ShapeError("E001", "unexpected `,`", span=replace(k.span, column=col + 1,
+                                                                  end_line=k.span.line, end_column=col + 2))
+        raise ShapeError("E001", "unexpected `=`", span=k.eq_span)

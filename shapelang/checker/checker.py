@@ -263,27 +263,10 @@ class Checker(Facts):
         return b
 
     # ------------------------------------------------------------ expressions
-    def _tuple_keywords(self, node: Pipeline) -> None:
-        """`-> softmax(dim=-1)`, `-> mean(-1, keepdim=True)`: keywords in parentheses are for
-        block calls (`-> Mlp(F=4*D)`); after an operation they are the PyTorch habit of
-        calling it, reported as the syntax error it was before blocks took them."""
-        for op in node.ops:
-            if not op.tuple_kwargs or op.name in self.blocks or op.name == "stack":
-                continue
-            k = next(k for k in op.kwargs if k.eq_span is not None)
-            line = _lines(self.spec.source)[k.span.line - 1] if k.span.line <= len(_lines(self.spec.source)) else ""
-            col = k.span.column - 2
-            while col >= 0 and line[col] in " \t":
-                col -= 1
-            if col >= 0 and line[col] == ",":
-                raise ShapeError("E001", "unexpected `,`",
-                                 span=replace(k.span, column=col + 1, end_line=k.span.line, end_column=col + 2))
-            raise ShapeError("E001", "unexpected `=`", span=k.eq_span)
-
     def pipeline(self, node) -> list[tuple[TensorType, str]]:
         if not isinstance(node, Pipeline):
             return [self.tensor_value(node)]
-        self._tuple_keywords(node)
+        calls.tuple_keywords(self, node)
         try:
             vals = [self.tensor_value(node.head)]
         except ShapeError as err:
