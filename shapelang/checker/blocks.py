@@ -67,6 +67,8 @@ class BlockCalls:
         """The sizes a call gives a block's size parameters (`Mlp(x, F=4*D)`), in the caller's
         dims: each given once, none missing, none unknown, each a whole positive size."""
         c = self.c
+        if any(p.name not in c.prover.user for p in block.sizes):
+            raise Poisoned()     # its signature is in error: that is the error to fix
         params = {p.name: p for p in block.sizes}
         given, out = {}, {}
         for k in kwargs:
@@ -94,7 +96,7 @@ class BlockCalls:
                              span=span, help=f"give it at the call: `{block.name}(..., {n}=...)` or "
                              f"`-> {block.name} {n}=...`",
                              fixes=self._missing_fix(block, missing, span))
-        for name, k in given.items():
+        for name, k in sorted(given.items(), key=lambda kv: list(params).index(kv[0])):
             value = c.dim(k.value)
             c.need_whole(value, span=k.value.span, what=lambda v=value, n=name: f"`{n}={c.sz(v)}`")
             c.need_positive(value, k.value.span, what=lambda v=value, n=name: f"the size `{n}={c.sz(v)}`")
@@ -196,6 +198,32 @@ class BlockCalls:
                          flops=sp.expand(count * ir.total_flops),
                          detail={"block": name, "count": count})
         return c.emit("stack", op.text, op.span, [ref] + [r for _, r in extra], res, block=ir)
+
+    def generic(self, block: Block) -> None:
+        """A block with size parameters that is called, checked once more with its own dims
+        and sizes free, silently: if that checks (its assumptions suffice), codegen writes
+        one class for every call (`Mlp(cfg, F)`)."""
+        c = self.c
+        if not block.sizes or not any(k[0] == block.name for k in c.block_cache):
+            return
+        n, seen = len(c.out.diagnostics), set(c.seen)
+        counts = {name: len(insts) for name, insts in c.out.blocks.items()}
+        ir = None
+        try:
+            args = [c._decl_type(d, {}) for d in block.inputs]
+            sizes = {c.prover.user[p.name]: c.prover.user[p.name] for p in block.sizes
+                     if p.name in c.prover.user}
+            ir = self.call_block(block, args, [d.name for d in block.inputs], block.span, sizes)
+        except (ShapeError, Poisoned):
+            ir = None
+        failed = any(d.severity == "error" for d in c.out.diagnostics[n:])
+        del c.out.diagnostics[n:]
+        c.seen = seen
+        for name in list(c.out.blocks):
+            del c.out.blocks[name][counts.get(name, 0):]
+            if not c.out.blocks[name]:
+                del c.out.blocks[name]
+        c.out.generic_blocks[block.name] = None if failed else ir
 
     def call_block(self, block: Block, args: list[TensorType], refs, span, sizes=None) -> BlockIR:
         """`sizes`: the block's size parameters (symbol -> size in the caller's dims); None

@@ -114,6 +114,7 @@ class Checker(Facts):
         self._sizes(stmts)
         self.local_sizes = {sz.name: s.name for s in stmts if isinstance(s, Block) for sz in s.sizes
                             if self.dim_spans.get(sz.name) == sz.span}
+        self.out.size_params = dict(self.local_sizes)
         for s in stmts:
             if isinstance(s, Block):
                 if s.name in self.blocks:
@@ -131,6 +132,8 @@ class Checker(Facts):
                     self.block_calls.call_block(block, args, [d.name for d in block.inputs], block.span)
                 except (ShapeError, Poisoned):
                     pass
+        for block in self.blocks.values():
+            self.block_calls.generic(block)
         self.provenance()
         self.out.diagnostics.sort(key=lambda d: (d.span.line, d.span.column))
         return self.out

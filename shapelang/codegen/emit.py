@@ -98,12 +98,18 @@ class Emitter:
         return top
 
     def unit_for(self, ir: BlockIR) -> Unit:
+        generic = self.spec.generic_blocks.get(ir.name)
+        if generic is not None and not self.instrument and ir.size_args \
+                and set(ir.binding_of_dims) <= set(ir.size_args):
+            ir = generic      # one class for every size given: `Mlp(cfg, F)`
         key = id(ir)
         if key in self.units:
             return self.units[key]
         # forward uses the block's own dims: `x: [B, S, D]` called with [B, T, D] reads S
         rename, taken = {}, set()
         for local_sym, outer in ir.binding_of_dims.items():
+            if local_sym in ir.size_args:
+                continue
             if outer not in rename and local_sym not in taken:
                 rename[outer] = local_sym
                 taken.add(local_sym)

@@ -251,8 +251,15 @@ def _block(o: Op) -> list[str]:
     \x00A adds the sizes a function takes)."""
     child = o.em.unit_for(o.s.block)
     o.unit.children.append(child)
-    o.unit.init.append(f"\x00I{child.key}\x00self.{o.attr} = \x00C{child.key}\x00(cfg)")
+    o.unit.init.append(f"\x00I{child.key}\x00self.{o.attr} = \x00C{child.key}\x00(cfg{_sizes_given(o, child)})")
     return [f"{o.out} = \x00K{child.key}|self.{o.attr}\x00({', '.join(o.args)}\x00A{child.key}\x00)"]
+
+
+def _sizes_given(o: Op, child) -> str:
+    """The sizes a call gives the block's size parameters, as constructor arguments in the
+    caller's terms: `Mlp(cfg, 4 * cfg.D)`, `Mlp(cfg, F)` inside a block that takes F."""
+    given = o.s.block.size_args
+    return "".join(f", {o.cfg(given[k])}" for k in child.size_args)
 
 
 def _stack(o: Op) -> list[str]:
@@ -260,7 +267,8 @@ def _stack(o: Op) -> list[str]:
     child.stacked = True
     o.unit.children.append(child)
     count = o.cfg(o.d["count"])
-    o.unit.init.append(f"self.{o.attr} = nn.ModuleList([\x00C{child.key}\x00(cfg) for _ in range({count})])")
+    o.unit.init.append(f"self.{o.attr} = nn.ModuleList([\x00C{child.key}\x00(cfg{_sizes_given(o, child)}) "
+                       f"for _ in range({count})])")
     layer = o.em.scope.names.claim("layer")
     lines = [] if o.out == o.x else [f"{o.out} = {o.x}"]
     extra = "".join(f", {a}" for a in o.args[1:])
