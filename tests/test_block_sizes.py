@@ -178,3 +178,51 @@ def test_bool_arange_is_refused_as_pytorch_refuses_it():
 def test_keywords_in_parentheses_after_an_operation_are_still_the_pytorch_habit():
     d = check("dim B, S\ninput x: [B, S]\ny: x -> softmax(dim=-1)\n").diagnostics[0]
     assert d.code == "E001" and "PyTorch syntax" in d.message and d.fix[2] == "y: x -> softmax -1"
+
+
+# ------------------------------------------------------------------ the editor
+
+def _lsp(text):
+    pytest.importorskip("lsprotocol")
+    from shapelang.lsp.documents import DocumentStore
+    store = DocumentStore()
+    store.update("file:///sizes.shape", 1, text)
+    return store.analysis("file:///sizes.shape")
+
+
+def test_hover_shows_the_size_each_call_binds():
+    from shapelang.lsp import hover
+    text = HEAD + "y: Mlp(x, F=4*D)\nz: y -> Mlp F=E\n"
+    an = _lsp(text)
+    md, _span = hover.hover(an, 7, 29)            # the `F` of `dim F` in the signature
+    assert "size parameter of block `Mlp`" in md
+    assert "`Mlp(x, F=4*D)` on line 12: F = 4*D (256)" in md and "`Mlp F=E` on line 13: F = E (24)" in md
+    md, _span = hover.hover(an, 8, 18)            # `linear F` inside the block: the same symbol
+    assert "size parameter of block `Mlp`" in md
+    md, _span = hover.hover(an, 12, 11)           # the `F=` of the call goes to the block's F
+    assert "size parameter of block `Mlp`" in md
+    md, _span = hover.hover(an, 7, 8)             # the block: its whole signature
+    assert "block Mlp(h: [B, S, D], dim F)" in md
+
+
+def test_hover_on_a_dim_bound_by_an_input_shape_shows_each_call():
+    from shapelang.lsp import hover
+    text = ("dim B, S, N, D\nexample B=2, S=8, D=4\ninput x: [B, S, D]\ninput c: [B, 3, D]\n"
+            "block Id(h: [B, N, D]):\n  return h -> gelu\nend\ny: x -> Id\nz: c -> Id\n")
+    md, _span = hover.hover(_lsp(text), 1, 11)
+    assert "bound at each block call" in md
+    assert "`Id` on line 8: N = S (8)" in md and "`Id` on line 9: N = 3" in md
+
+
+def test_signature_help_lists_a_blocks_sizes():
+    from shapelang.lsp import completion
+    an = _lsp(HEAD + "y: x -> Mlp \n")
+    help = completion.signature(an, 12, 13)
+    assert help.signatures[0].label == "Mlp F=" and help.active_parameter == 0
+
+
+def test_html_shows_the_bound_sizes():
+    from shapelang.render.html import trace_html
+    page = trace_html(check(HEAD + "y: Mlp(x, F=4*D)\nz: y -> Mlp F=E\n"))
+    assert "block Mlp(h: [B, S, D], F = 4*D = 256)" in page
+    assert "block Mlp(h: [B, S, D], F = E = 24)" in page
