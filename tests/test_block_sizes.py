@@ -226,3 +226,11 @@ def test_html_shows_the_bound_sizes():
     page = trace_html(check(HEAD + "y: Mlp(x, F=4*D)\nz: y -> Mlp F=E\n"))
     assert "block Mlp(h: [B, S, D], F = 4*D = 256)" in page
     assert "block Mlp(h: [B, S, D], F = E = 24)" in page
+
+
+def test_json_shows_the_dims_each_call_binds_from_its_inputs():
+    text = ("dim B, S, N, D\nexample B=2, S=8, D=4\ninput x: [B, S, D]\ninput c: [B, 3, D]\n"
+            "block Id(h: [B, N, D]):\n  return h -> gelu\nend\ny: x -> Id\nz: c -> Id\n")
+    blocks = to_json(check(text), trace=True)["blocks"]
+    assert [b["bound"] for b in blocks] == [{"N": "S"}, {"N": "3"}]
+    assert [b["sizes"] for b in blocks] == [{}, {}]

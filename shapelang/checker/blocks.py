@@ -170,9 +170,11 @@ class BlockCalls:
 
     def stack(self, op, x, ref) -> list:
         c = self.c
-        if op.kwargs and not isinstance(op.args[-1] if op.args else None, (Call, Name)):
-            raise ShapeError("E110", f"`{op.kwargs[0].name}=`: `stack` takes a count and a block",
-                             span=op.kwargs[0].span)
+        first = next((k for k in op.kwargs if k.name == "first"), None)
+        kwargs = [k for k in op.kwargs if k.name != "first"]
+        if kwargs and not isinstance(op.args[-1] if op.args else None, (Call, Name)):
+            raise ShapeError("E110", f"`{kwargs[0].name}=`: `stack` takes a count and a block",
+                             span=kwargs[0].span)
         if len(op.args) < 2:
             raise ShapeError("E110", "`stack` takes a count and a block: `stack L Layer`",
                              span=op.span)
@@ -180,24 +182,54 @@ class BlockCalls:
         c.ctx.need_positive(count, op.args[0].span)
         c.ctx.need_whole(count, span=op.args[0].span, what=lambda: f"the layer count {c.sz(count)}")
         target = op.args[1]
-        name = target.func if isinstance(target, Call) else getattr(target, "name", None)
-        if name not in c.blocks:
-            raise ShapeError("E111", f"`stack` needs a block, and `{name or '?'}` is not one",
-                             span=target.span, help=c._did_you_mean(name or "", c.blocks))
+        name = self._block_name(target)
         extra_nodes = list(target.args) if isinstance(target, Call) else []
         extra_nodes += list(op.args[2:])
         extra = [c.tensor_value(a) for a in extra_nodes]
-        kwargs = list(target.kwargs) if isinstance(target, Call) else []
-        sizes = self.size_args(c.blocks[name], kwargs + list(op.kwargs), op.span)
+        detail = {"block": name, "count": count}
+        if first is not None:      # `stack L Moe first=Dense`: layer 0 is another block
+            x, ref = self._first_layer(first, op, x, ref, extra, name)
+            count = sp.expand(count - 1)
+            detail = {"block": name, "count": count, "first": ref, "layers": c.ctx.dim(op.args[0])}
+        kwargs = (list(target.kwargs) if isinstance(target, Call) else []) + kwargs
+        sizes = self.size_args(c.blocks[name], kwargs, op.span)
         ir = self.call_block(c.blocks[name], [x] + [t for t, _ in extra],
                              [ref] + [r for _, r in extra], op.span, sizes)
         c.need_shape_equal(ir.output.shape, x.shape, span=op.span, code="E114",
                               message=lambda: f"`{name}` turns {c.show(x)} into {c.show(ir.output)}, "
                                       "so its copies cannot be stacked")
         res = ops.Result((ir.output,), params=sp.expand(count * ir.total_params),
-                         flops=sp.expand(count * ir.total_flops),
-                         detail={"block": name, "count": count})
+                         flops=sp.expand(count * ir.total_flops), detail=detail)
         return c.emit("stack", op.text, op.span, [ref] + [r for _, r in extra], res, block=ir)
+
+    def _block_name(self, target) -> str:
+        c = self.c
+        name = target.func if isinstance(target, Call) else getattr(target, "name", None)
+        if name not in c.blocks:
+            raise ShapeError("E111", f"`stack` needs a block, and `{name or '?'}` is not one",
+                             span=target.span, help=c._did_you_mean(name or "", c.blocks))
+        return name
+
+    def _first_layer(self, first, op, x, ref, extra, main: str):
+        """`first=Dense` (or `first=Dense(F=4*D)`): layer 0 of the stack, a block that must also
+        return the shape it takes; the step it makes is layer 0 of the stack's module list. It
+        gets the stack's extra inputs, or its own (`first=Cross(data)`, Perceiver's first layer)."""
+        c = self.c
+        target = first.value
+        name = self._block_name(target)
+        if isinstance(target, Call) and target.args:    # `first=Cross(data)`: inputs of its own
+            extra = [c.tensor_value(a) for a in target.args]
+        sizes = self.size_args(c.blocks[name], list(target.kwargs) if isinstance(target, Call) else [],
+                               first.span)
+        ir = self.call_block(c.blocks[name], [x] + [t for t, _ in extra], [ref] + [r for _, r in extra],
+                             first.span, sizes)
+        c.need_shape_equal(ir.output.shape, x.shape, span=first.span, code="E114",
+                              message=lambda: f"the first layer `{name}` turns {c.show(x)} into "
+                                      f"{c.show(ir.output)}, so `{main}` cannot follow it in the stack")
+        res = ops.Result((ir.output,), params=ir.total_params, flops=ir.total_flops,
+                         detail={"block": name, "stack_first": True})
+        text = c.source_of(first)
+        return c.emit("block", text, first.span, [ref] + [r for _, r in extra], res, block=ir)[0]
 
     def generic(self, block: Block) -> None:
         """A block with size parameters that is called, checked once more with its own dims

@@ -328,6 +328,7 @@ class Emitter:
             if short:
                 module_count[short] = module_count.get(short, 0) + 1
         seen: dict[str, int] = {}
+        early: dict = {}                # step id -> its attribute, claimed before it is written
         out_lines: list = []            # [code, comment, step] per emitted statement
         for s in steps:
             if s.op == "input":
@@ -338,15 +339,21 @@ class Emitter:
             if s.id in self.skipped:
                 continue
             out = var[s.id]
-            attr = None
-            short = _module_name(s)
-            if short:
+
+            def claim(s):
+                short = _module_name(s)
                 seen[short] = seen.get(short, 0) + 1
                 if len(weighted) == 1 and s is weighted[0] and b.names != ("return",):
                     want = prefix
                 else:
                     want = f"{prefix}_{short}" + (str(seen[short]) if module_count[short] > 1 else "")
-                attr = scope.attrs.claim(want.lstrip("_"))
+                return scope.attrs.claim(want.lstrip("_"))
+            attr = early.pop(s.id, None)
+            if attr is None and _module_name(s):
+                attr = claim(s)
+            if s.detail.get("stack_first"):    # the stack after it owns the list it indexes
+                stack = next(t for t in steps if t.detail.get("first") == s.ref)
+                attr = early[stack.id] = claim(stack)
             if s.id in self.attention:
                 lines = self._attention(unit, self.attention[s.id], out, prefix)
             else:

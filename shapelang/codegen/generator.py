@@ -281,6 +281,7 @@ class Generator:
         used = set(self.block_names) | {self.top_name, self.config_name}
         for u in self.units:      # the sizes forward binds (a function takes some of them)
             used |= u.locals | {self.sizes.dim_py[s] for s in u.needed}
+            used |= {self.sizes.dim_py[s] for s in u.size_args}     # constructor arguments
         alias, n = "F", 1
         while alias in used:
             alias, n = ("nnf" if n == 1 else f"nnf_{n}"), n + 1

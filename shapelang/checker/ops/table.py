@@ -135,7 +135,8 @@ _ENTRIES = [
     OpDef("block", "Block | Block(A, B)", "applies a block; the piped tensor is its first input",
           None, family="blocks", provenance="block"),
     OpDef("stack", "stack N Block | stack N Block(A)", "N copies of a block, each with its own weights",
-          None, family="blocks", provenance="block"),
+          None, family="blocks", provenance="block",
+          kwargs=("first",)),
 ]
 
 # operations of whole layers, tables and masks computed in the spec (rules in their own modules)
