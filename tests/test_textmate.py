@@ -76,7 +76,8 @@ SAMPLE = ('  q, k: x -> linear 3*D -> chunk 2 -1   # fused\n'
           'input ids: [B, S] int\n'
           'expect y: ?shape\n'
           'dim Dh = D / H # head\n'
-          'z: einsum("bhqd,bhkd->bhqk", q, k) -> MyBlock\n')
+          'z: einsum("bhqd,bhkd->bhqk", q, k) -> MyBlock\n'
+          'block Mlp(h: [B, S, D], dim Fh):\n')
 
 
 def _scope(tokens, text: str) -> str:
@@ -104,6 +105,8 @@ def test_sample_scopes(tmp_path):
     assert _scope(lines[4], "einsum") == "support.function.op"
     assert _scope(lines[4], '"bhqd,bhkd->bhqk"') == "string.quoted.double"
     assert _scope(lines[4], "MyBlock") == "entity.name.function.block"
+    assert _scope(lines[5], "dim") == "keyword.other.dim"          # a block's size parameter
+    assert _scope(lines[5], "Fh") == "entity.name.type.dim"
 
 
 def test_every_spec_tokenizes_with_the_right_scopes():

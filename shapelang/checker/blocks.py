@@ -5,7 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from ..syntax.diagnostics import ShapeError
-from ..syntax.nodes import Assume, Binding, Block, Call, DimDecl, Example, Name, Return
+from ..syntax.nodes import Assume, Binding, Block, Call, DimDecl, Example, Name, Return, Span
 from . import dtypes, ops
 from .ir import BindingIR, BlockIR, Decl
 from .layout import TensorType
@@ -13,18 +13,21 @@ from .scope import Poisoned, Scope
 
 
 def call_bound_dims(statements, dims) -> list[str]:
-    """Dims named in a block's input shapes and nowhere outside the blocks: each call binds
-    them to the caller's sizes (`block Block(x: [B, N, D])` called with [B, T, D])."""
+    """Dims named in a block's input shapes and nowhere outside the blocks, and the size
+    parameters of blocks (`dim F` in the signature): each call binds them to the caller's
+    sizes (`block Block(x: [B, N, D])` called with [B, T, D]; `Mlp(x, F=4*D)`)."""
     in_blocks, outside = [], set()
     for s in statements:
         if isinstance(s, Block):
             for decl in s.inputs:
                 in_blocks += [d.name for d in decl.shape.dims if isinstance(d, Name)]
+            in_blocks += [p.name for p in s.sizes]
         elif not isinstance(s, (DimDecl, Example)):
             outside |= _names(s)
         elif isinstance(s, DimDecl) and s.value is not None:
             outside |= _names(s.value)
-    return [n for n in dict.fromkeys(in_blocks) if n in dims and n not in outside]
+    sizes = {p.name for s in statements if isinstance(s, Block) for p in s.sizes}
+    return [n for n in dict.fromkeys(in_blocks) if n in dims and (n not in outside or n in sizes)]
 
 
 def _names(node, depth=0) -> set:
@@ -60,20 +63,118 @@ class BlockCalls:
         finally:
             c.scope.subst = caller
 
-    def keywords(self, op) -> ShapeError:
-        """`-> Block eps=1e-6`: a block call has no keyword arguments."""
-        return ShapeError("E110", f"`{op.kwargs[0].name}=`: a block call takes no keyword arguments",
-                          span=op.kwargs[0].span, help="a block's sizes are the dims of its inputs")
-
-    def block_step(self, block: Block, args, text, span) -> list:
+    def size_args(self, block: Block, kwargs, span) -> dict:
+        """The sizes a call gives a block's size parameters (`Mlp(x, F=4*D)`), in the caller's
+        dims: each given once, none missing, none unknown, each a whole positive size."""
         c = self.c
-        ir = self.call_block(block, [t for t, _ in args], [r for _, r in args], span)
+        if any(p.name not in c.prover.user for p in block.sizes):
+            raise Poisoned()     # its signature is in error: that is the error to fix
+        params = {p.name: p for p in block.sizes}
+        given, out = {}, {}
+        for k in kwargs:
+            if k.name in given:
+                raise ShapeError("E110", f"the size `{k.name}=` is given twice", span=k.span,
+                                 help="give each size of the block once")
+            if k.name not in params:
+                if params:
+                    help = (c._did_you_mean(k.name, params) or "") + \
+                        f" `{block.name}` takes the size{'s' if len(params) > 1 else ''} " + \
+                        ", ".join(f"`{n}=`" for n in params)
+                else:
+                    help = (f"`{block.name}` has no size parameters; a block's sizes are the dims "
+                            f"of its inputs, or declare one in its signature: "
+                            f"`block {block.name}(..., dim {k.name})`")
+                raise ShapeError("E110", f"block `{block.name}` has no size `{k.name}=`", span=k.span,
+                                 help=help.strip(), fixes=c._close_fix(k.name, params, _name_span(k)))
+            given[k.name] = k
+        missing = [n for n in params if n not in given]
+        if missing:
+            n = missing[0]
+            raise ShapeError("E113", f"block `{block.name}` needs its size `{n}=`"
+                             + (f" (and {', '.join(f'`{m}=`' for m in missing[1:])})"
+                                if len(missing) > 1 else ""),
+                             span=span, help=f"give it at the call: `{block.name}(..., {n}=...)` or "
+                             f"`-> {block.name} {n}=...`",
+                             fixes=self._missing_fix(block, missing, span))
+        for name, k in sorted(given.items(), key=lambda kv: list(params).index(kv[0])):
+            value = c.dim(k.value)
+            c.need_whole(value, span=k.value.span, what=lambda v=value, n=name: f"`{n}={c.sz(v)}`")
+            c.need_positive(value, k.value.span, what=lambda v=value, n=name: f"the size `{n}={c.sz(v)}`")
+            out[c.prover.user[name]] = value
+        self._block_assumptions(block, out, given, span)
+        return out
+
+    def _missing_fix(self, block: Block, missing, span) -> tuple:
+        """`Mlp(x)` where the caller has a size of the same name: `Mlp(x, F=F)` (proved
+        before it is shown, like every fix)."""
+        c = self.c
+        line = c.spec.source.split("\n")[span.line - 1] if span.line == span.end_line else ""
+        text = line[span.column - 1:span.end_column - 1]
+        if not text:
+            return ()
+        visible = [n for n in missing if n in c.prover.user
+                   and (n not in c.local_sizes or n in c.scope.sizes)]
+        earlier = next((ir.size_args for ir in c.out.blocks.get(block.name, ()) if ir.size_args), {})
+        given = {str(k): c.sz(v) for k, v in earlier.items()}
+        out = []
+        for values, why in (({n: n for n in visible}, "the size{s} of the same name{s}"),
+                            (given, "the size{s} of its earlier call")):
+            if len(values) != len(missing) or any(n not in values for n in missing):
+                continue
+            plural = "s" if len(missing) > 1 else ""
+            if text.endswith(")"):
+                extra = ", ".join(f"{n}={values[n]}" for n in missing)
+                new = text[:-1] + ("" if text.endswith("()") else ", ") + extra + ")"
+            else:
+                new = text + " " + ", ".join(f"{n}={_tight(values[n])}" for n in missing)
+            out.append((span, new, f"give `{block.name}` " + why.format(s=plural)))
+        return tuple(out)
+
+    def _block_assumptions(self, block: Block, sizes: dict, given, span) -> None:
+        """The top-level assumptions about a block's size parameters hold at each call, for the
+        sizes given (`assume F % 64 == 0`, then `Mlp(x, F=96)` is refused)."""
+        c = self.c
+        if not sizes:
+            return
+        for a, cmp, b, stmt in c.out.assumptions:
+            syms = a.free_symbols | b.free_symbols
+            if not syms & set(sizes) or cmp == "!=":
+                continue
+            a2, b2 = a.xreplace(sizes), b.xreplace(sizes)
+            if a2 == a and b2 == b:
+                continue
+            if cmp in (">=", ">"):
+                a2, b2, cmp2 = b2, a2, "<=" if cmp == ">=" else "<"
+            else:
+                cmp2 = cmp
+            if cmp2 == "==":
+                verdict = c.prover.equal(a2, b2)
+            else:
+                verdict = c.prover.leq(a2 + 1 if cmp2 == "<" else a2, b2)
+            if verdict.ok:
+                continue
+            where = next((given[n].span for n in given if c.prover.user[n] in syms), span)
+            bound = ", ".join(f"{s} = {c.sz(v)}" for s, v in sizes.items() if s in syms)
+            raise c._fail(verdict, "E113", f"block `{block.name}` assumes `{stmt.text[7:].strip()}`, "
+                          f"which does not hold for {bound}", f"give `{block.name}` a size that "
+                          f"satisfies `{stmt.text[7:].strip()}`", where,
+                          claim=f"`{stmt.text[7:].strip()}` holds for {bound}")
+
+    def block_step(self, block: Block, args, text, span, kwargs=()) -> list:
+        c = self.c
+        sizes = self.size_args(block, kwargs, span)
+        ir = self.call_block(block, [t for t, _ in args], [r for _, r in args], span, sizes)
         res = ops.Result((ir.output,), params=ir.total_params, flops=ir.total_flops,
                          detail={"block": block.name})
         return c.emit("block", text, span, [r for _, r in args], res, block=ir)
 
     def stack(self, op, x, ref) -> list:
         c = self.c
+        first = next((k for k in op.kwargs if k.name == "first"), None)
+        kwargs = [k for k in op.kwargs if k.name != "first"]
+        if kwargs and not isinstance(op.args[-1] if op.args else None, (Call, Name)):
+            raise ShapeError("E110", f"`{kwargs[0].name}=`: `stack` takes a count and a block",
+                             span=kwargs[0].span)
         if len(op.args) < 2:
             raise ShapeError("E110", "`stack` takes a count and a block: `stack L Layer`",
                              span=op.span)
@@ -81,35 +182,96 @@ class BlockCalls:
         c.ctx.need_positive(count, op.args[0].span)
         c.ctx.need_whole(count, span=op.args[0].span, what=lambda: f"the layer count {c.sz(count)}")
         target = op.args[1]
-        name = target.func if isinstance(target, Call) else getattr(target, "name", None)
-        if name not in c.blocks:
-            raise ShapeError("E111", f"`stack` needs a block, and `{name or '?'}` is not one",
-                             span=target.span, help=c._did_you_mean(name or "", c.blocks))
+        name = self._block_name(target)
         extra_nodes = list(target.args) if isinstance(target, Call) else []
         extra_nodes += list(op.args[2:])
         extra = [c.tensor_value(a) for a in extra_nodes]
+        detail = {"block": name, "count": count}
+        if first is not None:      # `stack L Moe first=Dense`: layer 0 is another block
+            x, ref = self._first_layer(first, op, x, ref, extra, name)
+            count = sp.expand(count - 1)
+            detail = {"block": name, "count": count, "first": ref, "layers": c.ctx.dim(op.args[0])}
+        kwargs = (list(target.kwargs) if isinstance(target, Call) else []) + kwargs
+        sizes = self.size_args(c.blocks[name], kwargs, op.span)
         ir = self.call_block(c.blocks[name], [x] + [t for t, _ in extra],
-                             [ref] + [r for _, r in extra], op.span)
+                             [ref] + [r for _, r in extra], op.span, sizes)
         c.need_shape_equal(ir.output.shape, x.shape, span=op.span, code="E114",
                               message=lambda: f"`{name}` turns {c.show(x)} into {c.show(ir.output)}, "
                                       "so its copies cannot be stacked")
         res = ops.Result((ir.output,), params=sp.expand(count * ir.total_params),
-                         flops=sp.expand(count * ir.total_flops),
-                         detail={"block": name, "count": count})
+                         flops=sp.expand(count * ir.total_flops), detail=detail)
         return c.emit("stack", op.text, op.span, [ref] + [r for _, r in extra], res, block=ir)
 
-    def call_block(self, block: Block, args: list[TensorType], refs, span) -> BlockIR:
+    def _block_name(self, target) -> str:
+        c = self.c
+        name = target.func if isinstance(target, Call) else getattr(target, "name", None)
+        if name not in c.blocks:
+            raise ShapeError("E111", f"`stack` needs a block, and `{name or '?'}` is not one",
+                             span=target.span, help=c._did_you_mean(name or "", c.blocks))
+        return name
+
+    def _first_layer(self, first, op, x, ref, extra, main: str):
+        """`first=Dense` (or `first=Dense(F=4*D)`): layer 0 of the stack, a block that must also
+        return the shape it takes; the step it makes is layer 0 of the stack's module list. It
+        gets the stack's extra inputs, or its own (`first=Cross(data)`, Perceiver's first layer)."""
+        c = self.c
+        target = first.value
+        name = self._block_name(target)
+        if isinstance(target, Call) and target.args:    # `first=Cross(data)`: inputs of its own
+            extra = [c.tensor_value(a) for a in target.args]
+        sizes = self.size_args(c.blocks[name], list(target.kwargs) if isinstance(target, Call) else [],
+                               first.span)
+        ir = self.call_block(c.blocks[name], [x] + [t for t, _ in extra], [ref] + [r for _, r in extra],
+                             first.span, sizes)
+        c.need_shape_equal(ir.output.shape, x.shape, span=first.span, code="E114",
+                              message=lambda: f"the first layer `{name}` turns {c.show(x)} into "
+                                      f"{c.show(ir.output)}, so `{main}` cannot follow it in the stack")
+        res = ops.Result((ir.output,), params=ir.total_params, flops=ir.total_flops,
+                         detail={"block": name, "stack_first": True})
+        text = c.source_of(first)
+        return c.emit("block", text, first.span, [ref] + [r for _, r in extra], res, block=ir)[0]
+
+    def generic(self, block: Block) -> None:
+        """A block with size parameters that is called, checked once more with its own dims
+        and sizes free, silently: if that checks (its assumptions suffice), codegen writes
+        one class for every call (`Mlp(cfg, F)`)."""
+        c = self.c
+        if not block.sizes or not any(k[0] == block.name for k in c.block_cache):
+            return
+        n, seen = len(c.out.diagnostics), set(c.seen)
+        counts = {name: len(insts) for name, insts in c.out.blocks.items()}
+        ir = None
+        try:
+            args = [c._decl_type(d, {}) for d in block.inputs]
+            sizes = {c.prover.user[p.name]: c.prover.user[p.name] for p in block.sizes
+                     if p.name in c.prover.user}
+            ir = self.call_block(block, args, [d.name for d in block.inputs], block.span, sizes)
+        except (ShapeError, Poisoned):
+            ir = None
+        failed = any(d.severity == "error" for d in c.out.diagnostics[n:])
+        del c.out.diagnostics[n:]
+        c.seen = seen
+        for name in list(c.out.blocks):
+            del c.out.blocks[name][counts.get(name, 0):]
+            if not c.out.blocks[name]:
+                del c.out.blocks[name]
+        c.out.generic_blocks[block.name] = None if failed else ir
+
+    def call_block(self, block: Block, args: list[TensorType], refs, span, sizes=None) -> BlockIR:
+        """`sizes`: the block's size parameters (symbol -> size in the caller's dims); None
+        for a block checked on its own, whose size parameters stay free."""
         c = self.c
         if len(args) != len(block.inputs):
             raise ShapeError("E113", f"block `{block.name}` takes {len(block.inputs)} input"
                              f"{'s' if len(block.inputs) != 1 else ''}, got {len(args)}", span=span)
-        key = (block.name, tuple(args))
+        sizes = dict(sizes or {})
+        key = (block.name, tuple(args), tuple(sizes.items()))
         if key in c.block_cache:
             cached = c.block_cache[key]
             if cached is None:
                 raise Poisoned()
             return cached
-        subst = {}
+        subst = dict(sizes)
         for decl, t, ref in zip(block.inputs, args, refs):
             declared = self._declared_shape(decl)
             want = dtypes.canonical(decl.dtype) if decl.dtype else None
@@ -132,13 +294,16 @@ class BlockCalls:
                                     message=lambda decl=decl, declared=declared, t=t:
                                     f"block `{block.name}` expects `{decl.name}` to be "
                                     f"{c.show_shape(declared)}, got {c.show(t)}")
+        size_args = {k: subst[k] for k in sizes}
         subst = {k: v for k, v in subst.items() if k != v}
         outer, outer_steps = c.scope, c.scope.steps
-        c.scope = Scope(subst)
+        c.scope = Scope(dict(subst))
+        c.scope.sizes = {p.name for p in block.sizes}
         c.block_cache[key] = None
         called = span != block.span
         if called:   # what the body reports says where the block was called from, with what
-            given = ", ".join(f"{d.name}: {c.show_shape(t.shape)}" for d, t in zip(block.inputs, args))
+            given = ", ".join([f"{d.name}: {c.show_shape(t.shape)}" for d, t in zip(block.inputs, args)]
+                              + [f"{k} = {c.sz(v)}" for k, v in size_args.items()])
             c.calls.append((span, f"`{block.name}` is called here with {given}"))
         try:
             inputs = []
@@ -175,7 +340,7 @@ class BlockCalls:
                          [d for d in c.scope.decls if d.kind == "param"],
                          [d for d in c.scope.decls if d.kind == "buffer"],
                          bindings, result[1] if result else None,
-                         result[0] if result else None, subst)
+                         result[0] if result else None, subst, size_args)
         finally:
             c.scope = outer
             c.scope.steps = outer_steps
@@ -186,3 +351,13 @@ class BlockCalls:
         c.block_cache[key] = ir
         c.out.blocks.setdefault(block.name, []).append(ir)
         return ir
+
+
+def _name_span(k) -> Span:
+    """The span of a keyword's name (`F` of `F=4*D`)."""
+    return Span(k.span.line, k.span.column, k.span.line, k.span.column + len(k.name))
+
+
+def _tight(text: str) -> str:
+    """A size as an operation's keyword value: parenthesised when it has spaces (`F=(D + 1)`)."""
+    return f"({text})" if " " in text else text

@@ -91,6 +91,7 @@ class Checker(Facts):
         self.step_of: dict = {}   # ref -> the step that made it (to point back at causes)
         self.calls: list = []     # the block calls being checked: labels for what they report
         self.dim_spans: dict = {}  # dim name -> its declaration
+        self.local_sizes: dict = {}  # size parameter declared by a block alone -> that block
 
     # ------------------------------------------------------------ reporting
     def report(self, diag: Diagnostic | None) -> None:
@@ -111,6 +112,9 @@ class Checker(Facts):
     def run(self) -> CheckedSpec:
         stmts = self.spec.statements
         self._sizes(stmts)
+        self.local_sizes = {sz.name: s.name for s in stmts if isinstance(s, Block) for sz in s.sizes
+                            if self.dim_spans.get(sz.name) == sz.span}
+        self.out.size_params = dict(self.local_sizes)
         for s in stmts:
             if isinstance(s, Block):
                 if s.name in self.blocks:
@@ -128,6 +132,8 @@ class Checker(Facts):
                     self.block_calls.call_block(block, args, [d.name for d in block.inputs], block.span)
                 except (ShapeError, Poisoned):
                     pass
+        for block in self.blocks.values():
+            self.block_calls.generic(block)
         self.provenance()
         self.out.diagnostics.sort(key=lambda d: (d.span.line, d.span.column))
         return self.out
@@ -166,6 +172,12 @@ class Checker(Facts):
     def _dim_lookup(self, node: Name) -> sp.Expr:
         p = self.prover
         if node.name in p.user:
+            owner = self.local_sizes.get(node.name)
+            if owner is not None and node.name not in self.scope.sizes:
+                raise ShapeError("E002", f"`{node.name}` is a size parameter of block `{owner}`, "
+                                 "known only inside it", span=node.span,
+                                 help=f"declare a size of your own with `dim {node.name}`, or give "
+                                 f"`{owner}` a size here: `{owner}(..., {node.name}=...)`")
             sym = p.user[node.name]
             return self.scope.subst.get(sym, sym)
         if node.name in self.skipped:
@@ -258,6 +270,7 @@ class Checker(Facts):
     def pipeline(self, node) -> list[tuple[TensorType, str]]:
         if not isinstance(node, Pipeline):
             return [self.tensor_value(node)]
+        calls.tuple_keywords(self, node)
         try:
             vals = [self.tensor_value(node.head)]
         except ShapeError as err:
@@ -307,15 +320,13 @@ class Checker(Facts):
             extra = [self._arg_ref(a) for a in list(op.args) + [k.value for k in op.kwargs]
                      if self._is_tensor_arg(a)]
             return self.emit(op.name, op.text, op.span, [ref] + extra, result)
-        if op.kwargs and (op.name == "stack" or op.name in self.blocks):
-            raise self.block_calls.keywords(op)
         if op.name == "stack":
             return self.block_calls.stack(op, x, ref)
         if op.name in self.skipped:
             raise Poisoned()
         if op.name in self.blocks:
             args = [(x, ref)] + [self.tensor_value(a) for a in op.args]
-            return self.block_calls.block_step(self.blocks[op.name], args, op.text, op.span)
+            return self.block_calls.block_step(self.blocks[op.name], args, op.text, op.span, op.kwargs)
         known = list(ops.RULES) + list(self.blocks) + ["stack"]
         raise ShapeError("E111", f"unknown operation `{op.name}`", span=op.name_span,
                          help=self._did_you_mean(op.name, known) or

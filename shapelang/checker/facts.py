@@ -14,7 +14,7 @@ import itertools
 import sympy as sp
 
 from ..syntax.diagnostics import Diagnostic, ShapeError
-from ..syntax.nodes import Assume, DimDecl, Example
+from ..syntax.nodes import Assume, Block, DimDecl, Example
 from . import causes
 from . import dims as dimlib
 from .blocks import call_bound_dims
@@ -43,6 +43,7 @@ class Facts:
             self.dim_spans[d.name] = d.span
             p.declare(d.name)
             self.out.dims.append(d.name)
+        self._size_params(stmts)
         for d in dims:
             if d.value is not None:
                 try:
@@ -76,6 +77,25 @@ class Facts:
                           claim=f"`{d.name} = {self.sz(value)}` is always at least 1")
         examples = [s for s in stmts if isinstance(s, Example)]
         self._example(examples)
+
+    def _size_params(self, stmts) -> None:
+        """`block Mlp(x: [B, S, D], dim F)`: F is a dim of its own unless a `dim` line declares
+        it too (each call binds it, as it binds the dims of the block's input shapes)."""
+        p = self.prover
+        for s in stmts:
+            if not isinstance(s, Block):
+                continue
+            seen = {d.name for d in s.inputs}
+            for sz in s.sizes:
+                if sz.name in seen:
+                    self.error("E003", f"`{sz.name}` is already a name in block `{s.name}`'s signature",
+                               sz.span, "give the size parameter a name of its own")
+                    continue
+                seen.add(sz.name)
+                if sz.name not in p.user and sz.name not in self.skipped:
+                    self.dim_spans[sz.name] = sz.span
+                    p.declare(sz.name)
+                    self.out.dims.append(sz.name)
 
     def _poison_dim(self, name: str) -> None:
         """A dim whose definition failed: what uses it stays silent (one root cause, one

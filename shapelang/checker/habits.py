@@ -105,7 +105,8 @@ def rewrite_line(line: str) -> tuple[int, int, str, list[Habit]] | None:
             continue
         m = _OP.match(text)
         new = translate_operation(m.group(1), m.group(2)) \
-            if m and _MARKS.search(m.group(2)) and not _parses(f"_x: _x -> {text.strip()}") else None
+            if m and _MARKS.search(m.group(2)) and (not _parses(f"_x: _x -> {text.strip()}")
+                                                     or _TUPLE_KEYWORD.search(m.group(2))) else None
         if new is None or new == text.strip():
             out.append(text.strip())
             continue
@@ -116,6 +117,11 @@ def rewrite_line(line: str) -> tuple[int, int, str, list[Habit]] | None:
         return None
     new_rhs = " -> ".join(out) if out[0] else "-> " + " -> ".join(out[1:])
     return start, end, new_rhs, habits
+
+
+# `(dim=-1)`, `(-1, keepdim=True)`: keywords in parentheses parse (for block calls), but
+# after an operation they are a PyTorch call
+_TUPLE_KEYWORD = re.compile(r"^\s*\(.*\b[A-Za-z_]\w*\s*=(?!=)")
 
 
 def _parses(new_line: str) -> bool:

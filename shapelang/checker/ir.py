@@ -82,6 +82,7 @@ class BlockIR(Totals):
     result: str | None    # ref
     output: TensorType | None
     binding_of_dims: dict  # declared dim symbol -> size at this call
+    size_args: dict = field(default_factory=dict)  # size parameter symbol -> size given at this call
 
 
 
@@ -118,6 +119,10 @@ class CheckedSpec(Totals):
     prover: object = None
     example_given: dict = field(default_factory=dict)   # what the example line gives, complete or not
     call_bound: list = field(default_factory=list)      # dims bound at block calls, not in the example
+    # a block with size parameters checked with its own dims and sizes free (None: it needs
+    # more than its assumptions for that): codegen writes one class from it for every call
+    generic_blocks: dict = field(default_factory=dict)
+    size_params: dict = field(default_factory=dict)   # size parameter declared by a block alone -> the block
 
     @property
     def ok(self) -> bool:

@@ -26,3 +26,4 @@ class Scope:
         self.steps: list[Step] = []
         self.decls: list[Decl] = []
         self.spans: dict = {}      # name -> where it was defined (for "first defined here")
+        self.sizes: set = set()    # the size parameters of the block being checked

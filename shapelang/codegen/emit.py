@@ -98,12 +98,18 @@ class Emitter:
         return top
 
     def unit_for(self, ir: BlockIR) -> Unit:
+        generic = self.spec.generic_blocks.get(ir.name)
+        if generic is not None and not self.instrument and ir.size_args \
+                and set(ir.binding_of_dims) <= set(ir.size_args):
+            ir = generic      # one class for every size given: `Mlp(cfg, F)`
         key = id(ir)
         if key in self.units:
             return self.units[key]
         # forward uses the block's own dims: `x: [B, S, D]` called with [B, T, D] reads S
         rename, taken = {}, set()
         for local_sym, outer in ir.binding_of_dims.items():
+            if local_sym in ir.size_args:
+                continue
             if outer not in rename and local_sym not in taken:
                 rename[outer] = local_sym
                 taken.add(local_sym)
@@ -119,8 +125,22 @@ class Emitter:
                         present |= sp.sympify(x).free_symbols
                 present |= _symbols_in(s.detail)
         rename = {o: loc for o, loc in rename.items() if loc not in present}
+        # a size parameter is its own name in the class (`self.F`), whatever the call gave
+        readable = set()
+        for d in ir.inputs:
+            for x in d.type.shape:
+                readable |= sp.sympify(x).free_symbols
+        size_rename = {}
+        for local_sym, outer in ir.size_args.items():
+            outer = sp.sympify(outer)
+            if outer in rename or outer in size_rename or outer in readable or outer.is_Number \
+                    and any(sp.sympify(v) == outer for v in ir.size_args.values() if v is not outer):
+                continue
+            size_rename[outer] = local_sym
+        rename.update(size_rename)
         unit = Unit(key, ir.name, ir, [(d.name, d.type, False) for d in ir.inputs], ir.params,
-                    ir.buffers, ir.bindings, rename)
+                    ir.buffers, ir.bindings, rename, size_rename,
+                    {loc: sp.sympify(ir.size_args[loc]) for loc in size_rename.values()})
         self.units[key] = unit
         saved = (self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped)
         self._build(unit)
@@ -308,6 +328,7 @@ class Emitter:
             if short:
                 module_count[short] = module_count.get(short, 0) + 1
         seen: dict[str, int] = {}
+        early: dict = {}                # step id -> its attribute, claimed before it is written
         out_lines: list = []            # [code, comment, step] per emitted statement
         for s in steps:
             if s.op == "input":
@@ -318,15 +339,21 @@ class Emitter:
             if s.id in self.skipped:
                 continue
             out = var[s.id]
-            attr = None
-            short = _module_name(s)
-            if short:
+
+            def claim(s):
+                short = _module_name(s)
                 seen[short] = seen.get(short, 0) + 1
                 if len(weighted) == 1 and s is weighted[0] and b.names != ("return",):
                     want = prefix
                 else:
                     want = f"{prefix}_{short}" + (str(seen[short]) if module_count[short] > 1 else "")
-                attr = scope.attrs.claim(want.lstrip("_"))
+                return scope.attrs.claim(want.lstrip("_"))
+            attr = early.pop(s.id, None)
+            if attr is None and _module_name(s):
+                attr = claim(s)
+            if s.detail.get("stack_first"):    # the stack after it owns the list it indexes
+                stack = next(t for t in steps if t.detail.get("first") == s.ref)
+                attr = early[stack.id] = claim(stack)
             if s.id in self.attention:
                 lines = self._attention(unit, self.attention[s.id], out, prefix)
             else:

@@ -97,7 +97,8 @@ class Generator:
             return
         is_top = unit.block is None
         # a block with no parameters, buffers or submodules is a plain function
-        unit.function = not is_top and not unit.stacked and not unit.init and not self.instrument
+        unit.function = not is_top and not unit.stacked and not unit.init and not self.instrument \
+            and not unit.size_args
         for child in unit.children:
             self._finish(child)
             if child.function:
@@ -105,7 +106,8 @@ class Generator:
         preamble = self.sizes.preamble(unit)
         init = [self._child_names(line) for line in unit.init]
         init = [line for line in init if line is not None]
-        size_init = [f"self.{attr} = cfg.{self.sizes.dim_py[s]}" for s, attr in unit.size_attrs.items()]
+        size_init = [f"self.{attr} = {'' if s in unit.size_args else 'cfg.'}{self.sizes.dim_py[s]}"
+                     for s, attr in unit.size_attrs.items()]
         body = [self._child_names(line) for line in preamble + unit.body]
         ret = self._returns(unit, body)
         args = [f"{a}: torch.Tensor" for a in unit.arg_names]
@@ -123,11 +125,15 @@ class Generator:
             text = "\n".join(lines + self._lines(body, 4))
             self._name(unit, text, function=True)
             return
-        lines += ["", f"    def __init__(self, cfg: {self.config_name}):", "        super().__init__()"]
+        own = "".join(f", {self.sizes.dim_py[s]}: int" for s in unit.size_args)
+        lines += ["", f"    def __init__(self, cfg: {self.config_name}{own}):", "        super().__init__()"]
         if is_top:
             for a, cmp, b, stmt in self.sizes.init_asserts:
                 p = Printer(lambda x: "cfg." + self.sizes.dim_py[x])
                 lines += self._lines([f"assert {p(a)} {cmp} {p(b)}, {py_str(stmt.text)}"], 8)
+        for a, cmp, b, stmt in self.sizes.size_asserts(unit):
+            p = Printer(lambda x: ("" if x in unit.size_args else "cfg.") + self.sizes.dim_py[x])
+            lines += self._lines([f"assert {p(a)} {cmp} {p(b)}, {py_str(stmt.text)}"], 8)
         lines += self._lines(size_init + init, 8)
         if is_top:
             if len(unit.returns) == 1:
@@ -275,6 +281,7 @@ class Generator:
         used = set(self.block_names) | {self.top_name, self.config_name}
         for u in self.units:      # the sizes forward binds (a function takes some of them)
             used |= u.locals | {self.sizes.dim_py[s] for s in u.needed}
+            used |= {self.sizes.dim_py[s] for s in u.size_args}     # constructor arguments
         alias, n = "F", 1
         while alias in used:
             alias, n = ("nnf" if n == 1 else f"nnf_{n}"), n + 1

@@ -38,6 +38,8 @@ class Sizes:
         self.init_asserts: list = []
         self.forward_asserts: list = []
         self.uses_math = False
+        # the size parameters declared by blocks alone (not config fields)
+        self.block_sizes = {self.syms[n] for n in getattr(spec, "size_params", {}) if n in self.syms}
 
     # -------------------------------------------------------------- helpers
     def hparam(self, kind: str, value, typ: str = "float") -> str:
@@ -74,7 +76,7 @@ class Sizes:
         `operand`: it is the right operand of `*` or another binary operator (parenthesised
         unless it is an atom or a power).
         """
-        e = self.fold(sp.sympify(e).xreplace(unit.rename) if unit.rename else e)
+        e = self.fold(renamed(sp.sympify(e), unit.rename) if unit.rename else e)
         p = Printer(lambda s: self.dim_py[s] if not compact else str(s), real=real, compact=compact)
         text = p(e)
         if operand and p.prec <= MUL:
@@ -86,10 +88,14 @@ class Sizes:
         return text
 
     def cfg(self, unit: Unit, e, prefix="cfg.") -> str:
-        """Print a size of __init__ (a hyper-parameter) as `cfg.D`."""
-        p = Printer(lambda s: prefix + self.dim_py[s])
+        """Print a size of __init__ (a hyper-parameter) as `cfg.D`; a size parameter of the
+        block is its constructor argument (`F`)."""
+        own = set(unit.size_args)
+        if unit.size_rename:
+            e = renamed(sp.sympify(e), unit.size_rename)
+        p = Printer(lambda s: self.dim_py[s] if s in own else prefix + self.dim_py[s])
         text = p(self.fold(e))
-        unit.init_syms |= p.used
+        unit.init_syms |= p.used - own
         return text
 
     def shape_comment(self, unit: Unit, shape) -> str:
@@ -130,6 +136,8 @@ class Sizes:
             init_asserts, forward_asserts = [], []
             for a, cmp, b, stmt in self.spec.assumptions:
                 syms = sp.sympify(a).free_symbols | sp.sympify(b).free_symbols
+                if syms & self.block_sizes:
+                    continue      # about a block's size parameter: asserted in that block
                 if all(self._in_config(x, fields) for x in syms):
                     init_asserts.append((a, cmp, b, stmt))
                 else:
@@ -146,11 +154,21 @@ class Sizes:
         return s in fields or (s in self.definitions and self.base_syms(s) <= fields)
 
     def _available(self, u: Unit, s, fields, depth=0) -> bool:
-        if s in u.readable or self._in_config(s, fields):
+        if s in u.readable or s in u.size_args or self._in_config(s, fields):
             return True
         if s in self.definitions and depth < 50:
             return all(self._available(u, t, fields, depth + 1) for t in self.definitions[s].free_symbols)
         return False
+
+    def size_asserts(self, unit: Unit) -> list[tuple]:
+        """The assumptions about a block's size parameters, for its __init__: `assert F % 2 == 0`."""
+        own = set(unit.size_args)
+        out = []
+        for a, cmp, b, stmt in self.spec.assumptions:
+            syms = sp.sympify(a).free_symbols | sp.sympify(b).free_symbols
+            if own and syms & own and syms <= own | self.fields:
+                out.append((a, cmp, b, stmt))
+        return out
 
     def preamble(self, unit: Unit) -> list[str]:
         fields = self.fields
@@ -161,7 +179,9 @@ class Sizes:
                 return
             # a hyper-parameter is read from the first input (`B, S, D = x.shape`), else from the config
             in_config = self._in_config(s, fields)
-            if s in unit.readable and (unit.readable[s][0] == 0 or not in_config):
+            if s in unit.size_args:
+                plan[s] = "config"      # `F = self.F`, set from the constructor argument
+            elif s in unit.readable and (unit.readable[s][0] == 0 or not in_config):
                 plan[s] = "input"
             elif in_config:
                 plan[s] = "config"
@@ -219,3 +239,13 @@ class Sizes:
                 p = Printer(lambda x: self.dim_py[x])
                 lines.append(f"assert {p(a)} {cmp} {p(b)}, {py_str(stmt.text)}")
         return lines
+
+
+def renamed(e, rename: dict):
+    """`e` with outer sizes written as a block's own dims; a size given to a size parameter
+    may be an expression (`4*D` -> F), found inside larger ones too (`8*D` -> 2*F)."""
+    e = e.xreplace(rename)
+    for outer, local in rename.items():
+        if not outer.is_Symbol and not outer.is_Number and e.has(*outer.free_symbols):
+            e = e.subs(outer, local)
+    return e

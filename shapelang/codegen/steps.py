@@ -251,8 +251,18 @@ def _block(o: Op) -> list[str]:
     \x00A adds the sizes a function takes)."""
     child = o.em.unit_for(o.s.block)
     o.unit.children.append(child)
-    o.unit.init.append(f"\x00I{child.key}\x00self.{o.attr} = \x00C{child.key}\x00(cfg)")
+    if o.d.get("stack_first"):     # layer 0 of `stack L Moe first=Dense`: the stack builds it
+        child.stacked = True
+        return [f"{o.out} = self.{o.attr}[0]({', '.join(o.args)})"]
+    o.unit.init.append(f"\x00I{child.key}\x00self.{o.attr} = \x00C{child.key}\x00(cfg{_sizes_given(o, child)})")
     return [f"{o.out} = \x00K{child.key}|self.{o.attr}\x00({', '.join(o.args)}\x00A{child.key}\x00)"]
+
+
+def _sizes_given(o: Op, child) -> str:
+    """The sizes a call gives the block's size parameters, as constructor arguments in the
+    caller's terms: `Mlp(cfg, 4 * cfg.D)`, `Mlp(cfg, F)` inside a block that takes F."""
+    given = o.s.block.size_args
+    return "".join(f", {o.cfg(given[k])}" for k in child.size_args)
 
 
 def _stack(o: Op) -> list[str]:
@@ -260,11 +270,18 @@ def _stack(o: Op) -> list[str]:
     child.stacked = True
     o.unit.children.append(child)
     count = o.cfg(o.d["count"])
-    o.unit.init.append(f"self.{o.attr} = nn.ModuleList([\x00C{child.key}\x00(cfg) for _ in range({count})])")
+    layers = f"[\x00C{child.key}\x00(cfg{_sizes_given(o, child)}) for _ in range({count})]"
+    rest = ""
+    if o.d.get("first"):          # `stack L Moe first=Dense`: one list, layer 0 the first block
+        first = o.em.producers[o.d["first"]]
+        head = o.em.unit_for(first.block)
+        given = "".join(f", {o.cfg(first.block.size_args[k])}" for k in head.size_args)
+        layers, rest = f"[\x00C{head.key}\x00(cfg{given})] + {layers}", "[1:]"
+    o.unit.init.append(f"self.{o.attr} = nn.ModuleList({layers})")
     layer = o.em.scope.names.claim("layer")
     lines = [] if o.out == o.x else [f"{o.out} = {o.x}"]
     extra = "".join(f", {a}" for a in o.args[1:])
-    return lines + [f"for {layer} in self.{o.attr}:", f"    {o.out} = {layer}({o.out}{extra})"]
+    return lines + [f"for {layer} in self.{o.attr}{rest}:", f"    {o.out} = {layer}({o.out}{extra})"]
 
 
 def _rearrange(o: Op) -> list[str]:
@@ -351,6 +368,8 @@ STEPS = EMITTERS
 
 def _module_name(s) -> str | None:
     """The attribute name of the submodule a step owns (linear, embed, a block), or None."""
+    if s.op == "block" and s.detail.get("stack_first"):
+        return None      # layer 0 of a stack: the stack's module list holds it
     if s.op in ("block", "stack"):
         return _snake(s.block.name) + ("s" if s.op == "stack" else "")
     if s.op == "embed" and s.detail.get("table") is None:

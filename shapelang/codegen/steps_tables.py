@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from ..checker import dtypes
 from .steps import CHAIN_SUFFIX, EMITTERS, Op
 
 COMPARE = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
@@ -16,6 +17,11 @@ TORCH_DTYPES = {"float": "torch.float32", "int": "torch.long", "bool": "torch.bo
 
 def _device(o: Op) -> str:
     return f", device={o.unit.arg_names[0]}.device" if o.unit.arg_names else ""
+
+
+def _torch(dtype: str) -> str:
+    """`torch.long` for int, as PyTorch code writes it; `torch.bfloat16` for the others."""
+    return TORCH_DTYPES.get(dtype) or "torch." + dtypes.torch_name(dtype)
 
 
 def _value(o: Op, v) -> str:
@@ -31,18 +37,22 @@ def _value(o: Op, v) -> str:
 def _arange(o: Op) -> list[str]:
     d = o.d
     float_ = o.s.out.dtype == "float"
+    given = d.get("dtype")
     args = [o.local(d["start"]), o.local(d["end"])] if d["start"] != 0 or d["step"] != 1 \
         else [o.local(d["end"])]
     if d["step"] != 1:
         args.append(o.local(d["step"]))
     dtype = ", dtype=torch.float32" if float_ else ""
+    if given is not None and given != "float":
+        dtype = f", dtype={_torch(given)}"
     return [f"{o.out} = torch.arange({', '.join(args)}{dtype}{_device(o)})"]
 
 
 def _linspace(o: Op) -> list[str]:
     d = o.d
     ends = f"{_value(o, d['start'])}, {_value(o, d['end'])}"
-    return [f"{o.out} = torch.linspace({ends}, {o.local(d['length'])}{_device(o)})"]
+    dtype = f", dtype={_torch(d['dtype'])}" if d.get("dtype") not in (None, "float") else ""
+    return [f"{o.out} = torch.linspace({ends}, {o.local(d['length'])}{dtype}{_device(o)})"]
 
 
 def _full(o: Op) -> list[str]:
@@ -53,7 +63,7 @@ def _full(o: Op) -> list[str]:
     value = _value(o, d["value"])
     if d["dtype"] == "float" and sp.sympify(d["value"]).is_Integer:
         value = f"{value}.0"
-    return [f"{o.out} = torch.full(({shape}), {value}, dtype={TORCH_DTYPES[d['dtype']]}{_device(o)})"]
+    return [f"{o.out} = torch.full(({shape}), {value}, dtype={_torch(d['dtype'])}{_device(o)})"]
 
 
 def _compare(o: Op) -> list[str]:

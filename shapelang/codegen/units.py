@@ -18,6 +18,10 @@ class Unit:
     buffers: list
     bindings: list
     rename: dict = field(default_factory=dict)   # outer size -> the block's own dim (forward only)
+    # the block's size parameters (`dim F` in its signature): outer size -> F, a constructor
+    # argument (`Mlp(cfg, F)`), and F -> the outer size at this call
+    size_rename: dict = field(default_factory=dict)
+    size_args: dict = field(default_factory=dict)
     # pass 1 (the emitter)
     arg_names: list = field(default_factory=list)
     init: list = field(default_factory=list)      # __init__ lines after super().__init__()

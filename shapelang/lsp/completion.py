@@ -24,8 +24,9 @@ def _ops(an: Analysis) -> list[t.CompletionItem]:
                                                             f"`{d.usage}`\n\n{d.doc}"))
              for name, d in TABLE.items()]
     for name, block in an.index.blocks.items():
+        sizes = "".join(f" {p.name}=" for p in block.sizes)
         items.append(t.CompletionItem(label=name, kind=t.CompletionItemKind.Class,
-                                      detail=f"block {name} (line {block.span.line})"))
+                                      detail=f"block {name}{sizes} (line {block.span.line})"))
     return items
 
 
@@ -35,7 +36,9 @@ def _names(an: Analysis, line: int) -> list[t.CompletionItem]:
     for sym in an.index.visible(scope):
         if sym.span.line >= line and sym.kind != "dim" and sym.kind != "block":
             continue   # a tensor is usable only after the line that defines it
-        if sym.kind == "dim":
+        if sym.kind == "dim" and sym.scope is not None:
+            detail, kind = f"size parameter of block {sym.scope}", t.CompletionItemKind.Constant
+        elif sym.kind == "dim":
             detail = "dim" + (f" = {an.spec.definitions[sym.name]}" if sym.name in an.spec.definitions
                               else "")
             if sym.name in an.spec.example:
@@ -68,6 +71,8 @@ def signature(an: Analysis, line: int, col: int) -> t.SignatureHelp | None:
     """The usage of the operation being written at the cursor (after `-> name `)."""
     before = an.lines.line(line)[:col - 1][-MAX_LOOKBEHIND:]
     m = _IN_OP.search(before)
+    if m is not None and m.group(1) in an.index.blocks and an.index.blocks[m.group(1)].sizes:
+        return _block_signature(an.index.blocks[m.group(1)], m.group(2), before)
     if m is None or m.group(1) not in TABLE:
         return None
     d = TABLE[m.group(1)]
@@ -82,3 +87,17 @@ def signature(an: Analysis, line: int, col: int) -> t.SignatureHelp | None:
         parameters=[t.ParameterInformation(label=p) for p in params])
     return t.SignatureHelp(signatures=[info], active_signature=0,
                            active_parameter=min(active, max(len(params) - 1, 0)))
+
+
+def _block_signature(block, typed: str, before: str) -> t.SignatureHelp:
+    """`-> Mlp F=4*D`: the sizes a block with size parameters takes, as keywords."""
+    params = [f"{p.name}=" for p in block.sizes]
+    label = f"{block.name} " + " ".join(params)
+    given = [w.split("=")[0] + "=" for w in typed.split() if "=" in w]
+    active = next((k for k, p in enumerate(params) if p not in given), len(params) - 1)
+    info = t.SignatureInformation(
+        label=label, documentation=t.MarkupContent(
+            t.MarkupKind.Markdown, f"block `{block.name}`: each call gives its sizes "
+            + ", ".join(f"`{p}`" for p in params)),
+        parameters=[t.ParameterInformation(label=p) for p in params])
+    return t.SignatureHelp(signatures=[info], active_signature=0, active_parameter=active)

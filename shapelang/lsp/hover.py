@@ -36,7 +36,41 @@ def _typed(spec, name: str, decls, bindings):
     return None
 
 
+def _calls(spec: CheckedSpec):
+    """(call step, block instance) of every block call, nested ones too."""
+    out, stack, seen = [], [spec.bindings], set()
+    while stack:
+        for b in stack.pop():
+            for s in b.steps:
+                if s.block is not None:
+                    out.append((s, s.block))
+                    if id(s.block) not in seen:
+                        seen.add(id(s.block))
+                        stack.append(s.block.bindings)
+    return out
+
+
+def _bound(spec: CheckedSpec, name: str, block: str | None) -> list[str]:
+    """How each call binds a dim of a block's signature: `Mlp(x, F=4*D)` on line 12: F = 4*D (256)."""
+    rows = []
+    for step, ir in _calls(spec):
+        if block is not None and ir.name != block:
+            continue
+        for sym, value in ir.binding_of_dims.items():
+            if str(sym) == name:
+                n = _num(spec, value)
+                row = (f"`{step.text}` on line {step.span.line}: {name} = {_shape([value], spec)[1:-1]}"
+                       + (f" ({n})" if n is not None and str(n) != _shape([value], spec)[1:-1] else ""))
+                if row not in rows:
+                    rows.append(row)
+    return rows
+
+
 def _dim(spec: CheckedSpec, sym: Symbol) -> str:
+    if sym.scope is not None:     # a size parameter: `block Mlp(x: [B, S, D], dim F)`
+        rows = _bound(spec, sym.name, sym.scope)
+        return "\n\n".join([f"```shapelang\ndim {sym.name}\n```",
+                             f"size parameter of block `{sym.scope}`, given at each call"] + rows)
     head = f"dim {sym.name}"
     if sym.name in spec.definitions:
         head += f" = {spec.definitions[sym.name]}"
@@ -46,6 +80,9 @@ def _dim(spec: CheckedSpec, sym: Symbol) -> str:
         value = _num(spec, spec.definitions[sym.name])
     if value is not None:
         lines.append(f"example: `{sym.name} = {value}`")
+    if sym.name in spec.call_bound:
+        lines.append("bound at each block call:")
+        lines += _bound(spec, sym.name, None)
     return "\n\n".join(lines)
 
 
@@ -70,7 +107,8 @@ def _tensor(spec: CheckedSpec, sym: Symbol) -> str | None:
 
 def _block(spec: CheckedSpec, sym: Symbol) -> str:
     node = sym.node
-    sig = ", ".join(f"{d.name}: [{', '.join(_src(e) for e in d.shape.dims)}]" for d in node.inputs)
+    sig = ", ".join([f"{d.name}: [{', '.join(_src(e) for e in d.shape.dims)}]" for d in node.inputs]
+                    + [f"dim {p.name}" for p in getattr(node, "sizes", ())])
     out = [f"```shapelang\nblock {sym.name}({sig})\n```"]
     for ir in spec.blocks.get(sym.name, []):
         if ir.output is not None:

@@ -142,10 +142,20 @@ class _Builder:
         elif isinstance(s, n.Return):
             self.expr(s.value, scope)
         elif isinstance(s, n.Block):
+            for sz in s.sizes:      # `dim F` in the signature: a dim of the block's own
+                self.define(sz.name, "dim", Span(sz.span.line, sz.span.end_column - len(sz.name),
+                                                 sz.span.line, sz.span.end_column), s.name, sz, find=False)
             for d in s.inputs:
                 self.statement(d, s.name)
             for b in s.body:
                 self.statement(b, s.name)
+
+    def sizes_given(self, block: str, kwargs) -> None:
+        """`Mlp(x, F=4*D)`: the `F` names the size parameter of `Mlp` (hover, go to definition)."""
+        if block not in self.out.blocks:
+            return
+        for k in kwargs:
+            self.use(k.name, Span(k.span.line, k.span.column, k.span.line, k.span.column + len(k.name)), block)
 
     def expr(self, e, scope) -> None:
         stack = [e]
@@ -164,11 +174,17 @@ class _Builder:
             elif isinstance(e, n.Call):
                 if e.func in self.out.blocks:
                     self.use(e.func, e.func_span, scope)
+                    self.sizes_given(e.func, e.kwargs)
                 stack.extend(e.args)
+                stack.extend(k.value for k in e.kwargs)
             elif isinstance(e, n.Pipeline):
                 stack.append(e.head)
                 for op in e.ops:
                     if op.name in self.out.blocks:
                         self.use(op.name, op.name_span, scope)
+                        self.sizes_given(op.name, op.kwargs)
+                    elif op.name == "stack" and op.args and isinstance(op.args[-1], (n.Name, n.Call)):
+                        target = op.args[-1]
+                        self.sizes_given(getattr(target, "func", None) or target.name, op.kwargs)
                     stack.extend(op.args)
                     stack.extend(k.value for k in op.kwargs)

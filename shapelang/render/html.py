@@ -190,7 +190,8 @@ class _Page:
             return (f'<div class="nums" data-block-ref="{escape(ir.name)}">block {escape(ir.name)} at these '
                     f'shapes: drawn under line {self.drawn_blocks[id(ir)]}</div>')
         self.drawn_blocks[id(ir)] = call.span.line
-        args = ", ".join(f"{d.name}: {_shape(d.type.shape, self.spec)}" for d in ir.inputs)
+        args = ", ".join([f"{d.name}: {_shape(d.type.shape, self.spec)}" for d in ir.inputs]
+                         + [f"{k} = {_n(spec, v)}" for k, v in ir.size_args.items()])
         count = call.detail.get("count")
         times = f" × {dimlib.show(count, notation(self.spec))}" if count is not None else ""
         self.remember(ir.inputs + ir.params + ir.buffers, ir.bindings)

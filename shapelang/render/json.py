@@ -65,6 +65,10 @@ def spec_json(spec: CheckedSpec, with_trace: bool) -> dict:
                 btypes = _types(spec, ir.inputs + ir.params + ir.buffers, ir.bindings)
                 blocks.append({"name": name, "line": ir.span.line,
                                "inputs": {d.name: [dimlib.show(x, n, code=True) for x in d.type.shape] for d in ir.inputs},
+                               "sizes": {str(k): dimlib.show(v, n, code=True) for k, v in ir.size_args.items()},
+                               "sizes_example": {str(k): _num(spec, v) for k, v in ir.size_args.items()},
+                               "bound": {str(k): dimlib.show(v, n, code=True)
+                                         for k, v in ir.binding_of_dims.items() if k not in ir.size_args},
                                "params": dimlib.show(ir.total_params, n, code=True),
                                "params_example": _num(spec, ir.total_params),
                                "flops": dimlib.show(ir.total_flops, n, code=True),

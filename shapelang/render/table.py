@@ -138,6 +138,14 @@ class _Trace:
             return f"{indent}{label}: {_fmt_int(n)}"
         return f"{indent}{label}: {self.formula(e)}" + (f" = {_fmt_int(n)}" if n is not None else "")
 
+    def size_text(self, size) -> str:
+        """A size given to a block's size parameter, with its value at the example sizes."""
+        text = self.size(size)
+        ex = _ex(self.spec, [size])
+        if ex is not None and not self.example_only and text != _ex_text(ex)[1:-1]:
+            return f"{text} ({_ex_text(ex)[1:-1]})"
+        return text if ex is None else (_ex_text(ex)[1:-1] if self.example_only else text)
+
     def shape_text(self, shape) -> str:
         """A shape as written, or at the example sizes in the compact trace."""
         ex = _ex(self.spec, shape) if self.example_only else None
@@ -226,15 +234,17 @@ class _Trace:
                             and s.detail["count"].name not in self.counts:
                         self.counts.append(s.detail["count"].name)
                     ir = s.block
-                    if ir is not None and ir.name not in seen:
-                        seen.add(ir.name)
+                    # one table per block, and one per set of sizes its size parameters are given
+                    key = (ir.name, tuple(ir.size_args.values())) if ir is not None else None
+                    if ir is not None and key not in seen:
+                        seen.add(key)
                         out.append((ir, s, caller))
                         visit(ir.bindings, ir.name)
 
         visit(self.spec.bindings, None)
         for name, insts in self.spec.blocks.items():   # blocks reached by no step shown
-            if name not in seen and insts:
-                seen.add(name)
+            if not any(k[0] == name for k in seen) and insts:
+                seen.add((name, ()))
                 out.append((insts[0], None, None))
                 visit(insts[0].bindings, name)
         return out
@@ -270,6 +280,7 @@ class _Trace:
         for (ir, call, caller), table in zip(blocks, laid[1:]):
             args = ", ".join(f"{d.name}: {self.shape_text(d.type.shape)}"
                              + dtypes.suffix(d.type.dtype) for d in ir.inputs)
+            args += "".join(f", {k} = {self.size_text(v)}" for k, v in ir.size_args.items())
             head = f"block {ir.name}({args})"
             if call is not None:
                 head += f", called {'in ' + caller + ' ' if caller else ''}on line {call.span.line}"

@@ -30,6 +30,7 @@ from .nodes import (
     Pipeline,
     Return,
     ShapeLit,
+    SizeParam,
     Span,
     Str,
     TensorDecl,
@@ -96,6 +97,14 @@ def node(x):
     if type(x) is Paren:
         return x.node
     return x
+
+
+def _arg(p):
+    """An argument of a call or an argument tuple: a pipeline (its head alone if it has no
+    operations) or a keyword."""
+    if type(p) is KwArg:
+        return p
+    return p if p.ops else p.head
 
 
 def _flat(children) -> list:
@@ -198,15 +207,21 @@ class NodeBuilder:
 
     def block_def(self, c):
         kw, name, end = c[0], c[1], c[-1]
-        inputs, k = [], 3                      # block NAME ( ...
+        inputs, sizes, k = [], [], 3           # block NAME ( ...
         while not (isinstance(c[k], str) and c[k].type == "RPAR"):
-            if not isinstance(c[k], str):
+            if type(c[k]) is SizeParam:
+                sizes.append(c[k])
+            elif not isinstance(c[k], str):
                 inputs.append(c[k])
             k += 1
         body = _flat(c[k + 1:-1])
         return Block(Span(kw.line, kw.column, kw.line, kw.column + 5 + len(name)), str(name),
                      tuple(inputs), tuple(body),
-                     Span(end.end_line, max(1, end.end_column - 3), end.end_line, end.end_column))
+                     Span(end.end_line, max(1, end.end_column - 3), end.end_line, end.end_column),
+                     tuple(sizes))
+
+    def block_size(self, c):
+        return SizeParam(_span(c[0], c[1]), str(c[1]))
 
     # ---- pipelines and operations
     def pipeline(self, c):
@@ -214,23 +229,28 @@ class NodeBuilder:
 
     def op(self, c):
         name = c[0]
-        pos, kw = [], []
+        pos, kw, in_tuple = [], [], False
         for a in c[1:]:
             t = type(a)
             if t is KwArg:
                 kw.append(a)
             elif t is ArgTuple:
-                pos.extend(a.items)
+                pos.extend(x for x in a.items if type(x) is not KwArg)
+                kw.extend(x for x in a.items if type(x) is KwArg)
+                in_tuple = in_tuple or any(type(x) is KwArg for x in a.items)
             else:
                 pos.append(node(a))
         span = _span(name, c[-1])
-        return Op(span, str(name), tok_span(name), tuple(pos), tuple(kw), self._text(span))
+        return Op(span, str(name), tok_span(name), tuple(pos), tuple(kw), self._text(span), in_tuple)
 
     def arg_tuple(self, c):
-        return ArgTuple([p if p.ops else p.head for p in c[1:-1:2]], _span(c[0], c[-1]))
+        return ArgTuple([_arg(p) for p in c[1:-1] if not isinstance(p, str)], _span(c[0], c[-1]))
 
     def kwarg(self, c):
         return KwArg(_span(c[0], c[-1]), str(c[0]), node(c[2]))
+
+    def call_kwarg(self, c):
+        return KwArg(_span(c[0], c[-1]), str(c[0]), node(c[2]), tok_span(c[1]))
 
     # ---- expressions
     def paren(self, c):
@@ -239,8 +259,10 @@ class NodeBuilder:
 
     def call(self, c):
         name = c[0]
+        items = [_arg(p) for p in c[2:-1] if not isinstance(p, str)]
         return Call(_span(name, c[-1]), str(name), tok_span(name),
-                    tuple(p if p.ops else p.head for p in c[2:-1:2]))
+                    tuple(x for x in items if type(x) is not KwArg),
+                    tuple(x for x in items if type(x) is KwArg))
 
     def shape(self, c):
         dims = c[1:-1:2]

@@ -67,17 +67,19 @@ class Neg(Expr):
 
 
 @dataclass(frozen=True)
-class Call(Expr):
-    func: str
-    func_span: Span
-    args: tuple[Expr, ...]
-
-
-@dataclass(frozen=True)
 class KwArg:
     span: Span
     name: str
     value: Expr
+    eq_span: Span | None = None   # its `=` in a call or an argument tuple: `Mlp(x, F=4*D)`
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    func: str
+    func_span: Span
+    args: tuple[Expr, ...]
+    kwargs: tuple[KwArg, ...] = ()   # `arange(S, dtype=float)`, `Mlp(x, F=4*D)`
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,7 @@ class Op:
     args: tuple[Expr, ...]
     kwargs: tuple[KwArg, ...]
     text: str  # the operation as written, for tables and messages
+    tuple_kwargs: bool = False  # keywords inside `-> Block(a, F=4*D)`: for blocks only
 
 
 @dataclass(frozen=True)
@@ -156,11 +159,19 @@ class Return(Stmt):
 
 
 @dataclass(frozen=True)
+class SizeParam:
+    """`dim F` in a block's signature: a size each call gives (`Mlp(x, F=4*D)`)."""
+    span: Span
+    name: str
+
+
+@dataclass(frozen=True)
 class Block(Stmt):
     name: str
     inputs: tuple[TensorDecl, ...]
     body: tuple[Stmt, ...]
     end_span: Span
+    sizes: tuple[SizeParam, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,8 @@ _ENTRIES = [
     OpDef("block", "Block | Block(A, B)", "applies a block; the piped tensor is its first input",
           None, family="blocks", provenance="block"),
     OpDef("stack", "stack N Block | stack N Block(A)", "N copies of a block, each with its own weights",
-          None, family="blocks", provenance="block"),
+          None, family="blocks", provenance="block",
+          kwargs=("first",)),
 ]
 
 # operations of whole layers, tables and masks computed in the spec (rules in their own modules)
@@ -168,15 +169,20 @@ _ENTRIES += [
           family="indexing", provenance="one_hot"),
     OpDef("arange", "arange(END) | arange(START, END, STEP)", "the whole numbers START..END-1 (int; "
           "float with a decimal argument such as `arange(0.0, D, 2)`): ceil((END - START) / STEP) "
-          "elements", tables.call_only, family="tables", provenance="new"),
+          "elements", tables.call_only, family="tables", provenance="new",
+          kwargs=("dtype",)),
     OpDef("linspace", "linspace(START, END, N)", "N evenly spaced floats from START to END",
-          tables.call_only, family="tables", provenance="new"),
+          tables.call_only, family="tables", provenance="new",
+          kwargs=("dtype",)),
     OpDef("zeros", "zeros([S1, S2, ..])", "a float tensor of zeros", tables.call_only,
-          family="tables", provenance="new"),
+          family="tables", provenance="new",
+          kwargs=("dtype",)),
     OpDef("ones", "ones([S1, S2, ..])", "a float tensor of ones", tables.call_only,
-          family="tables", provenance="new"),
+          family="tables", provenance="new",
+          kwargs=("dtype",)),
     OpDef("full", "full([S1, S2, ..], V)", "a tensor filled with V (`true`/`false`: bool, a whole "
-          "number: int, else float; `-inf` allowed)", tables.call_only, family="tables", provenance="new"),
+          "number: int, else float; `-inf` allowed)", tables.call_only, family="tables", provenance="new",
+          kwargs=("dtype",)),
     OpDef("where", "where(M, A, B) | where A B", "A where the bool M is True, else B (tensors or "
           "numbers; the shapes broadcast)", tables.where, family="tables", provenance="where"),
     OpDef("outer", "outer(A, B) | outer B", "the outer product of two vectors [N] and [M]: [N, M]",

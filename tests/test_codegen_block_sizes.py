@@ -1,0 +1,150 @@
+"""Codegen of blocks with size parameters: one nn.Module class that takes the size as a
+constructor argument (`Mlp(cfg, F)`), built at each call's size, its parameter shapes
+following it; the generated module agrees with the checker and with hand-written PyTorch
+at two sets of sizes."""
+from __future__ import annotations
+
+import re
+import warnings
+
+import pytest
+
+from shapelang import check
+from shapelang.codegen import runner
+from shapelang.codegen.generator import generate
+
+warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+
+SPEC = """dim B, S
+dim D = 64
+dim E = 24
+dim L = 2
+assume F % 2 == 0
+example B=2, S=8
+
+input x: [B, S, D]
+
+block Mlp(h: [B, S, D], dim F):
+  m: h -> linear F -> gelu
+  expect m: [B, S, F]
+  return m -> view [B, S, 2, F/2] -> flatten 2 -> linear D
+end
+
+block Layer(h: [B, S, D], dim F):
+  return h + (h -> layernorm -> Mlp F=F)
+end
+
+y: Mlp(x, F=4*D)
+z: y -> Mlp F=E
+w: z -> stack L Layer(F=2*E)
+"""
+
+SIZES = [{"B": 2, "S": 8, "D": 64, "E": 24, "L": 2}, {"B": 3, "S": 5, "D": 16, "E": 6, "L": 3}]
+
+
+@pytest.fixture(scope="module")
+def gen():
+    spec = check(SPEC, "mlp_sizes.shape")
+    assert spec.ok, [(d.code, d.message) for d in spec.diagnostics]
+    return spec, generate(spec)
+
+
+def test_one_class_takes_the_size_as_a_constructor_argument(gen):
+    _spec, g = gen
+    src = g.source
+    assert len(re.findall(r"^class Mlp(_\d+)?\(nn.Module\)", src, re.MULTILINE)) == 1
+    assert "def __init__(self, cfg: MlpSizesConfig, F: int):" in src
+    assert "self.y = Mlp(cfg, 4 * cfg.D)" in src and "self.z = Mlp(cfg, cfg.E)" in src
+    assert "nn.ModuleList([Layer(cfg, 2 * cfg.E) for _ in range(cfg.L)])" in src
+    assert "self.out_mlp = Mlp(cfg, F)" in src                 # Layer passes its own F on
+    assert "nn.Linear(cfg.D, F)" in src and "F // 2" in src
+    assert 'assert F % 2 == 0, "assume F % 2 == 0"' in src     # the block's assumption, per call
+    assert not re.search(r"^\s+F: int", src, re.MULTILINE)             # F is no config field
+
+
+@pytest.mark.parametrize("sizes", SIZES)
+def test_generated_module_matches_the_checker_and_pytorch(gen, sizes):
+    torch = pytest.importorskip("torch")
+    spec, g = gen
+    _mod, model = runner.build(g, sizes)
+    D, E, L = sizes["D"], sizes["E"], sizes["L"]
+    assert tuple(model.y.m.weight.shape) == (4 * D, D)
+    assert tuple(model.z.m.weight.shape) == (E, D)
+    assert [tuple(layer.out_mlp.m.weight.shape) for layer in model.w] == [(2 * E, D)] * L
+    env = {spec.prover.user[k]: v for k, v in sizes.items()}
+    assert sum(p.numel() for p in model.parameters()) == int(spec.total_params.subs(env))
+
+    # a hand-written reference of the same layers, loaded with the same weights by name
+    class Mlp(torch.nn.Module):
+        def __init__(self, d, f):
+            super().__init__()
+            self.m, self.out_linear = torch.nn.Linear(d, f), torch.nn.Linear(f, d)
+
+        def forward(self, h):
+            return self.out_linear(torch.nn.functional.gelu(self.m(h)))
+
+    class Layer(torch.nn.Module):
+        def __init__(self, d, f):
+            super().__init__()
+            self.out_ln, self.out_mlp = torch.nn.LayerNorm(d), Mlp(d, f)
+
+        def forward(self, h):
+            return h + self.out_mlp(self.out_ln(h))
+
+    class Ref(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.y, self.z = Mlp(D, 4 * D), Mlp(D, E)
+            self.w = torch.nn.ModuleList([Layer(D, 2 * E) for _ in range(L)])
+
+        def forward(self, x):
+            x = self.z(self.y(x))
+            for layer in self.w:
+                x = layer(x)
+            return x
+
+    ref = Ref().eval()
+    ref.load_state_dict(model.state_dict())      # the same keys: fails on any difference
+    x = torch.randn(sizes["B"], sizes["S"], D)
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), ref(x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("sizes", SIZES)
+def test_run_agrees_with_the_checker_at_each_size_set(gen, sizes):
+    pytest.importorskip("torch")
+    spec, _g = gen
+    resolved = runner.resolve_sizes(spec, sizes)
+    report = runner.run_spec(spec, resolved)
+    assert report.ok, (report.error, [r for r in report.rows if not r.ok])
+    # each call's steps ran at its own hidden width
+    got = {tuple(r.expected[0]) for r in report.rows if r.op == "linear F"}
+    D, E = sizes["D"], sizes["E"]
+    assert {(sizes["B"], sizes["S"], 4 * D), (sizes["B"], sizes["S"], E),
+            (sizes["B"], sizes["S"], 2 * E)} <= got
+
+
+def test_a_block_that_needs_its_call_sizes_gets_a_class_per_size():
+    """Without `assume F % 2 == 0` the block checks only at the sizes given (4*D is even):
+    each call then has a class of its own, and still takes F."""
+    torch = pytest.importorskip("torch")
+    text = SPEC.replace("assume F % 2 == 0\n", "").replace("z: y -> Mlp F=E\n", "z: y -> Mlp F=2*E\n")
+    text = text[:text.index("block Layer")] + "y: Mlp(x, F=4*D)\nz: y -> Mlp F=2*E\n"
+    spec = check(text, "odd.shape")
+    assert spec.ok, [(d.code, d.message) for d in spec.diagnostics]
+    assert spec.generic_blocks["Mlp"] is None
+    g = generate(spec)
+    _mod, model = runner.build(g, SIZES[1])
+    x = torch.randn(3, 5, 16)
+    assert tuple(model(x).shape) == (3, 5, 16)
+    assert tuple(model.y.m.weight.shape) == (64, 16) and tuple(model.z.m.weight.shape) == (12, 16)
+
+
+def test_run_with_sizes_on_the_command_line(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from shapelang.cli import main
+    path = tmp_path / "mlp_sizes.shape"
+    path.write_text(SPEC)
+    assert main(["run", str(path), "--sizes", "B=3,S=5,D=16,E=6,L=3"]) == 0
+    out = capsys.readouterr().out
+    assert "Mlp(x, F=4*D)" in out and "[3, 5, 64]" in out and "[3, 5, 12]" in out
