@@ -373,16 +373,16 @@ class Emitter:
         refs = self.scope.refs
         k = refs.get(a.k, a.k) + (".transpose(-2, -1)" if a.k_transposed else "")
         args = [refs.get(a.q, a.q), k, refs.get(a.v, a.v)]
-        if a.mask is not None:
-            m = refs.get(a.mask, a.mask)
-            mt = self.scope.types.get(a.mask)
-            args.append(f"attn_mask=~{m}" if mt is None or mt.dtype == "bool" else f"attn_mask={m} == 0")
+        lines = []
+        if a.masks or a.biases:
+            keep = self._attn_mask(unit, a, prefix, lines, args[0])
+            args.append(f"attn_mask={keep}")
         if a.dropout:
             field = self.sizes.hparam("dropout", a.dropout)
             attr = self.scope.attrs.claim("attn_dropout")
             unit.init.append(f"self.{attr} = cfg.{field}")
             args.append(f"dropout_p=self.{attr} if self.training else 0.0")
-        if a.causal:
+        if a.causal and not (a.masks or a.biases):
             args.append("is_causal=True")
         if a.scale is not None:
             scale = self.sizes.local(unit, a.scale, real=True)
@@ -393,7 +393,39 @@ class Emitter:
             args.append(f"scale={scale}")
         if a.gqa:
             args.append("enable_gqa=True")
-        return [f"{out} = {FUNCTIONAL}.scaled_dot_product_attention({', '.join(args)})"]
+        return lines + [f"{out} = {FUNCTIONAL}.scaled_dot_product_attention({', '.join(args)})"]
+
+    def _attn_mask(self, unit: Unit, a, prefix: str, lines: list, q: str) -> str:
+        """The one `attn_mask` for sdpa from a recognised attention's masks and biases: a bool
+        mask (True takes part) when there are only masks, else a float mask (the biases, summed,
+        with -inf where a mask hides)."""
+        refs, types = self.scope.refs, self.scope.types
+        hides = []
+        for m in a.masks:
+            mt = types.get(m)
+            hides.append(refs.get(m, m) if mt is None or mt.dtype == "bool" else f"({refs.get(m, m)} != 0)")
+        if a.causal:
+            rows, cols = (self.sizes.local(unit, x) for x in a.causal_size)
+            self.uses_causal = True
+            hides.append(f"causal_mask({rows}, {cols}, {q}.device)")
+        if not a.biases and len(hides) == 1:
+            return f"~{hides[0]}"
+        name = self.scope.names.claim("attn_mask")
+        if not a.biases:
+            lines.append(f"{name} = ~({' | '.join(hides)})")
+            return name
+        if not hides and len(a.biases) == 1 and not a.biases[0][1]:
+            return refs.get(a.biases[0][0], a.biases[0][0])
+        terms = []
+        for ref, scaled in a.biases:
+            b = refs.get(ref, ref)
+            if scaled:
+                b = f"{b} * {self.sizes.local(unit, a.factor, real=True, operand=True)}"
+            terms.append(b)
+        lines.append(f"{name} = {' + '.join(terms)}")
+        if hides:
+            lines.append(f'{name} = {name}.masked_fill({" | ".join(hides)}, float("-inf"))')
+        return name
 
     def _step(self, unit: Unit, s: Step, out: str, attr: str | None) -> list[str]:
         emitter = EMITTERS.get(s.op)
