@@ -155,3 +155,104 @@ def test_combined_masks_script_and_are_ruff_formatted(case, attention, tmp_path)
     args = _inputs(case, padded_row=True)
     with torch.no_grad():
         torch.testing.assert_close(scripted(**args), model(**args), atol=1e-6, rtol=0)
+
+
+# ------------------------------------------------------------------ masks and tables built once
+
+STACKED = """\
+dim B, S, D, H, L
+dim Dh = D / H
+assume D % H == 0
+assume Dh % 2 == 0
+example B=2, S=5, D=16, H=4, L=3
+input x: [B, S, D]
+
+block Layer(x: [B, S, D]):
+  q: x -> linear D -> view [B, S, H, Dh] -> transpose 1 2
+  k: x -> linear D -> view [B, S, H, Dh] -> transpose 1 2
+  v: x -> linear D -> view [B, S, H, Dh] -> transpose 1 2
+  # rotary tables: sizes only
+  inv_freq: 1 / 10000.0 ** (arange(0.0, Dh, 2) / Dh)
+  freqs: outer(arange(S), inv_freq)
+  c: concat(-1, freqs -> cos, freqs -> cos)
+  s: concat(-1, freqs -> sin, freqs -> sin)
+  qr: q * c + q * s
+  kr: k * c - k * s
+  att: qr @ (kr -> transpose -2 -1) -> scale 1/sqrt(Dh) -> mask causal -> softmax -1
+  # the weights are also summed: this attention stays written out, with its mask
+  w: att -> sum -1 -> unsqueeze -1
+  return (att @ v) * w -> transpose 1 2 -> reshape [B, S, D] -> linear D
+end
+
+h: x -> stack L Layer
+"""
+
+
+class _Calls(torch.overrides.TorchFunctionMode):
+    """Counts the torch functions a forward calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls: dict = {}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", str(func))
+        self.calls[name] = self.calls.get(name, 0) + 1
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("layers", [1, 4])
+def test_a_stack_builds_its_causal_mask_and_tables_once(layers):
+    spec = check_text(STACKED, "stacked.shape")
+    assert spec.ok
+    gen = codegen.generate(spec)
+    layer_src = gen.source.split("class Layer(nn.Module)")[1].split("\nclass ")[0]
+    assert "causal_mask(" not in layer_src and "torch.arange" not in layer_src
+    assert "def forward(" in layer_src and "causal: torch.Tensor" in layer_src
+    mod = runner.load_module(gen.source, f"stacked_once_{layers}")
+    model = getattr(mod, gen.top_class)(getattr(mod, gen.config_class)(L=layers)).eval()
+    assert list(model.buffers()) == []       # nothing new in the state dict
+    x = torch.randn(2, 5, 16)
+    counter = _Calls()
+    with torch.no_grad(), counter:
+        model(x)
+    assert counter.calls.get("triu") == 1          # the causal mask: once, whatever L
+    assert counter.calls.get("arange") == 2        # the two aranges of the tables: once
+    assert counter.calls.get("outer") == 1
+    assert counter.calls.get("softmax") == layers
+
+
+@pytest.mark.parametrize("sizes", [{}, {"B": 1, "S": 9, "L": 2}])
+def test_hoisted_tables_give_the_numbers_of_the_written_out_layers(sizes):
+    """The run command's comparison: the instrumented module (every step inside its layer)
+    and the clean module (mask and tables built once) load the same state dict by name
+    and give the same outputs."""
+    spec = check_text(STACKED, "stacked_run.shape")
+    rep = runner.run_spec(spec, runner.resolve_sizes(spec, sizes))
+    assert rep.error is None and rep.clean_same is True and rep.ok
+
+
+def test_a_block_called_once_keeps_its_own_tables():
+    text = STACKED.replace("h: x -> stack L Layer", "h: x -> Layer")
+    source = codegen.generate(check_text(text, "once.shape")).source
+    layer_src = source.split("class Layer(nn.Module)")[1].split("\nclass ")[0]
+    assert "causal_mask(S, S, " in layer_src and "torch.arange(S" in layer_src
+
+
+def test_the_stack_with_hoisted_tables_scripts_and_is_ruff_formatted(tmp_path):
+    import shutil
+    import subprocess
+    gen = codegen.generate(check_text(STACKED, "stacked_jit.shape"))
+    out = tmp_path / "stacked_jit.py"
+    out.write_text(gen.source)
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed")
+    done = subprocess.run([ruff, "format", "--isolated", "--check", "--diff", str(out)],
+                          check=False, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    mod = _import_file(out, "stacked_jit_mod")
+    model = getattr(mod, gen.top_class)(getattr(mod, gen.config_class)()).eval()
+    x = torch.randn(2, 7, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.jit.script(model)(x), model(x), atol=1e-6, rtol=0)

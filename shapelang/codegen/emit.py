@@ -17,7 +17,7 @@ import sympy as sp
 from ..checker import dtypes
 from ..checker.ir import BlockIR, CheckedSpec, Step
 from . import attention as attention_pattern
-from . import steps_layers, steps_tables  # noqa: F401  (they register their emitters in EMITTERS)
+from . import hoist, steps_layers, steps_tables  # noqa: F401  (they register their emitters in EMITTERS)
 from .attrs import AttrTree
 from .layout import WIDTH, comment_line, comments_above, trailing_comment
 from .naming import CodegenError, Namer, _snake, _symbols_in, comment_text, py_str
@@ -97,7 +97,7 @@ class Emitter:
         self._build(top)
         return top
 
-    def unit_for(self, ir: BlockIR) -> Unit:
+    def unit_for(self, ir: BlockIR, stacked: bool = False) -> Unit:
         key = id(ir)
         if key in self.units:
             return self.units[key]
@@ -120,7 +120,7 @@ class Emitter:
                 present |= _symbols_in(s.detail)
         rename = {o: loc for o, loc in rename.items() if loc not in present}
         unit = Unit(key, ir.name, ir, [(d.name, d.type, False) for d in ir.inputs], ir.params,
-                    ir.buffers, ir.bindings, rename)
+                    ir.buffers, ir.bindings, rename, stacked=stacked)
         self.units[key] = unit
         saved = (self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped)
         self._build(unit)
@@ -180,6 +180,8 @@ class Emitter:
                 scope.refs[ref] = py
                 scope.types[ref] = t
                 unit.arg_names.append(py)
+        if unit.stacked and not self.instrument:     # built once, not in every layer
+            self._hoist(unit, binding_names, result_ref)
         source = self.spec.source.split("\n")
         for d in unit.params:
             unit.init += [comment_line(comment_text(c)) for c in comments_above(source, d.span.line)]
@@ -207,6 +209,15 @@ class Emitter:
             if result_ref is None:
                 raise CodegenError(f"block `{unit.label}` has no result")
             unit.returns = [("return", scope.refs[result_ref], result_ref)]
+
+    def _hoist(self, unit: Unit, binding_names: dict, result_ref) -> None:
+        hoist.plan(self, unit, binding_names, result_ref, CHAIN_SUFFIX)
+
+    def causal(self, unit: Unit, rows, cols, device: str) -> str:
+        return hoist.causal(self, unit, rows, cols, device)
+
+    def hoisted_args(self, unit: Unit, child: Unit) -> tuple[list, list]:
+        return hoist.caller_args(self, unit, child, self.spec.source.split("\n"))
 
     def _param_init(self, unit: Unit, d) -> str:
         shape = ", ".join(self.sizes.cfg(unit, x) for x in d.type.shape)
@@ -244,7 +255,8 @@ class Emitter:
             tail = trailing_comment(source[b.span.line - 1])
             if tail is not None and tail.strip():
                 notes.append(tail)
-        unit.body += [comment_line(comment_text(c)) for c in notes]
+        if not (steps and all(s.id in unit.hoisted_steps for s in steps)):   # else: the caller's
+            unit.body += [comment_line(comment_text(c)) for c in notes]
         if not steps:
             for n, r in zip(b.names, b.results):
                 if n in binding_names:
@@ -405,9 +417,7 @@ class Emitter:
             mt = types.get(m)
             hides.append(refs.get(m, m) if mt is None or mt.dtype == "bool" else f"({refs.get(m, m)} != 0)")
         if a.causal:
-            rows, cols = (self.sizes.local(unit, x) for x in a.causal_size)
-            self.uses_causal = True
-            hides.append(f"causal_mask({rows}, {cols}, {q}.device)")
+            hides.append(self.causal(unit, *a.causal_size, q))
         if not a.biases and len(hides) == 1:
             return f"~{hides[0]}"
         name = self.scope.names.claim("attn_mask")

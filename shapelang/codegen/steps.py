@@ -101,9 +101,8 @@ def _scale(o: Op) -> list[str]:
 
 def _mask(o: Op) -> list[str]:
     if o.d["kind"] == "causal":
-        o.em.uses_causal = True
-        rows, cols = o.local(o.d["rows"]), o.local(o.d["cols"])
-        return [f'{o.out} = {o.x}.masked_fill(causal_mask({rows}, {cols}, {o.x}.device), float("-inf"))']
+        hide = o.em.causal(o.unit, o.d["rows"], o.d["cols"], o.x)
+        return [f'{o.out} = {o.x}.masked_fill({hide}, float("-inf"))']
     m = o.args[1]
     mt = o.em.scope.types.get(o.s.inputs[1])
     if mt is not None and mt.dtype != "bool":
@@ -277,18 +276,19 @@ def _block(o: Op) -> list[str]:
     child = o.em.unit_for(o.s.block)
     o.unit.children.append(child)
     o.unit.init.append(f"\x00I{child.key}\x00self.{o.attr} = \x00C{child.key}\x00(cfg)")
-    return [f"{o.out} = \x00K{child.key}|self.{o.attr}\x00({', '.join(o.args)}\x00A{child.key}\x00)"]
+    pre, extra = o.em.hoisted_args(o.unit, child)
+    return pre + [f"{o.out} = \x00K{child.key}|self.{o.attr}\x00({', '.join(o.args + extra)}\x00A{child.key}\x00)"]
 
 
 def _stack(o: Op) -> list[str]:
-    child = o.em.unit_for(o.s.block)
-    child.stacked = True
+    child = o.em.unit_for(o.s.block, stacked=True)
     o.unit.children.append(child)
     count = o.cfg(o.d["count"])
     o.unit.init.append(f"self.{o.attr} = nn.ModuleList([\x00C{child.key}\x00(cfg) for _ in range({count})])")
+    pre, hoisted = o.em.hoisted_args(o.unit, child)   # built once, shared by every layer
     layer = o.em.scope.names.claim("layer")
-    lines = [] if o.out == o.x else [f"{o.out} = {o.x}"]
-    extra = "".join(f", {a}" for a in o.args[1:])
+    lines = pre + ([] if o.out == o.x else [f"{o.out} = {o.x}"])
+    extra = "".join(f", {a}" for a in o.args[1:] + hoisted)
     return lines + [f"for {layer} in self.{o.attr}:", f"    {o.out} = {layer}({o.out}{extra})"]
 
 
