@@ -4,8 +4,9 @@ be emitted as one `F.scaled_dot_product_attention` call.
 The pattern, inside one module (a block or the spec), in any split into bindings:
 
     scores = Q @ K^T          (K^T a `transpose -2 -1` of K, or any tensor: then K = K^T^T)
-    [scale s | * s | / s]     (s > 0; before or after the mask)
-    [mask causal | mask M]    (at most one)
+    [scale s | * s | / s]     (s > 0; at most one, anywhere among the masks)
+    [mask causal | mask M | + bias]...   (any number: one causal at most, padding masks,
+                              additive biases; combined into one `attn_mask`)
     softmax over the last axis
     [dropout p]
     out = weights @ V
@@ -37,7 +38,11 @@ class Attention:
     k_transposed: bool             # K is only known as K^T: pass `kt.transpose(-2, -1)`
     scale: object = None           # sympy factor; None: sdpa's default 1/sqrt(E)
     causal: bool = False
-    mask: str | None = None        # ref of a `mask M` tensor (True hides)
+    masks: list = field(default_factory=list)     # refs of `mask M` tensors (True hides)
+    biases: list = field(default_factory=list)    # (ref, scaled): `+ bias`, times the scale if
+                                                  # the scale comes after it
+    causal_size: tuple | None = None              # (rows, cols) of the causal mask
+    factor: object = None                         # the written-out scale (for the biases)
     dropout: float | None = None
     gqa: bool = False
     skipped: set = field(default_factory=set)   # step ids the call replaces
@@ -98,22 +103,30 @@ def _match(out: Step, steps: dict, uses: dict, prover, types: dict) -> Attention
         s = steps.get(s.inputs[0])
     if s is None or s.op != "softmax" or not _only_use(s.ref, uses):
         return None
-    if s.detail.get("dim") != s.out.rank - 1 or s.out.rank < 2:
+    if s.detail.get("dim") != s.out.rank - 1 or s.out.rank < 2 or s.detail.get("dtype"):
         return None
     softmax = s
     chain.append(s)
     s = steps.get(s.inputs[0])
-    scale, causal, mask = None, False, None
-    while s is not None and _only_use(s.ref, uses) and s.op in ("scale", "mask", "mul", "div"):
+    scale, causal, causal_size, masks, biases = None, False, None, [], []
+    while s is not None and _only_use(s.ref, uses) and s.op in ("scale", "mask", "mul", "div", "add"):
         if s.op == "mask":
-            if causal or mask is not None:
-                return None
             if s.detail.get("kind") == "causal":
-                causal = True
+                if causal:
+                    return None
+                causal, causal_size = True, (s.detail["rows"], s.detail["cols"])
             else:
                 if len(s.inputs) != 2:
                     return None
-                mask = s.inputs[1]
+                masks.append(s.inputs[1])
+        elif s.op == "add":
+            chained = _chained_input(s, steps, uses)
+            if chained is None:
+                return None
+            biases.append((s.inputs[1 - chained], scale is not None))
+            chain.append(s)
+            s = steps.get(s.inputs[chained])
+            continue
         else:
             factor = _factor(s)
             if factor is None or scale is not None or sp.sympify(factor).is_positive is not True:
@@ -148,7 +161,11 @@ def _match(out: Step, steps: dict, uses: dict, prover, types: dict) -> Attention
         for other in (kb, vb):
             if not (prover.same(other, a) or prover.is_one(other)):
                 return None
-    att = Attention(out, q, k, v, k_transposed, causal=causal, mask=mask, dropout=dropout)
+    for c in chain:      # masks and biases broadcast to the scores, never widen them
+        if c.op in ("mask", "add") and not _same_shape(c.out.shape, scores.out.shape, prover):
+            return None
+    att = Attention(out, q, k, v, k_transposed, causal=causal, masks=masks[::-1],
+                    biases=biases[::-1], causal_size=causal_size, factor=scale, dropout=dropout)
     if scale is not None and not prover.same(scale, 1 / sp.sqrt(qt.shape[-1])):
         att.scale = scale
     elif scale is None:
@@ -156,6 +173,21 @@ def _match(out: Step, steps: dict, uses: dict, prover, types: dict) -> Attention
     att.skipped = {c.id for c in chain}
     _gqa(att, steps, uses, prover, rank)
     return att
+
+
+def _chained_input(s: Step, steps: dict, uses: dict) -> int | None:
+    """Which input of `a + b` carries the scores (the other is an additive bias), or None."""
+    if len(s.inputs) != 2 or "scalar" in s.detail:
+        return None
+    found = [k for k, r in enumerate(s.inputs) if r in steps and _only_use(r, uses)
+             and steps[r].op in ("matmul", "scale", "mask", "mul", "div", "add")]
+    if len(found) != 1:
+        return None
+    return found[0]
+
+
+def _same_shape(a, b, prover) -> bool:
+    return len(a) == len(b) and all(prover.same(x, y) for x, y in zip(a, b))
 
 
 def _factor(s: Step):

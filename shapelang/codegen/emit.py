@@ -17,7 +17,7 @@ import sympy as sp
 from ..checker import dtypes
 from ..checker.ir import BlockIR, CheckedSpec, Step
 from . import attention as attention_pattern
-from . import steps_layers, steps_tables  # noqa: F401  (they register their emitters in EMITTERS)
+from . import hoist, steps_layers, steps_tables  # noqa: F401  (they register their emitters in EMITTERS)
 from .attrs import AttrTree
 from .layout import WIDTH, comment_line, comments_above, trailing_comment
 from .naming import CodegenError, Namer, _snake, _symbols_in, comment_text, py_str
@@ -97,7 +97,7 @@ class Emitter:
         self._build(top)
         return top
 
-    def unit_for(self, ir: BlockIR) -> Unit:
+    def unit_for(self, ir: BlockIR, stacked: bool = False) -> Unit:
         generic = self.spec.generic_blocks.get(ir.name)
         if generic is not None and not self.instrument and ir.size_args \
                 and set(ir.binding_of_dims) <= set(ir.size_args):
@@ -140,7 +140,8 @@ class Emitter:
         rename.update(size_rename)
         unit = Unit(key, ir.name, ir, [(d.name, d.type, False) for d in ir.inputs], ir.params,
                     ir.buffers, ir.bindings, rename, size_rename,
-                    {loc: sp.sympify(ir.size_args[loc]) for loc in size_rename.values()})
+                    {loc: sp.sympify(ir.size_args[loc]) for loc in size_rename.values()},
+                    stacked=stacked)
         self.units[key] = unit
         saved = (self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped)
         self._build(unit)
@@ -200,6 +201,8 @@ class Emitter:
                 scope.refs[ref] = py
                 scope.types[ref] = t
                 unit.arg_names.append(py)
+        if unit.stacked and not self.instrument:     # built once, not in every layer
+            self._hoist(unit, binding_names, result_ref)
         source = self.spec.source.split("\n")
         for d in unit.params:
             unit.init += [comment_line(comment_text(c)) for c in comments_above(source, d.span.line)]
@@ -227,6 +230,15 @@ class Emitter:
             if result_ref is None:
                 raise CodegenError(f"block `{unit.label}` has no result")
             unit.returns = [("return", scope.refs[result_ref], result_ref)]
+
+    def _hoist(self, unit: Unit, binding_names: dict, result_ref) -> None:
+        hoist.plan(self, unit, binding_names, result_ref, CHAIN_SUFFIX)
+
+    def causal(self, unit: Unit, rows, cols, device: str) -> str:
+        return hoist.causal(self, unit, rows, cols, device)
+
+    def hoisted_args(self, unit: Unit, child: Unit) -> tuple[list, list]:
+        return hoist.caller_args(self, unit, child, self.spec.source.split("\n"))
 
     def _param_init(self, unit: Unit, d) -> str:
         shape = ", ".join(self.sizes.cfg(unit, x) for x in d.type.shape)
@@ -264,7 +276,8 @@ class Emitter:
             tail = trailing_comment(source[b.span.line - 1])
             if tail is not None and tail.strip():
                 notes.append(tail)
-        unit.body += [comment_line(comment_text(c)) for c in notes]
+        if not (steps and all(s.id in unit.hoisted_steps for s in steps)):   # else: the caller's
+            unit.body += [comment_line(comment_text(c)) for c in notes]
         if not steps:
             for n, r in zip(b.names, b.results):
                 if n in binding_names:
@@ -400,16 +413,16 @@ class Emitter:
         refs = self.scope.refs
         k = refs.get(a.k, a.k) + (".transpose(-2, -1)" if a.k_transposed else "")
         args = [refs.get(a.q, a.q), k, refs.get(a.v, a.v)]
-        if a.mask is not None:
-            m = refs.get(a.mask, a.mask)
-            mt = self.scope.types.get(a.mask)
-            args.append(f"attn_mask=~{m}" if mt is None or mt.dtype == "bool" else f"attn_mask={m} == 0")
+        lines = []
+        if a.masks or a.biases:
+            keep = self._attn_mask(unit, a, prefix, lines, args[0])
+            args.append(f"attn_mask={keep}")
         if a.dropout:
             field = self.sizes.hparam("dropout", a.dropout)
             attr = self.scope.attrs.claim("attn_dropout")
             unit.init.append(f"self.{attr} = cfg.{field}")
             args.append(f"dropout_p=self.{attr} if self.training else 0.0")
-        if a.causal:
+        if a.causal and not (a.masks or a.biases):
             args.append("is_causal=True")
         if a.scale is not None:
             scale = self.sizes.local(unit, a.scale, real=True)
@@ -420,7 +433,37 @@ class Emitter:
             args.append(f"scale={scale}")
         if a.gqa:
             args.append("enable_gqa=True")
-        return [f"{out} = {FUNCTIONAL}.scaled_dot_product_attention({', '.join(args)})"]
+        return lines + [f"{out} = {FUNCTIONAL}.scaled_dot_product_attention({', '.join(args)})"]
+
+    def _attn_mask(self, unit: Unit, a, prefix: str, lines: list, q: str) -> str:
+        """The one `attn_mask` for sdpa from a recognised attention's masks and biases: a bool
+        mask (True takes part) when there are only masks, else a float mask (the biases, summed,
+        with -inf where a mask hides)."""
+        refs, types = self.scope.refs, self.scope.types
+        hides = []
+        for m in a.masks:
+            mt = types.get(m)
+            hides.append(refs.get(m, m) if mt is None or mt.dtype == "bool" else f"({refs.get(m, m)} != 0)")
+        if a.causal:
+            hides.append(self.causal(unit, *a.causal_size, q))
+        if not a.biases and len(hides) == 1:
+            return f"~{hides[0]}"
+        name = self.scope.names.claim("attn_mask")
+        if not a.biases:
+            lines.append(f"{name} = ~({' | '.join(hides)})")
+            return name
+        if not hides and len(a.biases) == 1 and not a.biases[0][1]:
+            return refs.get(a.biases[0][0], a.biases[0][0])
+        terms = []
+        for ref, scaled in a.biases:
+            b = refs.get(ref, ref)
+            if scaled:
+                b = f"{b} * {self.sizes.local(unit, a.factor, real=True, operand=True)}"
+            terms.append(b)
+        lines.append(f"{name} = {' + '.join(terms)}")
+        if hides:
+            lines.append(f'{name} = {name}.masked_fill({" | ".join(hides)}, float("-inf"))')
+        return name
 
     def _step(self, unit: Unit, s: Step, out: str, attr: str | None) -> list[str]:
         emitter = EMITTERS.get(s.op)

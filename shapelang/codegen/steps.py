@@ -101,9 +101,8 @@ def _scale(o: Op) -> list[str]:
 
 def _mask(o: Op) -> list[str]:
     if o.d["kind"] == "causal":
-        o.em.uses_causal = True
-        rows, cols = o.local(o.d["rows"]), o.local(o.d["cols"])
-        return [f'{o.out} = {o.x}.masked_fill(causal_mask({rows}, {cols}, {o.x}.device), float("-inf"))']
+        hide = o.em.causal(o.unit, o.d["rows"], o.d["cols"], o.x)
+        return [f'{o.out} = {o.x}.masked_fill({hide}, float("-inf"))']
     m = o.args[1]
     mt = o.em.scope.types.get(o.s.inputs[1])
     if mt is not None and mt.dtype != "bool":
@@ -112,22 +111,47 @@ def _mask(o: Op) -> list[str]:
 
 
 def _softmax(o: Op) -> list[str]:
-    """`F.softmax(x, dim=d)`; after `mask M`, a row M hides entirely gives zeros, not NaN, as
-    F.scaled_dot_product_attention (and nn.MultiheadAttention with need_weights=False) do."""
+    """`F.softmax(x, dim=d)`; after `mask M`, a row the masks hide entirely gives zeros, not
+    NaN, as F.scaled_dot_product_attention (and nn.MultiheadAttention with need_weights=False)
+    do. With one `mask M` right before, the rows are those M hides; when other masks or
+    biases come between or before, the rows that are -inf throughout."""
     dtype = _keywords(dtype=_torch_dtype(o.d.get("dtype")) or None)
     line = f"{o.out} = {FUNCTIONAL}.{o.s.op}({o.x}, dim={o.axis(o.d['dim'])}{dtype})"
-    p = o.em.producers.get(o.s.inputs[0])
-    if o.s.op != "softmax" or p is None or p.op != "mask" or p.detail.get("kind") == "causal" \
-            or len(p.inputs) != 2:
+    if o.s.op != "softmax":
         return [line]
-    m, mt = o.em.scope.refs.get(p.inputs[1], p.inputs[1]), o.em.scope.types.get(p.inputs[1])
-    if mt is None:
+    chain = _mask_chain(o)
+    if not any(p.op == "mask" and p.detail.get("kind") != "causal" for p in chain):
         return [line]
-    if mt.dtype != "bool":
-        m = f"({m} != 0)"
+    p = chain[0]
+    masks = [c for c in chain if c.op == "mask"]
+    mt = o.em.scope.types.get(p.inputs[1]) if p.op == "mask" and len(p.inputs) == 2 else None
     d = o.d["dim"] - o.rank            # the mask lines up with the scores from the right
-    hidden = f"{m}.all(dim={d}, keepdim=True)" if -d <= mt.rank else m
-    return [line, f"{o.out} = {o.out}.masked_fill({hidden}, 0.0)"]
+    if len(masks) == 1 and mt is not None:
+        m = o.em.scope.refs.get(p.inputs[1], p.inputs[1])
+        if mt.dtype != "bool":
+            m = f"({m} != 0)"
+        hidden = f"{m}.all(dim={d}, keepdim=True)" if -d <= mt.rank else m
+        return [line, f"{o.out} = {o.out}.masked_fill({hidden}, 0.0)"]
+    hidden = o.em.scope.names.claim(f"{o.out.split(',')[0].strip()}_hidden")
+    return [f"{hidden} = torch.isneginf({o.x}).all(dim={d}, keepdim=True)", line,
+            f"{o.out} = {o.out}.masked_fill({hidden}, 0.0)"]
+
+
+_MASK_CHAIN = ("mask", "add", "sub", "scale", "mul", "div")
+
+
+def _mask_chain(o: Op) -> list:
+    """The masks, biases and scales a softmax's input went through, nearest first."""
+    out, todo, seen = [], [o.s.inputs[0]], set()
+    while todo:
+        ref = todo.pop(0)
+        p = o.em.producers.get(ref)
+        if ref in seen or p is None or p.op not in _MASK_CHAIN or not p.inputs:
+            continue
+        seen.add(ref)
+        out.append(p)
+        todo += p.inputs[:1] if p.op in ("mask", "scale") else p.inputs
+    return out
 
 
 def _unary(o: Op) -> list[str]:
@@ -253,9 +277,11 @@ def _block(o: Op) -> list[str]:
     o.unit.children.append(child)
     if o.d.get("stack_first"):     # layer 0 of `stack L Moe first=Dense`: the stack builds it
         child.stacked = True
-        return [f"{o.out} = self.{o.attr}[0]({', '.join(o.args)})"]
+        pre, extra = o.em.hoisted_args(o.unit, child)
+        return pre + [f"{o.out} = self.{o.attr}[0]({', '.join(o.args + extra)})"]
     o.unit.init.append(f"\x00I{child.key}\x00self.{o.attr} = \x00C{child.key}\x00(cfg{_sizes_given(o, child)})")
-    return [f"{o.out} = \x00K{child.key}|self.{o.attr}\x00({', '.join(o.args)}\x00A{child.key}\x00)"]
+    pre, extra = o.em.hoisted_args(o.unit, child)
+    return pre + [f"{o.out} = \x00K{child.key}|self.{o.attr}\x00({', '.join(o.args + extra)}\x00A{child.key}\x00)"]
 
 
 def _sizes_given(o: Op, child) -> str:
@@ -266,8 +292,7 @@ def _sizes_given(o: Op, child) -> str:
 
 
 def _stack(o: Op) -> list[str]:
-    child = o.em.unit_for(o.s.block)
-    child.stacked = True
+    child = o.em.unit_for(o.s.block, stacked=True)
     o.unit.children.append(child)
     count = o.cfg(o.d["count"])
     layers = f"[\x00C{child.key}\x00(cfg{_sizes_given(o, child)}) for _ in range({count})]"
@@ -278,9 +303,10 @@ def _stack(o: Op) -> list[str]:
         given = "".join(f", {o.cfg(first.block.size_args[k])}" for k in head.size_args)
         layers, rest = f"[\x00C{head.key}\x00(cfg{given})] + {layers}", "[1:]"
     o.unit.init.append(f"self.{o.attr} = nn.ModuleList({layers})")
+    pre, hoisted = o.em.hoisted_args(o.unit, child)   # built once, shared by every layer
     layer = o.em.scope.names.claim("layer")
-    lines = [] if o.out == o.x else [f"{o.out} = {o.x}"]
-    extra = "".join(f", {a}" for a in o.args[1:])
+    lines = pre + ([] if o.out == o.x else [f"{o.out} = {o.x}"])
+    extra = "".join(f", {a}" for a in o.args[1:] + hoisted)
     return lines + [f"for {layer} in self.{o.attr}{rest}:", f"    {o.out} = {layer}({o.out}{extra})"]
 
 

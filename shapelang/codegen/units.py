@@ -40,6 +40,8 @@ class Unit:
     function: bool = False                        # a block with no state: a function, not a class
     stacked: bool = False                         # used by `stack` (always a module)
     comments: list = field(default_factory=list)  # the spec's comments on the block
+    hoisted: list = field(default_factory=list)   # extra forward args its caller computes (hoist.py)
+    hoisted_steps: set = field(default_factory=set)   # the ids of the steps its caller computes
     # pass 2 (the generator)
     class_name: str = ""
     text: str = ""

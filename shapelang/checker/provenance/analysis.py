@@ -305,7 +305,9 @@ class Provenance(LayerRules):
             sc = s.detail["scalar"]
             self.findings.check_scale(s, ts[0], 1 / sc if s.op == "div" and not s.detail.get("scalar_left") else sc)
         rank = len(s.out.shape)
-        padded = [((),) * (rank - len(t.axes)) + t.axes for t in ts]
-        axes = tuple(next((p[k] for p in padded if p[k]), ()) for k in range(rank))
         base = next((t for t in ts if t.keys is not None), ts[0])
+        # scores keep their axes (and so their key axis) whichever side a bias is added on
+        ordered = [base] + [t for t in ts if t is not base]
+        padded = [((),) * (rank - len(t.axes)) + t.axes for t in ordered]
+        axes = tuple(next((p[k] for p in padded if p[k]), ()) for k in range(rank))
         return (base.carry(axes),)
