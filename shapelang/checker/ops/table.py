@@ -190,6 +190,12 @@ _ENTRIES += [
     OpDef("cos", "cos", "elementwise cosine (float)", tables.trig, family="tables", provenance="same"),
     OpDef("pow", "pow E", "raises each element to the scalar power E (the same as `** E`)",
           tables.power, family="tables"),
+    OpDef("meshgrid", "meshgrid(A, B, ..) | meshgrid B ..", "torch.meshgrid(.., indexing=\"ij\"): vectors "
+          "[N1], [N2], .. give as many tensors of [N1, N2, ..], the k-th varying along axis k (bound to "
+          "several names: `gy, gx: meshgrid(ys, xs)`)", tables.meshgrid, family="tables"),
+    OpDef("stack_tensors", "stack_tensors(A, T1, T2, ..) | stack_tensors A T1 ..", "torch.stack: tensors "
+          "of one shape joined along a new axis A (`stack N Block` repeats a block instead)",
+          combine.stack_tensors, family="combine"),
 ]
 
 TABLE: dict[str, OpDef] = {d.name: d for d in _ENTRIES}
