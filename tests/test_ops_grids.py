@@ -128,3 +128,30 @@ def test_errors(line, code, torch_call):
     if torch_call is not None:
         with pytest.raises((RuntimeError, IndexError)):
             torch_call()
+
+
+HABITS = [
+    # PyTorch's spelling -> the shapelang line the help proposes (re-checked before shown)
+    ('gy, gx: torch.meshgrid(ys, xs, indexing="ij")', "gy, gx: meshgrid(ys, xs)"),
+    ("gy, gx: torch.meshgrid([ys, xs])", "gy, gx: meshgrid(ys, xs)"),
+    ("pos: torch.stack([ys, ys], dim=-1)", "pos: stack_tensors(-1, ys, ys)"),
+    ("pos: torch.stack((ys, ys))", "pos: stack_tensors(0, ys, ys)"),
+    ("t: ys * math.pi", "t: ys * pi"),
+    ("t: ys * (2 * torch.pi)", "t: ys * (2 * pi)"),
+]
+
+
+@pytest.mark.parametrize("line, fixed", HABITS, ids=[h[0] for h in HABITS])
+def test_pytorch_spellings_are_answered_with_the_shapelang_line(line, fixed):
+    head = "dim H, W\nexample H=3, W=4\nys: linspace(-1.0, 1.0, H)\nxs: linspace(-1.0, 1.0, W)\n"
+    [d] = check(head + line + "\n").diagnostics
+    assert d.code == "E001" and f"write it as `{fixed}`" in d.help, d
+    assert check(head + fixed + "\n").diagnostics == []
+
+
+def test_indexing_xy_is_not_rewritten_and_stack_as_a_call_points_at_stack_tensors():
+    head = "dim H, W\nexample H=3, W=4\nys: linspace(-1.0, 1.0, H)\n"
+    [d] = check(head + 'g: torch.meshgrid(ys, ys, indexing="xy")\n').diagnostics
+    assert d.code == "E001" and "meshgrid(ys, ys)" not in (d.help or "")
+    [d] = check(head + "p: stack(-1, ys, ys)\n").diagnostics
+    assert d.code == "E002" and "stack_tensors(-1, A, B)" in d.help

@@ -25,6 +25,9 @@ def call(c, node: Call):
             raise ShapeError("E110", f"`{node.func}` gives {len(vals)} tensors; name them first",
                              span=node.span, help=f"write it on its own line: `a, b: {text}`")
         return vals[0]
+    if node.func == "stack":
+        raise ShapeError("E002", "`stack(..)` is not a function: `stack N Block` repeats a block",
+                         span=node.func_span, help="torch.stack of tensors is `stack_tensors(-1, A, B)`")
     known = list(c.blocks) + list(ops.CALLS) + ["sqrt", "min", "max"]
     raise ShapeError("E002", f"unknown function or block `{node.func}`", span=node.func_span,
                      help=c._did_you_mean(node.func, known))

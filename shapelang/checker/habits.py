@@ -28,6 +28,7 @@ NOTES = {
     "method": "shapelang applies operations with `->`: `x -> op args`, not `x.op(args)`",
     "function": "shapelang has no `torch.` or `F.` functions: `@` is the matrix product, "
                 "and operations follow the tensor after `->`",
+    "constant": "shapelang names its constants without a module: `pi` (math.pi) in a scalar",
     "arguments": "an operation's arguments follow its name, separated by spaces, without "
                  "parentheses or commas: `transpose 1 2`, `softmax -1`, `mean -1 keepdim`",
 }
