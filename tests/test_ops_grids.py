@@ -1,6 +1,7 @@
 """Position grids computed in the spec: `meshgrid` (torch.meshgrid, indexing="ij"),
-`stack_tensors` (torch.stack along a new axis; `stack N Block` repeats a block) and the
-constant `pi` in scalars. The checker's shapes and dtypes are PyTorch's at several
+`stack_tensors` (torch.stack along a new axis; `stack N Block` repeats a block), the
+constant `pi` in scalars, and einops' `(...)` on the right of a rearrange (the pixels of
+an image flattened to tokens, `b ... d -> b (...) d`). The checker's shapes and dtypes are PyTorch's at several
 sizes, the generated module computes what a hand-written torch reference computes, and
 what PyTorch refuses is refused."""
 from __future__ import annotations
@@ -32,6 +33,8 @@ flat: gy -> reshape [H*W]
 scaled: x * pos * pi
 waves: (pos -> unsqueeze -1) * linspace(1.0, 5.0, T) * pi -> sin
 turn: x -> scale 2*pi
+tok: x -> rearrange "b ... d -> b (...) d"
+tok2: x -> rearrange "b ... d -> (d ...) b"
 """
 
 
@@ -48,6 +51,8 @@ def reference(x, H, W, T, **_):
         "scaled": x * pos * math.pi,
         "waves": (pos.unsqueeze(-1) * torch.linspace(1.0, 5.0, T) * math.pi).sin(),
         "turn": x * (2 * math.pi),
+        "tok": x.reshape(x.shape[0], H * W, 2),           # einops: "b ... d -> b (...) d"
+        "tok2": x.permute(3, 1, 2, 0).reshape(2 * H * W, x.shape[0]),
     }
 
 
@@ -117,6 +122,8 @@ ERRORS = [
     ("s: stack_tensors(0, m, v)", "E110", lambda: torch.stack([torch.ones(3, 4), torch.ones(4)])),
     ("s: v -> stack_tensors", "E110", None),
     ("dim Q = pi", "E005", None),
+    ('s: m -> rearrange "(...) d -> d (...)"', "E110", None),      # einops refuses it too
+    ('s: m -> rearrange "s d -> (...) s d"', "E110", None),
     ("s: v -> view [pi]", "E005", None),
 ]
 

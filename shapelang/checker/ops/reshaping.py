@@ -304,7 +304,7 @@ def rearrange(c, x, a):
         if group == "...":
             out_names.append(("...",))
         else:
-            out_names.extend(group)
+            out_names.extend(("...",) if ax == "..." else ax for ax in group)
     ell_pos = order_names.index(("...",)) if ("...",) in order_names else None
 
     def positions(name):
@@ -317,7 +317,7 @@ def rearrange(c, x, a):
     t = t.restrided(tuple(t.shape[p] for p in perm), lambda st: tuple(st[p] for p in perm))
     final = []
     for group in pat.right:
-        final.extend(ell if group == "..." else [prod(sizes[ax] for ax in group)])
+        final.extend(ell if group == "..." else [prod(prod(ell) if ax == "..." else sizes[ax] for ax in group)])
     if list(final) != list(t.shape):
         t, copies[1], _ = regroup(c, t, final)
     # flat/perm/final/copies: the three stages (reshape, permute, reshape) for codegen
