@@ -162,3 +162,23 @@ def test_indexing_xy_is_not_rewritten_and_stack_as_a_call_points_at_stack_tensor
     assert d.code == "E001" and "meshgrid(ys, ys)" not in (d.help or "")
     [d] = check(head + "p: stack(-1, ys, ys)\n").diagnostics
     assert d.code == "E002" and "stack_tensors(-1, A, B)" in d.help
+
+
+def test_grading_sees_the_ellipsis_group_as_the_same_values():
+    """The grader's probe values follow `(...)`: flattening the pixels with
+    `b ... d -> b (...) d` holds the numbers of `b h w d -> b (h w) d`, and a different
+    order of the merged axes does not."""
+    from shapelang.teaching.probe import Probe, Val
+
+    spec = checked('dim B, H, W, D\nexample B=2, H=3, W=4, D=5\ninput x: [B, H, W, D]\n'
+                   'a: x -> rearrange "b ... d -> b (...) d"\nb: x -> rearrange "b h w d -> b (h w) d"\n'
+                   'c: x -> rearrange "b h w d -> b (w h) d"\n')
+    probe = Probe(spec.prover)
+    [decl] = spec.decls
+    x = Val.base(("tensor", "x"), probe.shape(decl.type.shape))
+
+    def value(k):
+        b = spec.bindings[k]
+        return probe.binding(b.steps, {"x": x}, 0)[b.results[0]].key
+
+    assert value(0) == value(1) != value(2)
