@@ -1,7 +1,8 @@
 """Position grids computed in the spec: `meshgrid` (torch.meshgrid, indexing="ij"),
 `stack_tensors` (torch.stack along a new axis; `stack N Block` repeats a block), the
-constant `pi` in scalars, and einops' `(...)` on the right of a rearrange (the pixels of
-an image flattened to tokens, `b ... d -> b (...) d`). The checker's shapes and dtypes are PyTorch's at several
+constant `pi` in scalars, einops' `(...)` on the right of a rearrange (the pixels of
+an image flattened to tokens, `b ... d -> b (...) d`) and einops' `repeat` (latents
+repeated over the batch, `n d -> b n d`). The checker's shapes and dtypes are PyTorch's at several
 sizes, the generated module computes what a hand-written torch reference computes, and
 what PyTorch refuses is refused."""
 from __future__ import annotations
@@ -35,6 +36,10 @@ waves: (pos -> unsqueeze -1) * linspace(1.0, 5.0, T) * pi -> sin
 turn: x -> scale 2*pi
 tok: x -> rearrange "b ... d -> b (...) d"
 tok2: x -> rearrange "b ... d -> (d ...) b"
+rep: pos -> repeat "h w c -> b h w c" b=B
+rep2: pos -> repeat "... -> t ..." t=T
+rep3: gy -> repeat "h w -> (h t) 1 w" t=T
+rep4: xs -> repeat "w -> w (t r)" t=T, r=2
 """
 
 
@@ -53,6 +58,8 @@ def reference(x, H, W, T, **_):
         "turn": x * (2 * math.pi),
         "tok": x.reshape(x.shape[0], H * W, 2),           # einops: "b ... d -> b (...) d"
         "tok2": x.permute(3, 1, 2, 0).reshape(2 * H * W, x.shape[0]),
+        "rep": pos.unsqueeze(0).repeat(x.shape[0], 1, 1, 1), "rep2": pos.unsqueeze(0).repeat(T, 1, 1, 1),
+        "rep3": gy.repeat_interleave(T, dim=0).unsqueeze(1), "rep4": xs.unsqueeze(1).repeat(1, 2 * T),
     }
 
 
@@ -84,7 +91,7 @@ def test_generated_module_computes_the_grids(sizes):
     x = torch.randn(sizes["B"], sizes["H"], sizes["W"], 2)
     got = model(x)
     want = reference(x, **sizes)
-    assert set(got) <= set(want) and {"first", "mid", "ints", "lone", "scaled", "waves"} <= set(got)
+    assert set(got) <= set(want) and {"first", "mid", "ints", "lone", "scaled", "waves", "rep"} <= set(got)
     for name, value in got.items():
         assert value.dtype == want[name].dtype, name
         torch.testing.assert_close(value, want[name], msg=name)
@@ -124,6 +131,10 @@ ERRORS = [
     ("dim Q = pi", "E005", None),
     ('s: m -> rearrange "(...) d -> d (...)"', "E110", None),      # einops refuses it too
     ('s: m -> rearrange "s d -> (...) s d"', "E110", None),
+    ('s: m -> repeat "s d -> b s d"', "E110", None),                # the new axis has no size
+    ('s: m -> repeat "s d -> s" d=D', "E110", None),                 # repeat keeps every axis
+    ('s: m -> repeat "s d -> b s d" b=S -> view [S*S, D]', "E106",   # an expanded view, as einops'
+     lambda: torch.ones(3, 4).unsqueeze(0).expand(3, -1, -1).view(9, 4)),
     ("s: v -> view [pi]", "E005", None),
 ]
 

@@ -1,4 +1,4 @@
-"""Small pattern languages inside operations: einops `rearrange` and `einsum`.
+"""Small pattern languages inside operations: einops `rearrange` and `repeat`, and `einsum`.
 
 Each is parsed into an immutable description (as einops does), cached by its
 text. Errors are ValueError with a message for the learner.
@@ -53,9 +53,11 @@ def _side(text: str, right: bool = False) -> tuple:
 
 
 @functools.lru_cache(maxsize=256)
-def parse_rearrange(pattern: str) -> Rearrange:
+def parse_rearrange(pattern: str, repeat: bool = False) -> Rearrange:
+    """einops' rearrange pattern; with `repeat`, einops' repeat: the right side may add axes."""
     if pattern.count("->") != 1:
-        raise ValueError("a rearrange pattern has one `->`, e.g. \"b s (h d) -> b h s d\"")
+        raise ValueError(f"a {'repeat' if repeat else 'rearrange'} pattern has one `->`, e.g. "
+                         + ('"n d -> b n d"' if repeat else '"b s (h d) -> b h s d"'))
     lhs, rhs = pattern.split("->")
     left, right = _side(lhs), _side(rhs, right=True)
     names_l = [a for g in left if g != "..." for a in g]
@@ -64,7 +66,10 @@ def parse_rearrange(pattern: str) -> Rearrange:
         dup = {a for a in names if names.count(a) > 1}
         if dup:
             raise ValueError(f"axis `{min(dup)}` appears twice on the {side} side")
-    if set(names_l) != set(names_r):
+    if repeat and not set(names_l) <= set(names_r):
+        missing = sorted(set(names_l) - set(names_r))
+        raise ValueError(f"axis `{missing[0]}` appears on the left only; repeat keeps every axis")
+    if not repeat and set(names_l) != set(names_r):
         missing = sorted(set(names_l) ^ set(names_r))
         raise ValueError(f"axis `{missing[0]}` appears on one side only; rearrange keeps every axis")
     n_right = sum(1 for g in right if g == "..." or "..." in g)
