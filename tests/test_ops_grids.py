@@ -193,3 +193,13 @@ def test_grading_sees_the_ellipsis_group_as_the_same_values():
         return probe.binding(b.steps, {"x": x}, 0)[b.results[0]].key
 
     assert value(0) == value(1) != value(2)
+
+
+def test_provenance_follows_the_grid_ops():
+    """Every step has a known provenance, and a regrouping that mixes a repeated batch
+    with the features is still found (W301) after `repeat`."""
+    spec = checked(GRIDS.format(example=_example(SIZES[0])))
+    assert all(s.provenance is not None for b in spec.bindings for s in b.steps)
+    text = ("dim B, N, D\nexample B=2, N=3, D=4\nparam lat: [N, D]\n"
+            'x: lat -> repeat "n d -> b n d" b=B -> reshape [B, D, N]\n')
+    assert "W301" in codes(text)
