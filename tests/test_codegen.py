@@ -87,6 +87,11 @@ tmv, tmi: arange(S) -> clamp min=full([S], 1) -> max 0 keepdim
 tmw, tmj: arange(S) -> min -1
 tma: arange(S) -> amin 0
 tln: arange(S) > 1 -> logical_not
+mg1, mg2: meshgrid(linspace(-1.0, 1.0, S), arange(0.0, D))
+mg3: mg1 -> stack_tensors -1 mg2 -> flatten 0 1 -> unsqueeze 0 -> expand [B, -1, -1]
+mg4: stack_tensors(0, x, x) * pi
+mg5, mg6: arange(S) -> meshgrid arange(T)
+rp1: x -> repeat "b s d -> b s r d" r=2 -> rearrange "b ... d -> b (...) d"
 cv: x -> transpose 1 2 -> conv1d F 3 padding=1 -> conv1d D 2 stride=2 padding=1 dilation=2 bias=false
 cg: x -> transpose 1 2 -> conv1d D 1 groups=H
 ix1, ix2: x -> topk G -1

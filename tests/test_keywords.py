@@ -45,6 +45,9 @@ USAGE = {
     "minimum": "x -> minimum (x -> amin -1 keepdim)", "maximum": "x -> maximum (x -> amax -1 keepdim)",
     "clamp": "x -> clamp min=0 max=1", "amin": "x -> amin -1", "max": "v, y: x -> max -1",
     "min": "v, y: x -> min 0 keepdim", "logical_not": "x > 0 -> logical_not",
+    "meshgrid": "gy, gx: arange(S) -> meshgrid arange(D)",
+    "stack_tensors": "x -> stack_tensors -1 x",
+    "repeat": 'x -> repeat "b s d -> b s r d" r=2',
     **{name: f"x -> {name}" for name in ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt",
                                           "rsqrt", "log", "abs", "softplus", "neg", "square", "float",
                                           "half", "bfloat16", "double", "long", "bool")},
@@ -66,7 +69,7 @@ def test_an_unknown_keyword_is_refused_naming_it_and_the_accepted_ones(name):
         assert errors and errors[0].span.line == 6, render_check(spec)
         return
     assert [d.code for d in errors] == ["E110"], render_check(spec)
-    if name == "rearrange":     # its keywords are the sizes of the pattern's axes
+    if name in ("rearrange", "repeat"):     # its keywords are the sizes of the pattern's axes
         assert errors[0].message == "`zzz=` names an axis that is not in the pattern"
         return
     assert "`zzz=`" in errors[0].message and f"`{name}`" in errors[0].message

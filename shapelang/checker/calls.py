@@ -24,9 +24,14 @@ def call(c, node: Call):
         vals = [c.tensor_value(a) for a in node.args]
         return c.block_calls.block_step(c.blocks[node.func], vals, text, node.span, node.kwargs)[0]
     if node.func in ops.CALLS:      # concat(..), einsum(..), arange(..), where(..), ...
-        op, refs, res = ops.CALLS[node.func](c.ctx, node)
-        _keywords(node, op, res)
-        return c.emit(op, text, node.span, refs, res)[0]
+        vals = outputs(c, node)
+        if len(vals) != 1:
+            raise ShapeError("E110", f"`{node.func}` gives {len(vals)} tensors; name them first",
+                             span=node.span, help=f"write it on its own line: `a, b: {text}`")
+        return vals[0]
+    if node.func == "stack":
+        raise ShapeError("E002", "`stack(..)` is not a function: `stack N Block` repeats a block",
+                         span=node.func_span, help="torch.stack of tensors is `stack_tensors(-1, A, B)`")
     known = list(c.blocks) + list(ops.CALLS) + ["sqrt", "min", "max"]
     raise ShapeError("E002", f"unknown function or block `{node.func}`", span=node.func_span,
                      help=c._did_you_mean(node.func, known))
@@ -72,3 +77,21 @@ def tuple_keywords(c, node) -> None:
             raise ShapeError("E001", "unexpected `,`", span=replace(k.span, column=col + 1,
                                                                   end_line=k.span.line, end_column=col + 2))
         raise ShapeError("E001", "unexpected `=`", span=k.eq_span)
+
+
+def outputs(c, node: Call) -> list:
+    """Every tensor a call of the operation table gives (`gy, gx: meshgrid(ys, xs)` gives two)."""
+    op, refs, res = ops.CALLS[node.func](c.ctx, node)
+    _keywords(node, op, res)
+    return c.emit(op, c.source_of(node), node.span, refs, res)
+
+
+def head(c, node) -> list:
+    """The tensors at the head of a pipeline: one, or several from a call such as meshgrid."""
+    if isinstance(node, Call) and node.func in ops.CALLS and node.func not in c.blocks \
+            and node.func not in c.skipped:
+        vals = outputs(c, node)
+        if len(vals) == 1:
+            c._tensor_refs[id(node)] = vals[0][1]     # as value() records a call's tensor
+        return vals
+    return [c.tensor_value(node)]

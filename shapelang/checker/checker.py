@@ -272,7 +272,7 @@ class Checker(Facts):
             return [self.tensor_value(node)]
         calls.tuple_keywords(self, node)
         try:
-            vals = [self.tensor_value(node.head)]
+            vals = calls.head(self, node.head)
         except ShapeError as err:
             raise self.suggest.head(err, node) from None
         for k, op in enumerate(node.ops):
@@ -371,6 +371,8 @@ class Checker(Facts):
                 return self._dim_lookup(node)
             if node.name in self.skipped:
                 raise Poisoned()
+            if node.name in dimlib.CONSTANTS:        # `x * pi`
+                return dimlib.CONSTANTS[node.name]
             known = list(self.scope.values) + list(self.prover.user)
             raise ShapeError("E002", f"unknown name `{node.name}`", span=node.span,
                              help=self._did_you_mean(node.name, known) or

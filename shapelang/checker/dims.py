@@ -28,6 +28,7 @@ from .notation import ADD, ATOM, DEFAULT, MUL, NEG, POW, Notation, elide, float_
 MAX_EXPONENT = 16
 MAX_TERMS = 2000  # bound on the terms of an expanded size expression: keeps proofs fast
 SCALAR_FUNCTIONS = ("sqrt", "min", "max")
+CONSTANTS = {"pi": sp.pi}  # named numbers of scalars (`p * pi`), unless a dim or tensor has the name
 SEARCH_BUDGET = 400  # candidate assignments tried per undecided condition
 
 
@@ -106,7 +107,16 @@ def _build(node: Expr, lookup: Callable[[Name], sp.Expr], allow_real: bool = Fal
             return sp.Float(node.value), float_text(node.value), ATOM
         return sp.Integer(node.value), str(node.value), ATOM
     if isinstance(node, Name):
-        e = lookup(node)
+        try:
+            e = lookup(node)
+        except ShapeError as err:
+            if err.code != "E002" or node.name not in CONSTANTS:
+                raise
+            if not allow_real:
+                raise ShapeError("E005", f"`{node.name}` is not a whole number", span=node.span,
+                                 help="sizes are whole numbers; `pi` stands in scalars such as "
+                                      "`x * pi`") from None
+            return CONSTANTS[node.name], node.name, ATOM
         return (e, *(notation or DEFAULT).text(e))
     if isinstance(node, Hole):
         raise unfilled(node)
@@ -190,6 +200,8 @@ def evaluate(e: sp.Expr, env: dict[sp.Symbol, int]):
         return Fraction(env[e])
     if e.is_Float:
         return float(e)
+    if e is sp.pi:
+        return math.pi
     if e.is_Add:
         return sum((evaluate(a, env) for a in e.args), Fraction(0))
     if e.is_Mul:

@@ -30,6 +30,7 @@ NOTES = {
                 "and operations follow the tensor after `->`",
     "operator": "shapelang writes the opposite of a bool mask (PyTorch's `~mask`) as "
                 "`mask -> logical_not`",
+    "constant": "shapelang names its constants without a module: `pi` (math.pi) in a scalar",
     "arguments": "an operation's arguments follow its name, separated by spaces, without "
                  "parentheses or commas: `transpose 1 2`, `softmax -1`, `mean -1 keepdim`",
 }

@@ -1,4 +1,4 @@
-"""Small pattern languages inside operations: einops `rearrange` and `einsum`.
+"""Small pattern languages inside operations: einops `rearrange` and `repeat`, and `einsum`.
 
 Each is parsed into an immutable description (as einops does), cached by its
 text. Errors are ValueError with a message for the learner.
@@ -18,7 +18,7 @@ class Rearrange:
     right: tuple
 
 
-def _side(text: str) -> tuple:
+def _side(text: str, right: bool = False) -> tuple:
     tokens = _AXIS.findall(text)
     if "".join(tokens) != "".join(text.split()):
         bad = set("".join(text.split())) - set("".join(tokens))
@@ -35,9 +35,12 @@ def _side(text: str) -> tuple:
             out.append(tuple(group))
             group = None
         elif tok == "...":
+            if group is not None and not right:
+                raise ValueError("`...` can stand inside a group only on the right side")
             if group is not None:
-                raise ValueError("`...` cannot stand inside a group")
-            out.append("...")
+                group.append("...")     # `b ... d -> b (...) d`: the ellipsis axes merged
+            else:
+                out.append("...")
         else:
             item = () if tok == "1" else (tok,)
             if group is not None:
@@ -50,20 +53,27 @@ def _side(text: str) -> tuple:
 
 
 @functools.lru_cache(maxsize=256)
-def parse_rearrange(pattern: str) -> Rearrange:
+def parse_rearrange(pattern: str, repeat: bool = False) -> Rearrange:
+    """einops' rearrange pattern; with `repeat`, einops' repeat: the right side may add axes."""
     if pattern.count("->") != 1:
-        raise ValueError("a rearrange pattern has one `->`, e.g. \"b s (h d) -> b h s d\"")
-    left, right = (_side(p) for p in pattern.split("->"))
+        raise ValueError(f"a {'repeat' if repeat else 'rearrange'} pattern has one `->`, e.g. "
+                         + ('"n d -> b n d"' if repeat else '"b s (h d) -> b h s d"'))
+    lhs, rhs = pattern.split("->")
+    left, right = _side(lhs), _side(rhs, right=True)
     names_l = [a for g in left if g != "..." for a in g]
-    names_r = [a for g in right if g != "..." for a in g]
+    names_r = [a for g in right if g != "..." for a in g if a != "..."]
     for names, side in ((names_l, "left"), (names_r, "right")):
         dup = {a for a in names if names.count(a) > 1}
         if dup:
             raise ValueError(f"axis `{min(dup)}` appears twice on the {side} side")
-    if set(names_l) != set(names_r):
+    if repeat and not set(names_l) <= set(names_r):
+        missing = sorted(set(names_l) - set(names_r))
+        raise ValueError(f"axis `{missing[0]}` appears on the left only; repeat keeps every axis")
+    if not repeat and set(names_l) != set(names_r):
         missing = sorted(set(names_l) ^ set(names_r))
         raise ValueError(f"axis `{missing[0]}` appears on one side only; rearrange keeps every axis")
-    if (left.count("...") > 1) or (left.count("...") != right.count("...")):
+    n_right = sum(1 for g in right if g == "..." or "..." in g)
+    if (left.count("...") > 1) or (left.count("...") != n_right):
         raise ValueError("`...` must appear once on both sides or not at all")
     return Rearrange(left, right)
 

@@ -56,7 +56,7 @@ DEFAULT_DIM = {"chunk": "0", "split": "0", "flatten": None}
 
 @dataclass(frozen=True)
 class Habit:
-    kind: str          # "attribute", "method", "function", "arguments"
+    kind: str          # "attribute", "constant", "method", "function", "arguments"
     pytorch: str       # the learner's text
     shapelang: str     # the same in shapelang
     start: int         # offsets in the text that was read
@@ -142,7 +142,8 @@ class Translator:
             inner = self.expr(node.operand)
             return Piece("-" + (inner.operand() if inner.prec >= 3 else f"({inner.top()})"), 3)
         if isinstance(node, ast.Attribute):
-            return self._record("attribute", node, self._attribute(node))
+            kind = "constant" if node.attr == "pi" else "attribute"
+            return self._record(kind, node, self._attribute(node))
         if isinstance(node, ast.Call):
             return self._call(node)
         if isinstance(node, (ast.List, ast.Tuple)):
@@ -181,6 +182,8 @@ class Translator:
     def _attribute(self, node: ast.Attribute) -> Piece:
         if node.attr in ("T", "mT"):
             return self._chain(self.expr(node.value), "transpose -2 -1")
+        if node.attr == "pi" and _dotted(node.value) in ("math", "torch", "np", "numpy"):
+            return Piece("pi", 5)
         raise Unknown(node.attr)
 
     def _chain(self, base: Piece, op: str) -> Piece:
@@ -217,6 +220,15 @@ class Translator:
             dim = self._kw(args[1:], keywords, "dim", "0")
             parts = ", ".join(self.expr(e).top() for e in args[0].elts)
             return Piece(f"concat({dim}, {parts})", 5)
+        if name == "stack" and args and isinstance(args[0], (ast.List, ast.Tuple)):
+            dim = self._kw(args[1:], keywords, "dim", "0")
+            parts = ", ".join(self.expr(e).top() for e in args[0].elts)
+            return Piece(f"stack_tensors({dim}, {parts})", 5)
+        if name == "meshgrid" and args and all(k.arg == "indexing" for k in keywords):
+            if any(not (isinstance(k.value, ast.Constant) and k.value.value == "ij") for k in keywords):
+                raise Unknown("meshgrid")       # indexing="xy" swaps the first two axes
+            parts = args[0].elts if len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple)) else args
+            return Piece(f"meshgrid({', '.join(self.expr(e).top() for e in parts)})", 5)
         if name == "einsum" and args and isinstance(args[0], ast.Constant):
             rest = args[1].elts if len(args) == 2 and isinstance(args[1], (ast.List, ast.Tuple)) else args[1:]
             parts = ", ".join([self._plain(args[0]).text] + [self.expr(e).top() for e in rest])

@@ -104,6 +104,8 @@ class Printer:
             return repr(v).replace("e+", "e"), ATOM if v >= 0 else UNARY_P
         if e.is_Rational:
             return self._div(sp.Integer(e.p), sp.Integer(e.q))
+        if e is sp.pi:
+            return ("pi" if self.compact else "math.pi"), ATOM
         if e.is_Symbol:
             self.used.add(e)
             return self.name(e), ATOM

@@ -329,6 +329,16 @@ def _rearrange(o: Op) -> list[str]:
         lines.append(f"{out} = {src}.permute({', '.join(map(str, perm))})"
                      f"  # {o.shape_comment([flat[p] for p in perm])}")
         src = out
+    if d.get("new"):        # einops' repeat: the new axes inserted, then expanded
+        for pos, _size in d["new"]:
+            lines.append(f"{out} = {src}.unsqueeze({pos})")
+            src = out
+        expanded = list(o.s.out.shape) if copies[1] is None else None
+        sizes = ["-1"] * (len(perm) + len(d["new"]))
+        for pos, size in d["new"]:
+            sizes[pos] = o.local(size)
+        lines.append(f"{out} = {src}.expand({', '.join(sizes)})"
+                     + (f"  # {o.shape_comment(expanded)}" if expanded else ""))
     if copies[1] is not None:
         how = "contiguous().view" if copies[1] else "view"
         lines.append(f"{out} = {src}.{how}({o.sizes(d['final'])})")
@@ -382,6 +392,7 @@ EMITTERS = {
     "slice": _slice,
     "einsum": lambda o: [f"{o.out} = torch.einsum({py_str(o.d['equation'])}, {', '.join(o.args)})"],
     "rearrange": _rearrange,
+    "repeat": _rearrange,
     "opaque": _opaque,
     "block": _block,
     "stack": _stack,

@@ -1,6 +1,6 @@
 """Codegen, the emitters of tensors computed in the module: tables and masks
 (`torch.arange`, `torch.full`, comparisons, `torch.where`, `torch.outer`, `triu`/`tril`,
-`sin`/`cos`). A new tensor is made on the device of the module's first input, so the
+`sin`/`cos`, `torch.meshgrid`, `torch.stack`). A new tensor is made on the device of the module's first input, so the
 module computes its tables wherever it runs. Registered into
 shapelang.codegen.steps.EMITTERS when this module is imported (shapelang.codegen.emit
 imports it)."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sympy as sp
 
 from ..checker import dtypes
-from .steps import CHAIN_SUFFIX, EMITTERS, Op
+from .steps import CHAIN_SUFFIX, EMITTERS, Op, _only
 
 COMPARE = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 TORCH_DTYPES = {"float": "torch.float32", "int": "torch.long", "bool": "torch.bool"}
@@ -111,7 +111,9 @@ EMITTERS.update({
     "outer": lambda o: [f"{o.out} = torch.outer({o.args[0]}, {o.args[1]})"],
     "triu": _triangle,
     "tril": _triangle,
+    "meshgrid": lambda o: [f'{o.out} = torch.meshgrid({", ".join(o.args)}, indexing="ij"){_only(o)}'],
+    "stack_tensors": lambda o: [f"{o.out} = torch.stack([{', '.join(o.args)}], dim={o.axis(o.d['dim'], o.s.out.rank)})"],
     "sin": lambda o: [f"{o.out} = torch.sin({o.x})"],
     "cos": lambda o: [f"{o.out} = torch.cos({o.x})"],
 })
-CHAIN_SUFFIX.update({"arange": "pos", "full": "table", "where": "w", "outer": "outer"})
+CHAIN_SUFFIX.update({"arange": "pos", "full": "table", "where": "w", "outer": "outer", "stack_tensors": "st"})

@@ -329,8 +329,10 @@ class Probe:
         for g in pat.right:
             if g == "...":
                 order += [names.index(("...", e)) for e in range(n_ell)]
-            else:
-                order += [names.index(a) for a in g]
+            else:       # `(...)` on the right: the ellipsis axes merged into the group
+                for a in g:
+                    order += [names.index(("...", e)) for e in range(n_ell)] if a == "..." \
+                        else [names.index(a)]
         t = _permute(_reshape(x, tuple(elem)), order)
         return _reshape(t, out_shape)
 

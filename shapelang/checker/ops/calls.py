@@ -1,5 +1,6 @@
 """Operations written as calls, `name(args)`: the ones that combine several tensors
-(`concat(-1, A, B)`, `einsum("ij,jk->ik", A, B)`, `where(M, A, B)`, `outer(a, b)`) and
+(`concat(-1, A, B)`, `stack_tensors(-1, A, B)`, `einsum("ij,jk->ik", A, B)`, `where(M, A, B)`,
+`outer(a, b)`, `meshgrid(a, b)`) and
 the ones that make new tensors from sizes alone (`arange(S)`, `full([S, S], true)`).
 
 Each takes the checker context and the Call node and returns the IR operation name,
@@ -11,7 +12,7 @@ from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Neg, Num, Str
 from . import tables
 from .args import Result
-from .combine import concat_types, einsum_types
+from .combine import concat_types, einsum_types, stack_types
 
 
 def _int_literal(node) -> int | None:
@@ -44,4 +45,17 @@ def einsum(c, node):
     return "einsum", [v[1] for v in vals], Result((out,), flops=flops, detail={"equation": node.args[0].value})
 
 
-CALLS = {"concat": concat, "cat": concat, "einsum": einsum, **tables.CALLS}
+def stack_tensors(c, node):
+    if len(node.args) < 2:
+        raise ShapeError("E110", "`stack_tensors` takes an axis and tensors: stack_tensors(-1, A, B)",
+                         span=node.span)
+    axis_node = node.args[0]
+    axis = _int_literal(axis_node)
+    if axis is None:
+        raise ShapeError("E110", "the first argument of stack_tensors is an axis", span=axis_node.span)
+    vals = [c.tensor_value(a) for a in node.args[1:]]
+    t, d = stack_types(c, [v[0] for v in vals], axis, node.span, axis_node.span)
+    return "stack_tensors", [v[1] for v in vals], Result((t,), detail={"dim": d})
+
+
+CALLS = {"concat": concat, "cat": concat, "einsum": einsum, "stack_tensors": stack_tensors, **tables.CALLS}

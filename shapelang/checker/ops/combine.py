@@ -88,6 +88,36 @@ def concat_types(c, parts, axis: int, span, axis_span):
     return fresh(shape, dtype)
 
 
+def stack_tensors(c, x, a):
+    """`x -> stack_tensors A T1 ..`: torch.stack([x, T1, ..], dim=A)."""
+    if not a.pos:
+        raise a.fail("`stack_tensors` takes an axis and the other tensors", "e.g. `stack_tensors -1 B`")
+    parts = [x] + [a.tensor_at(k) for k in range(1, len(a.pos))]
+    t, d = stack_types(c, parts, a.int_at(0), a.op.span, a.pos[0].span)
+    return Result((t,), detail={"dim": d})
+
+
+def stack_types(c, parts, axis: int, span, axis_span):
+    """torch.stack: tensors of one shape joined along a new axis (at A of the result)."""
+    rank = parts[0].rank
+    if not -(rank + 1) <= axis <= rank:
+        raise ShapeError("E105", f"axis {axis} is out of range for stacking {_ax(rank)}s: the result "
+                         f"has {rank + 1} dims", span=axis_span,
+                         help=f"the axes of the result run from {-(rank + 1)} to {rank}")
+    d = axis + rank + 1 if axis < 0 else axis
+    for p in parts[1:]:
+        if p.rank != rank:
+            raise ShapeError("E110", f"cannot stack {c.show(parts[0])} with {c.show(p)}: {rank} dims "
+                             f"against {p.rank}; torch.stack needs tensors of one shape", span=span)
+        for k in range(rank):
+            c.need_equal(parts[0].shape[k], p.shape[k], code="E102", span=span,
+                         message=lambda k=k, p=p: f"cannot stack {c.show(parts[0])} with {c.show(p)}: "
+                                 f"dim {k} differs (torch.stack needs tensors of one shape)")
+    shape = list(parts[0].shape)
+    shape.insert(d, sp.Integer(len(parts)))
+    return fresh(shape, dtypes.concat(parts)), d
+
+
 def _norm_axis(axis, rank):
     return axis + rank if axis < 0 else axis
 

@@ -239,13 +239,19 @@ def repeat_interleave(c, x, a):
     return Result((fresh(shape, x.dtype),), detail={"repeats": n, "dim": d})
 
 
-def rearrange(c, x, a):
-    a.count(1, usage='rearrange "b s (h d) -> b h s d" h=H')
+def repeat(c, x, a):
+    """einops' repeat: a rearrange whose right side may add axes (sizes given), copied along."""
+    return rearrange(c, x, a, repeat=True)
+
+
+def rearrange(c, x, a, repeat=False):
+    name = a.op.name
+    a.count(1, usage='repeat "n d -> b n d" b=B' if repeat else 'rearrange "b s (h d) -> b h s d" h=H')
     text = a.str_at(0)
     try:
-        pat = patterns.parse_rearrange(text)
+        pat = patterns.parse_rearrange(text, repeat)
     except ValueError as err:
-        raise ShapeError("E110", f"bad rearrange pattern: {err}", span=a.pos[0].span) from None
+        raise ShapeError("E110", f"bad {name} pattern: {err}", span=a.pos[0].span) from None
     given = {k: c.dim(v.value) for k, v in a.kw.items()}
     for k, e in given.items():
         span = a.kw[k].span
@@ -280,10 +286,16 @@ def rearrange(c, x, a):
         else:
             c.need_equal(known, size, code="E103", span=a.pos[0].span,
                          message=lambda group=group, k=k, known=known, size=size: f"({' '.join(group)}) is {c.sz(known)} but dim {k - 1} of {c.show(x)} is {c.sz(size)}")
-    for name in given:
-        if not any(name in g for g in left if g != "..."):
-            raise ShapeError("E110", f"`{name}=` names an axis that is not in the pattern",
-                             span=a.kw[name].span)
+    right = {ax for g in pat.right if g != "..." for ax in g if ax != "..."}
+    new = right - {ax for g in left if g != "..." for ax in g}
+    for kw in given:
+        if not any(kw in g for g in left if g != "...") and kw not in new:
+            raise ShapeError("E110", f"`{kw}=` names an axis that is not in the pattern",
+                             span=a.kw[kw].span)
+    unsized = sorted(new - set(given))
+    if unsized:
+        raise ShapeError("E110", f"`{unsized[0]}` is a new axis: give its size, e.g. `{unsized[0]}=B`",
+                         span=a.pos[0].span)
     # einops: reshape to the elementary axes, permute, reshape to the output groups
     elementary, flat = [], []
     for group in left:
@@ -304,7 +316,7 @@ def rearrange(c, x, a):
         if group == "...":
             out_names.append(("...",))
         else:
-            out_names.extend(group)
+            out_names.extend(("...",) if ax == "..." else ax for ax in group)
     ell_pos = order_names.index(("...",)) if ("...",) in order_names else None
 
     def positions(name):
@@ -313,14 +325,30 @@ def rearrange(c, x, a):
         idx = order_names.index(name)
         return [idx + (n_ell - 1 if ell_pos is not None and idx > ell_pos else 0)]
 
-    perm = [p for nm in out_names for p in positions(nm)]
+    perm = [p for nm in out_names if nm not in new for p in positions(nm)]
     t = t.restrided(tuple(t.shape[p] for p in perm), lambda st: tuple(st[p] for p in perm))
+    added, k = [], 0      # repeat: the new axes, (position, size), each expanded (stride 0)
+    for nm in out_names:
+        if nm in new:
+            added.append((k, sizes[nm]))
+        k += n_ell if nm == ("...",) else 1
+    if added:
+        shape = list(t.shape)
+        for pos, size in added:
+            shape.insert(pos, size)
+
+        def spread(st):
+            st = list(st)
+            for pos, _size in added:
+                st.insert(pos, ZERO)
+            return tuple(st)
+        t = t.restrided(shape, spread)
     final = []
     for group in pat.right:
-        final.extend(ell if group == "..." else [prod(sizes[ax] for ax in group)])
+        final.extend(ell if group == "..." else [prod(prod(ell) if ax == "..." else sizes[ax] for ax in group)])
     if list(final) != list(t.shape):
         t, copies[1], _ = regroup(c, t, final)
     # flat/perm/final/copies: the three stages (reshape, permute, reshape) for codegen
     return Result((t,), detail={"pattern": text, "sizes": {k: v for k, v in given.items()},
                                 "flat": tuple(flat), "perm": tuple(perm), "final": tuple(final),
-                                "copies": tuple(copies)})
+                                "copies": tuple(copies), "new": tuple(added)})

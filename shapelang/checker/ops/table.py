@@ -196,6 +196,16 @@ _ENTRIES += [
     OpDef("cos", "cos", "elementwise cosine (float)", tables.trig, family="tables", provenance="same"),
     OpDef("pow", "pow E", "raises each element to the scalar power E (the same as `** E`)",
           tables.power, family="tables"),
+    OpDef("meshgrid", "meshgrid(A, B, ..) | meshgrid B ..", "torch.meshgrid(.., indexing=\"ij\"): vectors "
+          "[N1], [N2], .. give as many tensors of [N1, N2, ..], the k-th varying along axis k (bound to "
+          "several names: `gy, gx: meshgrid(ys, xs)`)", tables.meshgrid, family="tables",
+          provenance="meshgrid"),
+    OpDef("repeat", 'repeat "n d -> b n d" b=B', "einops' repeat: a rearrange whose right side may add "
+          "axes (their sizes given), the tensor copied along them", reshaping.repeat, family="layout",
+          provenance="rearrange"),
+    OpDef("stack_tensors", "stack_tensors(A, T1, T2, ..) | stack_tensors A T1 ..", "torch.stack: tensors "
+          "of one shape joined along a new axis A (`stack N Block` repeats a block instead)",
+          combine.stack_tensors, family="combine", provenance="stack_tensors"),
 ]
 
 # elementwise minimum and maximum, clamp, and the reductions that go with amax

@@ -1,7 +1,7 @@
 """Shape rules of tensors computed in the spec: tables and masks.
 
 `arange`, `linspace`, `zeros`, `ones` and `full` make new tensors (written as calls:
-`arange(S)`, `full([S, S], true)`); comparisons (`i < j`) give bool tensors; `where`,
+`arange(S)`, `full([S, S], true)`); `meshgrid` spreads vectors over a grid; comparisons (`i < j`) give bool tensors; `where`,
 `outer`, `triu`/`tril`, `sin`/`cos` and `pow` compute with them. dtypes follow PyTorch:
 `arange` of whole numbers is int, of a decimal float; `full` takes the dtype of its value;
 comparisons are bool; a result of two operands has the wider of their dtypes.
@@ -13,8 +13,8 @@ import sympy as sp
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Neg, Num, ShapeLit
 from .. import dtypes
-from ..layout import fresh
-from .args import ONE, Result
+from ..layout import TensorType, fresh
+from .args import ONE, ZERO, Result
 from .combine import broadcast
 from .rounding import floor_div
 
@@ -274,6 +274,34 @@ def clamp(c, x, a):
 
 CALLS = {"arange": arange, "linspace": linspace, "zeros": filled, "ones": filled, "full": filled,
          "where": where_call, "outer": outer_call, "minimum": extremum_call, "maximum": extremum_call}
+def meshgrid_types(c, parts, span) -> Result:
+    """torch.meshgrid(.., indexing="ij"): vectors [N1], [N2], .. give as many tensors of
+    [N1, N2, ..], the k-th varying along axis k (expanded views: stride 0 on the other axes)."""
+    for t in parts:
+        if t.rank > 1:
+            raise ShapeError("E110", f"`meshgrid` takes vectors (1-d), got {c.show(t)}", span=span,
+                             help="flatten it first: `x -> flatten 0`")
+    for t in parts[1:]:
+        if t.dtype != parts[0].dtype:
+            raise dtypes.refuse(f"`meshgrid` of {dtypes.show(parts[0].dtype)} and {dtypes.show(t.dtype)} "
+                                "vectors: PyTorch needs one dtype", span, "cast one first, e.g. `-> to float`")
+    shape = tuple(t.shape[0] if t.rank else ONE for t in parts)
+    outs = tuple(TensorType(shape, tuple(t.strides[0] if j == k and t.rank else ZERO
+                                         for j in range(len(parts))), t.dtype)
+                 for k, t in enumerate(parts))
+    return Result(outs, detail={"count": len(parts)})
+
+
+def meshgrid_call(c, node):
+    if not node.args:
+        raise ShapeError("E110", "`meshgrid` takes one or more vectors", span=node.span,
+                         help="write it as `gy, gx: meshgrid(ys, xs)`")
+    vals = [c.tensor_value(a) for a in node.args]
+    return "meshgrid", [v[1] for v in vals], meshgrid_types(c, [v[0] for v in vals], node.span)
+
+
+CALLS = {"arange": arange, "linspace": linspace, "zeros": filled, "ones": filled, "full": filled,
+         "where": where_call, "outer": outer_call, "meshgrid": meshgrid_call}
 
 
 # ------------------------------------------------------------------ pipeline forms
@@ -294,6 +322,10 @@ def where(c, x, a):
 def outer(c, x, a):
     a.count(1, usage="outer B")
     return _outer(c, x, a.tensor_at(0), a.op.span)
+
+
+def meshgrid(c, x, a):
+    return meshgrid_types(c, [x] + [a.tensor_at(k) for k in range(len(a.pos))], a.op.span)
 
 
 def triangle(c, x, a):

@@ -189,7 +189,10 @@ class Provenance(LayerRules):
         t = self.read_into(s, x, list(det["flat"]))
         if t is None:
             return None
-        t = self.read_into(s, t.carry(t.axes[p] for p in det["perm"]), list(det["final"]))
+        axes = [t.axes[p] for p in det["perm"]]
+        for pos, size in det.get("new", ()):     # einops' repeat: new axes, copies along them
+            axes.insert(pos, self.fresh(size))
+        t = self.read_into(s, t.carry(axes), list(det["final"]))
         return None if t is None else [t]
 
     # ------------------------------------------------------------ value ops

@@ -33,6 +33,22 @@ class LayerRules:
             return None
         return [TP(a.axes + b.axes)]
 
+    def p_meshgrid(self, s, x: TP, ins):
+        """Every output's axis j counts the entries of vector j (a copy along the others)."""
+        if any(t is None or len(t.axes) > 1 for t in ins):
+            return None
+        axes = tuple(t.axes[0] if t.axes else () for t in ins)
+        return [TP(axes) for _ in s.outputs]
+
+    def p_stack_tensors(self, s, x: TP, ins):
+        """The first tensor's axes, and a new axis counting the tensors stacked."""
+        d = s.detail["dim"]
+        if not ins or ins[0] is None or d > len(ins[0].axes):
+            return None
+        axes = list(ins[0].axes)
+        axes.insert(d, self.fresh(s.out.shape[d]))
+        return [TP(tuple(axes))]
+
     def p_new(self, s, x, ins):
         """A tensor made from sizes alone (arange, full, ..): new axes."""
         return [TP(tuple(self.fresh(d) for d in s.out.shape))]
