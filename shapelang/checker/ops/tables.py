@@ -272,8 +272,6 @@ def clamp(c, x, a):
     return Result((fresh(shape, dtype),), detail={"bounds": tuple(bounds)})
 
 
-CALLS = {"arange": arange, "linspace": linspace, "zeros": filled, "ones": filled, "full": filled,
-         "where": where_call, "outer": outer_call, "minimum": extremum_call, "maximum": extremum_call}
 def meshgrid_types(c, parts, span) -> Result:
     """torch.meshgrid(.., indexing="ij"): vectors [N1], [N2], .. give as many tensors of
     [N1, N2, ..], the k-th varying along axis k (expanded views: stride 0 on the other axes)."""
@@ -301,7 +299,8 @@ def meshgrid_call(c, node):
 
 
 CALLS = {"arange": arange, "linspace": linspace, "zeros": filled, "ones": filled, "full": filled,
-         "where": where_call, "outer": outer_call, "meshgrid": meshgrid_call}
+         "where": where_call, "outer": outer_call, "minimum": extremum_call, "maximum": extremum_call,
+         "meshgrid": meshgrid_call}
 
 
 # ------------------------------------------------------------------ pipeline forms
