@@ -73,3 +73,19 @@ EMITTERS.update({
     "one_hot": lambda o: [f"{o.out} = {FUNCTIONAL}.one_hot({o.x}, {o.local(o.d['classes'])})"],
 })
 CHAIN_SUFFIX.update({"index_select": "sel", "gather": "g", "take_along_dim": "g", "one_hot": "oh"})
+
+
+def _index_add(o: Op) -> list[str]:
+    alpha = o.d.get("alpha")
+    extra = "" if alpha is None else f", alpha={o.local(alpha, real=True)}"
+    return [f"{o.out} = {o.x}.index_add({o.d['dim']}, {o.args[1]}, {o.args[2]}{extra})"]
+
+
+def _scatter(o: Op) -> list[str]:
+    value = o.d.get("value")
+    src = o.args[2] if value is None else o.local(value, real=True)
+    return [f"{o.out} = {o.x}.{o.s.op}({o.axis(o.d['dim'])}, {o.args[1]}, {src})"]
+
+
+EMITTERS.update({"index_add": _index_add, "scatter_add": _scatter, "scatter": _scatter})
+CHAIN_SUFFIX.update({"index_add": "acc", "scatter_add": "acc", "scatter": "sc"})

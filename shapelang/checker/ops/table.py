@@ -166,6 +166,14 @@ _ENTRIES += [
           family="indexing"),
     OpDef("one_hot", "one_hot V", "int class indices [..] give int [.., V]", indexing.one_hot,
           family="indexing", provenance="one_hot"),
+    OpDef("index_add", "index_add A idx src [alpha=S]", "torch.index_add: adds the rows of src "
+          "[.., N, ..] into the input at the int indices idx [N] along axis A; the input's shape",
+          indexing.index_add, family="indexing", kwargs=("alpha",)),
+    OpDef("scatter_add", "scatter_add A idx src", "torch.scatter_add: adds src[i] at position idx[i] "
+          "of axis A; idx, src and the input have one rank, idx no larger than src (nor than the "
+          "input off axis A)", indexing.scatter_add, family="indexing"),
+    OpDef("scatter", "scatter A idx src", "torch.scatter: writes src (a tensor or a number) at the "
+          "int indices idx along axis A; rules as `scatter_add`", indexing.scatter_add, family="indexing"),
     OpDef("arange", "arange(END) | arange(START, END, STEP)", "the whole numbers START..END-1 (int; "
           "float with a decimal argument such as `arange(0.0, D, 2)`): ceil((END - START) / STEP) "
           "elements", tables.call_only, family="tables", provenance="new"),
