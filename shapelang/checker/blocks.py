@@ -136,6 +136,7 @@ class BlockCalls:
         outer, outer_steps = c.scope, c.scope.steps
         c.scope = Scope(subst)
         c.block_cache[key] = None
+        unbacked = len(c.prover.unbacked)
         called = span != block.span
         if called:   # what the body reports says where the block was called from, with what
             given = ", ".join(f"{d.name}: {c.show_shape(t.shape)}" for d, t in zip(block.inputs, args))
@@ -184,5 +185,7 @@ class BlockCalls:
         if ir.output is None:
             raise Poisoned()
         c.block_cache[key] = ir
+        if len(c.prover.unbacked) > unbacked:   # data-dependent sizes: new ones at every call
+            del c.block_cache[key]
         c.out.blocks.setdefault(block.name, []).append(ir)
         return ir

@@ -89,3 +89,16 @@ def _scatter(o: Op) -> list[str]:
 
 EMITTERS.update({"index_add": _index_add, "scatter_add": _scatter, "scatter": _scatter})
 CHAIN_SUFFIX.update({"index_add": "acc", "scatter_add": "acc", "scatter": "sc"})
+
+
+def _nonzero(o: Op) -> list[str]:
+    if o.d.get("where"):
+        return [f"{o.out} = torch.where({o.x})"]
+    if o.d.get("as_tuple"):
+        return [f"{o.out} = {o.x}.nonzero(as_tuple=True)"]
+    return [f"{o.out} = {o.x}.nonzero()"]
+
+
+EMITTERS.update({"nonzero": _nonzero,
+                 "masked_select": lambda o: [f"{o.out} = {o.x}.masked_select({o.args[1]})"]})
+CHAIN_SUFFIX.update({"nonzero": "nz", "masked_select": "sel"})

@@ -7,7 +7,7 @@ import sympy as sp
 
 from ...syntax.diagnostics import ShapeError
 from ..layout import fresh
-from .args import Result
+from .args import Result, prod
 from .combine import broadcast
 
 
@@ -139,3 +139,38 @@ def scatter_add(c, x, a):
                        message=lambda k=k: f"dim {k} of the indices {c.show(idx)} may be larger than "
                                            f"dim {k} of the input {c.show(x)}, which `{a.op.name}` refuses")
     return Result((fresh(x.shape, x.dtype),), detail={"dim": d, "value": value})
+
+
+# ------------------------------------------------------------------ data-dependent sizes
+
+def data_dependent(c, numel, span) -> sp.Expr:
+    """A fresh size for a result whose length depends on the values (0 <= N <= numel), one per
+    occurrence, named after the binding it makes (`N_tok` for `slot, tok: where(hit)`)."""
+    names = getattr(c, "binding_names", None) or ("",)
+    name = f"N_{names[-1]}" if names[-1] and names[-1] != "return" else "N"
+    return c.prover.data_dependent(name, numel)
+
+
+def nonzero(c, x, a):
+    """torch.nonzero: the indices of the nonzero entries, [N, rank] int (with `as_tuple=true`,
+    one [N] int tensor per axis, as torch.where(M)); N is data-dependent."""
+    a.count(0, usage="nonzero")
+    if x.rank == 0:
+        raise a.fail("`nonzero` of a 0-d tensor: give it at least one axis")
+    n = data_dependent(c, prod(x.shape), a.op.span)
+    if a.kw_bool("as_tuple", False):
+        return Result(tuple(fresh((n,), "int") for _ in range(x.rank)), detail={"as_tuple": True, "n": n})
+    return Result((fresh((n, sp.Integer(x.rank)), "int"),), detail={"as_tuple": False, "n": n})
+
+
+def masked_select(c, x, a):
+    """torch.masked_select: the entries where the bool mask (broadcast with the input) is True,
+    as one vector [N]; N is data-dependent."""
+    a.count(1, usage="masked_select M")
+    m = a.tensor_at(0)
+    if m.dtype != "bool":
+        raise ShapeError("E112", f"`masked_select` takes a bool mask, but {c.show(m)} holds {m.dtype} "
+                         "values", span=a.pos[0].span, help="compare it to make one, e.g. `m != 0`")
+    shape = broadcast(c, [x.shape, m.shape], ["the input", "the mask"], a.op.span)
+    n = data_dependent(c, prod(shape), a.op.span)
+    return Result((fresh((n,), x.dtype),), detail={"n": n})

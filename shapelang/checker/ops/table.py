@@ -174,6 +174,13 @@ _ENTRIES += [
           "input off axis A)", indexing.scatter_add, family="indexing"),
     OpDef("scatter", "scatter A idx src", "torch.scatter: writes src (a tensor or a number) at the "
           "int indices idx along axis A; rules as `scatter_add`", indexing.scatter_add, family="indexing"),
+    OpDef("nonzero", "nonzero [as_tuple=true] | where(M)", "the indices of the nonzero entries: "
+          "[N, rank] int, or one [N] int per axis (`as_tuple=true`, and `where(M)` as torch.where); "
+          "N depends on the values: a fresh size, 0 <= N <= numel (see Data-dependent sizes)",
+          indexing.nonzero, family="indexing", kwargs=("as_tuple",)),
+    OpDef("masked_select", "masked_select M", "the entries where the bool M (broadcast with the "
+          "input) is True, as a vector [N]; N is a fresh data-dependent size", indexing.masked_select,
+          family="indexing"),
     OpDef("arange", "arange(END) | arange(START, END, STEP)", "the whole numbers START..END-1 (int; "
           "float with a decimal argument such as `arange(0.0, D, 2)`): ceil((END - START) / STEP) "
           "elements", tables.call_only, family="tables", provenance="new"),
