@@ -313,7 +313,7 @@ class Checker(Facts):
             extra = [self._arg_ref(a) for a in list(op.args) + [k.value for k in op.kwargs]
                      if self._is_tensor_arg(a)]
             return self.emit(op.name, op.text, op.span, [ref] + extra, result)
-        if op.kwargs and (op.name == "stack" or op.name in self.blocks):
+        if op.kwargs and op.name in self.blocks:
             raise self.block_calls.keywords(op)
         if op.name == "stack":
             return self.block_calls.stack(op, x, ref)

@@ -92,10 +92,11 @@ CHAIN_SUFFIX.update({"index_add": "acc", "scatter_add": "acc", "scatter": "sc"})
 
 
 def _nonzero(o: Op) -> list[str]:
+    one = "[0]" if len(o.s.outputs) == 1 else ""   # a tuple of one index vector
     if o.d.get("where"):
-        return [f"{o.out} = torch.where({o.x})"]
+        return [f"{o.out} = torch.where({o.x}){one}"]
     if o.d.get("as_tuple"):
-        return [f"{o.out} = {o.x}.nonzero(as_tuple=True)"]
+        return [f"{o.out} = {o.x}.nonzero(as_tuple=True){one}"]
     return [f"{o.out} = {o.x}.nonzero()"]
 
 

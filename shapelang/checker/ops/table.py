@@ -134,8 +134,9 @@ _ENTRIES = [
     # blocks
     OpDef("block", "Block | Block(A, B)", "applies a block; the piped tensor is its first input",
           None, family="blocks", provenance="block"),
-    OpDef("stack", "stack N Block | stack N Block(A)", "N copies of a block, each with its own weights",
-          None, family="blocks", provenance="block"),
+    OpDef("stack", "stack N Block | stack N Block(A)", "N copies of a block, each with its own weights; "
+          "`each=A`: copy e gets A[e] (A's first axis is N), as a mixture of experts loops over its "
+          "experts", None, family="blocks", provenance="block", kwargs=("each",)),
 ]
 
 # operations of whole layers, tables and masks computed in the spec (rules in their own modules)
