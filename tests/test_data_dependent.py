@@ -181,3 +181,13 @@ def test_regrouping_a_data_dependent_axis_infers_it_as_torch_does(mask):
     got = model(x, m)
     for name, value in want.items():
         torch.testing.assert_close(got[name], value, msg=name)
+
+
+def test_an_expect_may_name_the_fresh_size_and_is_checked_against_it():
+    ok = check(ROUTE + "expect h: [N_tok, D]\nexpect slot: [N_tok]\n")
+    assert ok.ok and not ok.diagnostics
+    wrong = check(ROUTE + "expect h: [T, D]\n")
+    assert [d.code for d in wrong.diagnostics] == ["E107"]
+    assert "N_tok=" in " ".join(wrong.diagnostics[0].notes)
+    other = check(ROUTE + "expect h: [N_nz, D]\n")   # another selection's size: not the same
+    assert [d.code for d in other.diagnostics] == ["E107"]
