@@ -185,6 +185,7 @@ class BlockCalls:
             for s in block.body:
                 if isinstance(s, Return):
                     c.scope.steps = []
+                    c.binding_names = (f"{block.name}_out",)   # names a data-dependent size made here
                     try:
                         vals = c.pipeline(s.value)
                         result = vals[0]
