@@ -186,15 +186,22 @@ class BlockCalls:
         extra_nodes = list(target.args) if isinstance(target, Call) else []
         extra_nodes += list(op.args[2:])
         extra = [c.tensor_value(a) for a in extra_nodes]
+        types = [x] + [t for t, _ in extra]
+        each_kw = next((k for k in kwargs if k.name == "each"), None)
+        kwargs = [k for k in kwargs if k.name != "each"]
         detail = {"block": name, "count": count}
         if first is not None:      # `stack L Moe first=Dense`: layer 0 is another block
+            if each_kw is not None:
+                raise ShapeError("E110", "`first=` and `each=` do not go together: a stack whose "
+                                 "copies take slices has no different first copy", span=each_kw.span)
             x, ref = self._first_layer(first, op, x, ref, extra, name)
+            types[0] = x
             count = sp.expand(count - 1)
             detail = {"block": name, "count": count, "first": ref, "layers": c.ctx.dim(op.args[0])}
+        detail["each"] = self._each(each_kw, extra_nodes, types, count)
         kwargs = (list(target.kwargs) if isinstance(target, Call) else []) + kwargs
         sizes = self.size_args(c.blocks[name], kwargs, op.span)
-        ir = self.call_block(c.blocks[name], [x] + [t for t, _ in extra],
-                             [ref] + [r for _, r in extra], op.span, sizes)
+        ir = self.call_block(c.blocks[name], types, [ref] + [r for _, r in extra], op.span, sizes)
         c.need_shape_equal(ir.output.shape, x.shape, span=op.span, code="E114",
                               message=lambda: f"`{name}` turns {c.show(x)} into {c.show(ir.output)}, "
                                       "so its copies cannot be stacked")
@@ -231,6 +238,28 @@ class BlockCalls:
         text = c.source_of(first)
         return c.emit("block", text, first.span, [ref] + [r for _, r in extra], res, block=ir)[0]
 
+    def _each(self, k, nodes, types, count) -> int | None:
+        """`stack E Expert(x, hit) each=hit`: copy e of the block gets hit[e] (hit's first axis
+        is E); the others get the same tensors. Returns the position of that input."""
+        c = self.c
+        if k is None:
+            return None
+        names = [getattr(n, "name", None) for n in nodes]
+        given = getattr(k.value, "name", None)
+        if given is None or given not in names:
+            raise ShapeError("E110", "`each=` names one of the block's extra inputs: "
+                             "`stack E Expert(x, hit) each=hit`", span=k.span)
+        i = names.index(given) + 1
+        t = types[i]
+        if t.rank == 0:
+            raise ShapeError("E110", f"`each={given}` needs a tensor with an axis to go through",
+                             span=k.span)
+        c.need_equal(t.shape[0], count, code="E113", span=k.span,
+                     message=lambda: f"`each={given}` gives copy e of the block {given}[e], so its "
+                                     f"first axis must be the count {c.sz(count)}, but {given} is {c.show(t)}")
+        types[i] = TensorType(t.shape[1:], t.strides[1:], t.dtype)
+        return i
+
     def generic(self, block: Block) -> None:
         """A block with size parameters that is called, checked once more with its own dims
         and sizes free, silently: if that checks (its assumptions suffice), codegen writes
@@ -266,11 +295,17 @@ class BlockCalls:
                              f"{'s' if len(block.inputs) != 1 else ''}, got {len(args)}", span=span)
         sizes = dict(sizes or {})
         key = (block.name, tuple(args), tuple(sizes.items()))
-        if key in c.block_cache:
+        called = span != block.span
+        owner = c.block_cache.get(key + ("data",))   # the prover of its data-dependent sizes
+        if key in c.block_cache and owner in (None, c.prover):
             cached = c.block_cache[key]
             if cached is None:
                 raise Poisoned()
-            return cached
+            # a block that makes data-dependent sizes makes new ones at every call after the first
+            if not (called and key in c.fresh_blocks and c.fresh_blocks[key]):
+                if called and key in c.fresh_blocks:
+                    c.fresh_blocks[key] = True
+                return cached
         subst = dict(sizes)
         for decl, t, ref in zip(block.inputs, args, refs):
             declared = self._declared_shape(decl)
@@ -300,7 +335,7 @@ class BlockCalls:
         c.scope = Scope(dict(subst))
         c.scope.sizes = {p.name for p in block.sizes}
         c.block_cache[key] = None
-        called = span != block.span
+        unbacked = len(c.prover.unbacked)
         if called:   # what the body reports says where the block was called from, with what
             given = ", ".join([f"{d.name}: {c.show_shape(t.shape)}" for d, t in zip(block.inputs, args)]
                               + [f"{k} = {c.sz(v)}" for k, v in size_args.items()])
@@ -315,6 +350,7 @@ class BlockCalls:
             for s in block.body:
                 if isinstance(s, Return):
                     c.scope.steps = []
+                    c.binding_names = (f"{block.name}_out",)   # names a data-dependent size made here
                     try:
                         vals = c.pipeline(s.value)
                         result = vals[0]
@@ -349,6 +385,9 @@ class BlockCalls:
         if ir.output is None:
             raise Poisoned()
         c.block_cache[key] = ir
+        if len(c.prover.unbacked) > unbacked:   # data-dependent sizes: new ones at every call
+            c.fresh_blocks[key] = c.fresh_blocks.get(key, False) or called
+            c.block_cache[key + ("data",)] = c.prover
         c.out.blocks.setdefault(block.name, []).append(ir)
         return ir
 

@@ -92,6 +92,9 @@ class Checker(Facts):
         self.calls: list = []     # the block calls being checked: labels for what they report
         self.dim_spans: dict = {}  # dim name -> its declaration
         self.local_sizes: dict = {}  # size parameter declared by a block alone -> that block
+        self.binding_names: tuple = ()
+        self.data_names: dict = {}   # data-dependent sizes by name, while an `expect` is read
+        self.fresh_blocks: dict = {}  # block keys that make data-dependent sizes -> called yet
 
     # ------------------------------------------------------------ reporting
     def report(self, diag: Diagnostic | None) -> None:
@@ -182,6 +185,8 @@ class Checker(Facts):
             return self.scope.subst.get(sym, sym)
         if node.name in self.skipped:
             raise Poisoned()
+        if node.name in self.data_names:   # a data-dependent size, in an `expect`
+            return self.data_names[node.name]
         if self.scope.values.get(node.name) is not None or node.name in self.scope.values:
             raise ShapeError("E112", f"`{node.name}` is a tensor, but a size is expected here",
                              span=node.span)
@@ -243,6 +248,7 @@ class Checker(Facts):
                 self._twice(n, s.span, "give each step of the pipeline its own name")
                 return None
         self.scope.steps = []
+        self.binding_names = s.names   # data-dependent sizes are named after their binding
         try:
             outs = self.pipeline(s.value)
             if len(s.names) != len(outs):
@@ -269,7 +275,7 @@ class Checker(Facts):
     # ------------------------------------------------------------ expressions
     def pipeline(self, node) -> list[tuple[TensorType, str]]:
         if not isinstance(node, Pipeline):
-            return [self.tensor_value(node)]
+            return calls.head(self, node)   # several tensors from a call such as `where(M)`
         calls.tuple_keywords(self, node)
         try:
             vals = calls.head(self, node.head)

@@ -77,7 +77,7 @@ class Sizes:
         unless it is an atom or a power).
         """
         e = self.fold(renamed(sp.sympify(e), unit.rename) if unit.rename else e)
-        p = Printer(lambda s: self.dim_py[s] if not compact else str(s), real=real, compact=compact)
+        p = Printer(lambda s: self._py(s) if not compact else str(s), real=real, compact=compact)
         text = p(e)
         if operand and p.prec <= MUL:
             text = f"({text})"
@@ -86,6 +86,12 @@ class Sizes:
         if "math." in text:
             self.uses_math = True
         return text
+
+    def _py(self, s) -> str:
+        if s not in self.dim_py and self.prover is not None and s in self.prover.unbacked:
+            raise CodegenError(f"the size {s} depends on the values (it comes from `where`, `nonzero` or "
+                               "`masked_select`); the generated code cannot name it here")
+        return self.dim_py[s]
 
     def cfg(self, unit: Unit, e, prefix="cfg.") -> str:
         """Print a size of __init__ (a hyper-parameter) as `cfg.D`; a size parameter of the
@@ -249,3 +255,36 @@ def renamed(e, rename: dict):
         if not outer.is_Symbol and not outer.is_Number and e.has(*outer.free_symbols):
             e = e.subs(outer, local)
     return e
+
+
+class DataSize(int):
+    """A data-dependent size (`where(M)`, `nonzero`) in `run`'s expected shapes: any whole
+    number from 0 to its bound matches it; it prints as `N_tok<=12` (its value is the bound,
+    which is what a JSON report gives)."""
+
+    def __new__(cls, name: str, bound: int):
+        out = super().__new__(cls, bound)
+        out.name = name
+        return out
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, int) and 0 <= other <= int(self)
+
+    __hash__ = int.__hash__
+
+    def __str__(self) -> str:
+        return f"{self.name}<={int(self)}"
+
+    __repr__ = __str__
+
+
+def expected_size(e, spec: CheckedSpec, sizes: dict, value_at) -> int:
+    """A size of a proved shape at `sizes`; a data-dependent one as a DataSize of its bound."""
+    unbacked = spec.prover.unbacked if spec.prover is not None else {}
+    e = sp.sympify(e)
+    if e.is_Symbol and e in unbacked:
+        return DataSize(str(e), value_at(unbacked[e], spec, sizes))
+    if e.free_symbols & set(unbacked):
+        bounds = {u: unbacked[u] for u in e.free_symbols & set(unbacked)}
+        return DataSize(str(e), value_at(e.xreplace(bounds), spec, sizes))
+    return value_at(e, spec, sizes)

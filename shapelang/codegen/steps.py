@@ -60,6 +60,9 @@ class Op:
         return "-1" if rank >= 2 and dim == rank - 1 else str(dim)
 
     def sizes(self, sizes, infer=None) -> str:
+        unbacked = getattr(self.em.sizes.prover, "unbacked", {})
+        if infer is None and unbacked:   # a data-dependent size (`where(M)`) is the one PyTorch infers
+            infer = next((k for k, x in enumerate(sizes) if sp.sympify(x).free_symbols & set(unbacked)), None)
         return ", ".join("-1" if (k == infer or (sp.sympify(x) == -1)) else self.local(x)
                          for k, x in enumerate(sizes))
 
@@ -304,10 +307,18 @@ def _stack(o: Op) -> list[str]:
         layers, rest = f"[\x00C{head.key}\x00(cfg{given})] + {layers}", "[1:]"
     o.unit.init.append(f"self.{o.attr} = nn.ModuleList({layers})")
     pre, hoisted = o.em.hoisted_args(o.unit, child)   # built once, shared by every layer
-    layer = o.em.scope.names.claim("layer")
+    each = o.d.get("each")
+    layer = o.em.scope.names.claim("layer" if each is None else _snake(o.s.block.name))
     lines = pre + ([] if o.out == o.x else [f"{o.out} = {o.x}"])
-    extra = "".join(f", {a}" for a in o.args[1:] + hoisted)
-    return lines + [f"for {layer} in self.{o.attr}{rest}:", f"    {o.out} = {layer}({o.out}{extra})"]
+    args = list(o.args)
+    if each is None:
+        loop = f"for {layer} in self.{o.attr}{rest}:"
+    else:   # `each=T`: copy e gets T[e] (enumerate, which TorchScript also compiles)
+        idx = o.em.scope.names.claim(f"{layer}_idx")
+        args[each] = f"{args[each]}[{idx}]"
+        loop = f"for {idx}, {layer} in enumerate(self.{o.attr}):"
+    extra = "".join(f", {a}" for a in args[1:] + hoisted)
+    return lines + [loop, f"    {o.out} = {layer}({o.out}{extra})"]
 
 
 def _rearrange(o: Op) -> list[str]:

@@ -14,7 +14,7 @@ from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Neg, Num, ShapeLit
 from .. import dtypes
 from ..layout import TensorType, fresh
-from .args import ONE, ZERO, Result
+from .args import ONE, ZERO, Result, prod
 from .combine import broadcast
 from .rounding import floor_div
 
@@ -141,9 +141,18 @@ def filled(c, node):
 
 
 def where_call(c, node):
+    if len(node.args) == 1:   # torch.where(M): nonzero(M, as_tuple=True)
+        from .indexing import data_dependent
+        t, ref = c.tensor_value(node.args[0])
+        if t.rank == 0:
+            raise ShapeError("E110", "`where(M)` of a 0-d tensor: give it at least one axis", span=node.span)
+        n = data_dependent(c, prod(t.shape), node.span)
+        return "nonzero", [ref], Result(tuple(fresh((n,), "int") for _ in range(t.rank)),
+                                        detail={"as_tuple": True, "where": True, "n": n})
     if len(node.args) != 3:
-        raise ShapeError("E110", f"`where` takes 3 arguments (condition, a, b), got {len(node.args)}",
-                         span=node.span, help="write it as `where(M, x, 0.0)`")
+        raise ShapeError("E110", f"`where` takes 3 arguments (condition, a, b), or 1 (the condition: "
+                         f"its indices), got {len(node.args)}", span=node.span,
+                         help="write it as `where(M, x, 0.0)`, or `rows, cols: where(M)`")
     cond = c.tensor_value(node.args[0])
     return _where(c, cond, [_operand(c, a) for a in node.args[1:]], node.args, node.span)
 
