@@ -30,12 +30,12 @@ from ..syntax.nodes import (
     TensorDecl,
 )
 from ..syntax.parser import parse_recovering
-from . import calls, causes, dtypes, expects, fixes, habits, ops
+from . import arith, calls, causes, dtypes, expects, fixes, habits, ops
 from . import dims as dimlib
 from .blocks import BlockCalls
 from .facts import Facts
 from .ir import BindingIR, CheckedSpec, Decl, Step
-from .layout import Geometry, TensorType, dense_like, elementwise, fresh
+from .layout import TensorType, fresh
 from .provenance import Provenance
 from .prover import Prover
 from .scope import Poisoned, Scope
@@ -414,52 +414,10 @@ class Checker(Facts):
         raise ShapeError("E112", "unexpected expression", span=node.span)
 
     def negate(self, node: Neg):
-        v = self.value(node.operand)
-        if not isinstance(v, tuple):
-            return -v
-        dt = dtypes.negate(v[0], node.span, _src(self.spec.source, node.operand))
-        return self.emit("neg", _src(self.spec.source, node), node.span, [v[1]],
-                         ops.Result((replace(dense_like(v[0], self.prover.canon), dtype=dt),)))[0]
+        return arith.negate(self, node)
 
     def binop(self, node: BinOp):
-        a, b = self.value(node.left), self.value(node.right)
-        ta, tb = isinstance(a, tuple), isinstance(b, tuple)
-        texts = (_src(self.spec.source, node.left), _src(self.spec.source, node.right))
-        text = _src(self.spec.source, node)
-        if node.op in ops.COMPARISONS:
-            res, refs = ops.compare(self.ctx, a, b, texts, node.span, node.op)
-            return self.emit(ops.COMPARISONS[node.op], text, node.span, refs, res)[0]
-        if not ta and not tb:
-            return self.build(node, allow_real=True)
-        if node.op == "@":
-            if not (ta and tb):
-                raise ShapeError("E112", "`@` multiplies two tensors; use `*` or `scale` for a "
-                                 "number", span=node.span)
-            try:
-                res = ops.matmul(self.ctx, a[0], b[0], texts, node.span)
-            except ShapeError as err:
-                raise self.suggest.matmul(causes.operands(self, err, node, a, b), node) from None
-            dtypes.set_outputs(res, [dtypes.matmul(a[0], b[0], node.span, texts)])
-            ref = self._tensor_refs
-            ref[id(node.left)], ref[id(node.right)] = a[1], b[1]
-            return self.emit("matmul", text, node.span, [a[1], b[1]], res)[0]
-        names = {"+": "add", "-": "sub", "*": "mul", "/": "div", "**": "pow", "//": "floordiv",
-                 "%": "mod"}
-        if ta and tb:
-            try:
-                shape = ops.broadcast(self.ctx, [a[0].shape, b[0].shape],
-                                      [f"`{texts[0]}`", f"`{texts[1]}`"], node.span)
-            except ShapeError as err:
-                raise causes.operands(self, err, node, a, b) from None
-            out = elementwise([a[0], b[0]], shape, Geometry(self.prover.canon, self.same))
-            res = ops.Result((replace(out, dtype=dtypes.binary(names[node.op], a[0], b[0], node.span,
-                                                               texts)),))
-            return self.emit(names[node.op], text, node.span, [a[1], b[1]], res)[0]
-        t, s = (a, b) if ta else (b, a)
-        dt = dtypes.with_scalar(names[node.op], t[0], s, not ta, node.span, texts)
-        res = ops.Result((replace(dense_like(t[0], self.prover.canon), dtype=dt),),
-                         detail={"scalar": s, "scalar_left": not ta})
-        return self.emit(names[node.op], text, node.span, [t[1]], res)[0]
+        return arith.binop(self, node)
 
     def call(self, node: Call):
         return calls.call(self, node)
