@@ -234,3 +234,11 @@ def test_json_shows_the_dims_each_call_binds_from_its_inputs():
     blocks = to_json(check(text), trace=True)["blocks"]
     assert [b["bound"] for b in blocks] == [{"N": "S"}, {"N": "3"}]
     assert [b["sizes"] for b in blocks] == [{}, {}]
+
+
+def test_a_size_parameter_in_an_input_shape_must_match_the_tensor_given():
+    text = ("dim B, S\ndim D = 8\nexample B=2, S=3\ninput x: [B, S, D]\n"
+            "block Up(h: [B, S, F], dim F):\n  return h -> linear D\nend\n")
+    assert check(text + "y: x -> Up F=D\n").ok
+    d = only(text + "y: x -> Up F=2*D\n", "E113")
+    assert d.span.line == 8 and "[B, S, F]" in d.message
