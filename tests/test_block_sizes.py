@@ -234,3 +234,22 @@ def test_json_shows_the_dims_each_call_binds_from_its_inputs():
     blocks = to_json(check(text), trace=True)["blocks"]
     assert [b["bound"] for b in blocks] == [{"N": "S"}, {"N": "3"}]
     assert [b["sizes"] for b in blocks] == [{}, {}]
+
+
+def test_a_size_parameter_in_an_input_shape_must_match_the_tensor_given():
+    text = ("dim B, S\ndim D = 8\nexample B=2, S=3\ninput x: [B, S, D]\n"
+            "block Up(h: [B, S, F], dim F):\n  return h -> linear D\nend\n")
+    assert check(text + "y: x -> Up F=D\n").ok
+    d = only(text + "y: x -> Up F=2*D\n", "E113")
+    assert d.span.line == 8 and "[B, S, F]" in d.message
+
+
+def test_a_call_with_several_inputs_and_sizes_in_any_order():
+    text = ("dim B, S\ndim D = 8\nexample B=2, S=3\ninput x: [B, S, D]\ninput c: [B, S, D]\n"
+            "block Two(h: [B, S, D], k: [B, S, D], dim F, dim G):\n"
+            "  return h + (k -> linear F -> linear G -> linear D)\nend\n")
+    spec = check(text + "y: Two(x, c, G=2*D, F=3)\nz: y -> Two(c, F=3, G=2*D)\n")
+    assert spec.ok, [(d.code, d.message) for d in spec.diagnostics]
+    assert len(spec.blocks["Two"]) == 1          # the same sizes: one instance
+    d = only(text + "y: Two(x, c, G=2)\n", "E113")
+    assert "`F=`" in d.message

@@ -148,3 +148,30 @@ def test_run_with_sizes_on_the_command_line(tmp_path, capsys):
     assert main(["run", str(path), "--sizes", "B=3,S=5,D=16,E=6,L=3"]) == 0
     out = capsys.readouterr().out
     assert "Mlp(x, F=4*D)" in out and "[3, 5, 64]" in out and "[3, 5, 12]" in out
+
+
+CASES = {
+    # the size parameter in an input's shape: the call's tensor must have it
+    "in_input": ("dim B, S\ndim D = 8\nexample B=2, S=3\ninput x: [B, S, D]\n"
+                 "block Up(h: [B, S, F], dim F):\n  return h -> linear D\nend\n"
+                 "y: x -> Up F=D\nw: Up(y, F=D)\n"),
+    # a number, a dim read from the input, a split that needs the block's assumption
+    "numbers": ("dim B, S\ndim D = 8\nexample B=2, S=3\ninput x: [B, S, D]\n"
+                "block M(h: [B, S, D], dim F):\n  return h -> view [B, S, 2, D/2] -> linear F -> flatten 2 "
+                "-> linear D\nend\nassume D % 2 == 0\ny: x -> M F=3\nw: M(y, F=D)\n"),
+    # two sizes, one block input besides the piped one, a stack
+    "two_sizes": ("dim B, S\ndim D = 8\ndim L = 2\nexample B=2, S=3\ninput x: [B, S, D]\ninput c: [B, S, D]\n"
+                  "block Two(h: [B, S, D], k: [B, S, D], dim F, dim G):\n"
+                  "  return h + (k -> linear F -> linear G -> linear D)\nend\n"
+                  "y: x -> Two(c, G=2*D, F=D + 1)\nw: y -> stack L Two(c, F=3, G=D)\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_run_and_the_generated_module_agree_at_two_size_sets(name):
+    pytest.importorskip("torch")
+    spec = check(CASES[name], f"{name}.shape")
+    assert spec.ok, [(d.code, d.message) for d in spec.diagnostics]
+    for sizes in ({}, {"B": 1, "S": 2, "D": 4}):
+        report = runner.run_spec(spec, runner.resolve_sizes(spec, sizes))
+        assert report.ok, (sizes, report.error, [r for r in report.rows if not r.ok])

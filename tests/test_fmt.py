@@ -243,3 +243,17 @@ def test_a_negative_decimal_that_checks_is_laid_out(expr):
     spec = api.check(text)
     assert spec.ok, [d.message for d in spec.diagnostics]
     assert format_text(text) == text
+
+
+@pytest.mark.parametrize("messy, tidy", [
+    ("block Mlp(h:[B,S,D],dim F):\n  return h -> linear F\nend\n",
+     "block Mlp(h: [B, S, D], dim F):\n  return h -> linear F\nend\n"),
+    ("y: Mlp(x,F=4*D)\n", "y: Mlp(x, F=4*D)\n"),
+    ("y: x ->  Mlp(c,F=4*D)\n", "y: x -> Mlp(c, F=4*D)\n"),
+    ("y: x -> Mlp( F=E )\n", "y: x -> Mlp(F=E)\n"),
+    ("y: x -> stack L  Moe(F=E)   first=Dense\n", "y: x -> stack L Moe(F=E) first=Dense\n"),
+    ("a: arange(S,dtype=float)\n", "a: arange(S, dtype=float)\n"),
+])
+def test_size_parameters_and_call_keywords_format_idempotently(messy, tidy):
+    assert format_text(messy) == tidy
+    assert format_text(tidy) == tidy

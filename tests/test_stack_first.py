@@ -44,6 +44,8 @@ def test_checks_with_the_parameters_of_one_dense_and_L_minus_1_other_layers():
     text = trace(spec, width=0)
     assert "block Dense(h: [B, S, D]), called on line 15" in text
     assert "block Moe(h: [B, S, D], F = 2*D (32)), called on line 15" in text
+    assert "first=Dense" in text                         # the first layer's own row
+    assert "total parameters: L·(" in text                # totals grouped by the stack's count
 
 
 def test_one_layer_is_the_first_block_alone():

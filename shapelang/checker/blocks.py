@@ -54,14 +54,26 @@ class BlockCalls:
     def __init__(self, checker):
         self.c = checker
 
-    def _declared_shape(self, decl) -> list:
+    def _declared_shape(self, decl, block: Block) -> list:
+        """A block input's shape in the block's own dims, whatever the caller renamed (its size
+        parameters may appear: `block Up(x: [B, S, F], dim F)`)."""
         c = self.c
-        """A block input's shape in the block's own dims, whatever the caller renamed."""
-        caller, c.scope.subst = c.scope.subst, {}
+        caller, sizes = c.scope.subst, c.scope.sizes
+        c.scope.subst, c.scope.sizes = {}, sizes | {p.name for p in block.sizes}
         try:
             return [c.build(d) for d in decl.shape.dims]
         finally:
-            c.scope.subst = caller
+            c.scope.subst, c.scope.sizes = caller, sizes
+
+    def own_types(self, block: Block) -> list:
+        """The types of a block's inputs as declared (a block checked on its own)."""
+        c = self.c
+        sizes = c.scope.sizes
+        c.scope.sizes = sizes | {p.name for p in block.sizes}
+        try:
+            return [c._decl_type(d, {}) for d in block.inputs]
+        finally:
+            c.scope.sizes = sizes
 
     def size_args(self, block: Block, kwargs, span) -> dict:
         """The sizes a call gives a block's size parameters (`Mlp(x, F=4*D)`), in the caller's
@@ -271,7 +283,7 @@ class BlockCalls:
         counts = {name: len(insts) for name, insts in c.out.blocks.items()}
         ir = None
         try:
-            args = [c._decl_type(d, {}) for d in block.inputs]
+            args = self.own_types(block)
             sizes = {c.prover.user[p.name]: c.prover.user[p.name] for p in block.sizes
                      if p.name in c.prover.user}
             ir = self.call_block(block, args, [d.name for d in block.inputs], block.span, sizes)
@@ -308,7 +320,7 @@ class BlockCalls:
                 return cached
         subst = dict(sizes)
         for decl, t, ref in zip(block.inputs, args, refs):
-            declared = self._declared_shape(decl)
+            declared = self._declared_shape(decl, block)
             want = dtypes.canonical(decl.dtype) if decl.dtype else None
             if want is not None and want != t.dtype:
                 raise ShapeError("E113", f"block `{block.name}` expects `{decl.name}` of "

@@ -131,7 +131,7 @@ class Checker(Facts):
         for name, block in self.blocks.items():
             if not any(k[0] == name for k in self.block_cache):   # never called: check it alone
                 try:
-                    args = [self._decl_type(d, {}) for d in block.inputs]
+                    args = self.block_calls.own_types(block)
                     self.block_calls.call_block(block, args, [d.name for d in block.inputs], block.span)
                 except (ShapeError, Poisoned):
                     pass

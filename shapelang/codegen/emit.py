@@ -126,16 +126,11 @@ class Emitter:
                 present |= _symbols_in(s.detail)
         rename = {o: loc for o, loc in rename.items() if loc not in present}
         # a size parameter is its own name in the class (`self.F`), whatever the call gave
-        readable = set()
-        for d in ir.inputs:
-            for x in d.type.shape:
-                readable |= sp.sympify(x).free_symbols
         size_rename = {}
         for local_sym, outer in ir.size_args.items():
             outer = sp.sympify(outer)
-            if outer in rename or outer in size_rename or outer in readable or outer.is_Number \
-                    and any(sp.sympify(v) == outer for v in ir.size_args.values() if v is not outer):
-                continue
+            if outer in rename or outer in size_rename or outer.is_Number:
+                continue      # a number stays a number (`3` may be any 3 of the block)
             size_rename[outer] = local_sym
         rename.update(size_rename)
         unit = Unit(key, ir.name, ir, [(d.name, d.type, False) for d in ir.inputs], ir.params,

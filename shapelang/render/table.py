@@ -244,9 +244,9 @@ class _Trace:
         def visit(bindings, caller):
             for b in bindings:
                 for s in b.steps:
-                    if s.op == "stack" and isinstance(s.detail.get("count"), sp.Symbol) \
-                            and s.detail["count"].name not in self.counts:
-                        self.counts.append(s.detail["count"].name)
+                    count = s.detail.get("layers", s.detail.get("count")) if s.op == "stack" else None
+                    if isinstance(count, sp.Symbol) and count.name not in self.counts:
+                        self.counts.append(count.name)     # `first=`: the stack's own count
                     ir = s.block
                     # one table per block, and one per set of sizes its size parameters are given
                     key = (ir.name, tuple(ir.size_args.values())) if ir is not None else None
