@@ -161,3 +161,23 @@ def test_embedding_rmsnorm_and_a_linear_without_bias(tmp_path):
     text = round_trip(tmp_path, Tagger(), ["ids=2x8:int"], make)
     # no configuration to read: the table's sizes get the usual names, the head's width its own
     assert "emb: ids -> embed V D" in text and "-> rmsnorm" in text and "linear F bias=false" in text
+
+
+class Bounded(nn.Module):
+    """torch.minimum / maximum of two tensors, clamp by numbers and amin."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(5)
+        self.lin = nn.Linear(16, 16)
+
+    def forward(self, x):
+        h = self.lin(x)
+        low = torch.minimum(h, x).clamp(min=-0.5, max=2.0)
+        return low + torch.maximum(h, x).amin(-1, keepdim=True).clamp(max=1)
+
+
+def test_minimum_maximum_clamp_and_amin(tmp_path):
+    text = round_trip(tmp_path, Bounded(), ["x=2x8x16"], _floats(lambda b, s: [(b, s, 16)]))
+    for written in ("minimum(", "maximum(", "clamp min=(-0.5) max=2.0", "amin -1 keepdim", "clamp max=1"):
+        assert written in text, text

@@ -165,3 +165,38 @@ def test_clamp_by_numbers_gives_torchs_dtype_or_is_refused_as_torch_refuses(dtyp
     assert spec.ok, [(d.code, d.message) for d in spec.diagnostics]
     got = spec.bindings[-1].types[0].dtype
     assert TORCH.get(got, got) == want, (dtype, bound)
+
+
+@pytest.mark.parametrize("line, rewritten", [
+    ("m: x -> max -1", "m: x -> amax -1"),
+    ("m: x -> min 0 keepdim", "m: x -> amin 0 keepdim"),
+    ("m: x -> max -1 -> relu", "m: x -> amax -1 -> relu"),
+])
+def test_max_over_an_axis_named_once_gets_amax(line, rewritten):
+    """torch.max(x, dim) gives values and indices: one name for it is an error whose proved
+    rewrite is `amax` (the values alone)."""
+    text = "dim S, D\nexample S=3, D=4\ninput x: [S, D]\n"
+    [d] = check(text + line + "\n").diagnostics
+    assert d.code == "E110" and "int indices" in d.help and "torch." in d.help
+    assert d.fix is not None and d.fix[2] == rewritten
+    assert check(text + rewritten + "\n").ok
+    x = torch.randn(3, 4)
+    assert len(x.max(-1)) == 2 and torch.equal(x.max(-1).values, x.amax(-1))
+
+
+@pytest.mark.parametrize("pytorch, shapelang", [
+    ("torch.minimum(a, b)", "a -> minimum b"),
+    ("torch.maximum(a, b)", "a -> maximum b"),
+    ("a.clamp(min=0)", "a -> clamp min=0"),
+    ("torch.clamp(a, -0.5, 1)", "a -> clamp min=(-0.5) max=1"),
+    ("a.clip(max=b)", "a -> clamp max=b"),
+    ("a.amin(-1)", "a -> amin -1"),
+    ("(a > 0).logical_not()", "(a > 0) -> logical_not"),
+])
+def test_pytorch_spellings_are_rewritten(pytorch, shapelang):
+    """The PyTorch spelling is named and rewritten, and the rewrite checks."""
+    text = "dim S\nexample S=3\ninput a: [S]\ninput b: [S]\n"
+    [d] = check(text + f"x: {pytorch}\n").diagnostics
+    assert d.code == "E001" and "PyTorch syntax" in d.message
+    assert d.fix is not None and d.fix[2] == f"x: {shapelang}"
+    assert check(text + f"x: {shapelang}\n").ok

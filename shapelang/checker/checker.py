@@ -252,10 +252,7 @@ class Checker(Facts):
         try:
             outs = self.pipeline(s.value)
             if len(s.names) != len(outs):
-                raise ShapeError("E110", f"the pipeline gives {len(outs)} tensor"
-                                 f"{'s' if len(outs) != 1 else ''} but {len(s.names)} name"
-                                 f"{'s are' if len(s.names) != 1 else ' is'} given", span=s.span,
-                                 help="split and chunk give several tensors: `q, k, v: x -> chunk 3 -1`")
+                raise self.suggest.several(s, len(outs))
         except ShapeError as err:
             self.report(err.at(s.value.ops[-1].span if s.value.ops and err.span is None else s.span))
             for n in s.names:
@@ -283,8 +280,7 @@ class Checker(Facts):
             raise self.suggest.head(err, node) from None
         for k, op in enumerate(node.ops):
             if len(vals) != 1:
-                raise ShapeError("E110", f"`{op.name}` gets {len(vals)} tensors from split/chunk",
-                                 span=op.span, help="name the pieces first: `a, b: x -> chunk 2 -1`")
+                raise self.suggest.several_into(node, k, len(vals))
             try:
                 vals = self.apply(op, *vals[0])
             except ShapeError as err:

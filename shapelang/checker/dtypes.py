@@ -236,7 +236,7 @@ def _to_float(c, x, a, res):
 def _no_bool(c, x, a, res):
     if x.dtype == "bool":
         raise refuse(f"`{a.op.name}` of a bool tensor {c.show(x)}: PyTorch refuses it", a.op.span,
-                     _CAST_HELP, _input_cast(DEFAULT))
+                     f"cast it first: `-> to {DEFAULT}`", _input_cast(DEFAULT))
     return [x.dtype]
 
 
@@ -266,7 +266,7 @@ def _scale(c, x, a, res):
 def _mask(c, x, a, res):
     if kind(x.dtype) == "int":
         raise refuse(f"`mask` fills with -inf, which {show(x.dtype)} values cannot hold", a.op.span,
-                     _CAST_HELP, _input_cast(DEFAULT))
+                     f"cast it first, to a dtype that holds -inf: `-> to {DEFAULT}`", _input_cast(DEFAULT))
     return [x.dtype]
 
 

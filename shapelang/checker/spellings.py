@@ -43,10 +43,13 @@ OPS: dict[str, tuple[str, list[str]]] = {
     "contiguous": ("contiguous", []),
     "scale": ("scale", ["factor"]),
     "dropout": ("dropout", ["p"]),
+    "amin": ("amin", ["dim", "keepdim?"]),
+    "minimum": ("minimum", ["other"]),
+    "maximum": ("maximum", ["other"]),
 }
 SHAPES = {"view", "reshape", "expand", "permute"}   # sizes or axes as varargs or one list
 UNARY = {"relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt", "rsqrt", "log", "abs",
-         "neg", "square", "softplus"}
+         "neg", "square", "softplus", "logical_not"}
 MATMUL = {"matmul", "bmm", "mm"}
 CASTS = {"float": "float", "half": "half", "bfloat16": "bfloat16", "double": "double", "long": "long",
          "bool": "bool", "int": "to int32"}   # Tensor.int() is int32; shapelang's `int` is int64
@@ -256,6 +259,19 @@ class Translator:
             return f"({piece.top()})"
         return piece.text.replace(" * ", "*").replace(" / ", "/") if piece.prec == 2 else piece.text
 
+    def _clamp(self, args: list, keywords: list) -> str:
+        """`clamp(0, 1)`, `clamp(min=0)`, `clip(max=x)`: the bounds by their keywords."""
+        given = dict(zip(("min", "max"), args))
+        for k in keywords:
+            if k.arg not in ("min", "max") or k.arg in given:
+                raise Unknown(f"clamp({k.arg}=)")
+            given[k.arg] = k.value
+        bounds = [(k, self._arg(v)) for k, v in given.items() if not (isinstance(v, ast.Constant) and v.value is None)]
+        if not bounds or len(args) > 2:
+            raise Unknown("clamp")
+        return "clamp " + " ".join(f"{k}=({v})" if v.startswith("-") and not v[1:].isdigit() else f"{k}={v}"
+                                   for k, v in bounds)
+
     def op(self, name: str, args: list, keywords: list) -> str:
         """`name(args, keywords)` as a shapelang operation."""
         if name in UNARY and not args and not keywords:
@@ -273,6 +289,8 @@ class Translator:
                 raise Unknown(name)
             return f"permute {' '.join(self._arg(e) for e in items)}" if name == "permute" \
                 else f"{name} [{', '.join(texts)}]"
+        if name in ("clamp", "clip"):
+            return self._clamp(args, keywords)
         if name not in OPS:
             raise Unknown(name)
         op, params = OPS[name]

@@ -12,6 +12,7 @@ from dataclasses import replace
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import BinOp, Neg, Num, Pipeline, ShapeLit, Span
 
+_VALUES_ONLY = {"max": "amax", "min": "amin"}
 _LEFT = re.compile(r"\s*(?:return\s+|[A-Za-z_][\w']*(?:\s*,\s*[A-Za-z_][\w']*)*\s*:\s*)")
 _LAST_MOVE = re.compile(r"^(.*\S)\s*->\s*(?:transpose\s+-?\d+\s+-?\d+|permute(?:\s+-?\d+)+)$")
 
@@ -98,6 +99,36 @@ class Suggestions:
              "not K; put the operand's pipeline in parentheses"),))
         return self._with(err, [(span, f"({right} -> {first.text})")],
                           "the inner dims of a matrix product must be equal")
+
+    # ------------------------------------------------------------ several tensors
+    def several(self, binding, n: int) -> ShapeError:
+        """A pipeline gives n tensors to a different number of names."""
+        names = len(binding.names)
+        err = ShapeError("E110", f"the pipeline gives {n} tensor{'s' if n != 1 else ''} but {names} "
+                         f"name{'s are' if names != 1 else ' is'} given", span=binding.span,
+                         help="split and chunk give several tensors: `q, k, v: x -> chunk 3 -1`")
+        value = binding.value
+        last = value.ops[-1] if isinstance(value, Pipeline) and value.ops else None
+        return self._values_only(err, last) if names == 1 and last is not None else err
+
+    def several_into(self, node: Pipeline, k: int, n: int) -> ShapeError:
+        """The step after a split (or a `max` over an axis) gets several tensors."""
+        op, prev = node.ops[k], node.ops[k - 1] if k > 0 else None
+        source = f"`{prev.text}`" if prev is not None and prev.name in _VALUES_ONLY else "split/chunk"
+        err = ShapeError("E110", f"`{op.name}` gets {n} tensors from {source}", span=op.span,
+                         help="name the pieces first: `a, b: x -> chunk 2 -1`")
+        return self._values_only(err, prev) if prev is not None else err
+
+    def _values_only(self, err: ShapeError, op) -> ShapeError:
+        """`max -1` / `min -1` give values and indices, as torch.max(x, dim): `amax` is the values."""
+        alone = _VALUES_ONLY.get(op.name)
+        if alone is None:
+            return err
+        what = "maxima" if op.name == "max" else "minima"
+        why = f"`{op.name}` over an axis gives the {what} and their int indices, as torch.{op.name}(x, dim)"
+        fix = (op.name_span, alone, f"{why}; for the {what} alone use `{alone}`")
+        return replace(err, help=f"{why} does: name both (`v, i: x -> {op.text}`), or use `{alone}` for "
+                       f"the {what} alone", fixes=(fix,))
 
     # ------------------------------------------------------------ dtypes (E120)
     def cast(self, err: ShapeError, node) -> ShapeError:

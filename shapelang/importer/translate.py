@@ -437,6 +437,26 @@ def _einsum(t, node, leaf):
     return Piece(node.name, f'einsum "{eq}" {tok(ops[1].name)}', ops[0].name, refs=[ops[1].name], hint="es")
 
 
+def _extremum(t, node, leaf):
+    """torch.minimum / torch.maximum of two tensors."""
+    a, b = node.args[0], node.args[1]
+    if not (hasattr(a, "meta") and hasattr(b, "meta") and is_tensor(a) and is_tensor(b)):
+        return t.opaque(node, "a minimum or maximum with a number")
+    op = target_name(node).split(".")[1]
+    return Piece(node.name, f"{op}({tok(a.name)}, {tok(b.name)})", refs=[a.name, b.name], hint=op[:3])
+
+
+def _clamp(t, node, leaf):
+    bounds = [(name, arg(node, i, name)) for i, name in ((1, "min"), (2, "max"))]
+    if any(v is not None and (hasattr(v, "meta") or isinstance(v, bool)) for _, v in bounds):
+        return t.opaque(node, "a clamp by tensors")
+    def bound(v) -> str:   # a float stays a float (it decides the dtype of an int input)
+        text = repr(float(v)) if isinstance(v, float) else str(int(v))
+        return f"({text})" if isinstance(v, float) and v < 0 else text
+    text = " ".join(f"{name}={bound(v)}" for name, v in bounds if v is not None)
+    return Piece(node.name, f"clamp {text}", node.args[0].name, hint="clamped")
+
+
 TABLE = {
     "aten.view.default": _view, "aten.reshape.default": _view, "aten._unsafe_view.default": _view,
     "aten.unflatten.int": _view, "aten.flatten.using_ints": _view,
@@ -463,4 +483,6 @@ TABLE = {
     "aten.cat.default": _cat, "aten.concat.default": _cat,
     "aten.masked_fill.Scalar": _masked_fill, "aten.repeat_interleave.self_int": _repeat_interleave,
     "aten.einsum.default": _einsum,
+    "aten.minimum.default": _extremum, "aten.maximum.default": _extremum,
+    "aten.clamp.default": _clamp, "aten.amin.default": _reduce,
 }
