@@ -27,7 +27,8 @@ def call(c, node: Call):
         vals = outputs(c, node)
         if len(vals) != 1:
             raise ShapeError("E110", f"`{node.func}` gives {len(vals)} tensors; name them first",
-                             span=node.span, help=f"write it on its own line: `a, b: {text}`")
+                             span=node.span, help=f"write it on its own line: "
+                                                  f"`{', '.join('abcdefgh'[:min(len(vals), 8)])}: {text}`")
         return vals[0]
     if node.func == "stack":
         raise ShapeError("E002", "`stack(..)` is not a function: `stack N Block` repeats a block",
