@@ -161,3 +161,46 @@ def test_embedding_rmsnorm_and_a_linear_without_bias(tmp_path):
     text = round_trip(tmp_path, Tagger(), ["ids=2x8:int"], make)
     # no configuration to read: the table's sizes get the usual names, the head's width its own
     assert "emb: ids -> embed V D" in text and "-> rmsnorm" in text and "linear F bias=false" in text
+
+
+# ------------------------------------------------------------------ nanoGPT's manual attention path
+
+class ManualAttention(nanogpt.CausalSelfAttention):
+    """nanoGPT's attention without flash: the registered causal buffer, `masked_fill(bias == 0)`."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.register_buffer("bias", torch.tril(torch.ones(config.block_size, config.block_size))
+                             .view(1, 1, config.block_size, config.block_size))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = torch.nn.functional.softmax(att, dim=-1)
+        y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+def test_gpt_with_nanogpts_manual_attention_round_trip(tmp_path):
+    """The comparison with the causal buffer is a step of the spec (`s == 0`), not opaque;
+    the scale after the product reads 1/sqrt(Dh); the spec checks clean and round-trips."""
+    gpt = GPT(GPTConfig())
+    for block in gpt.transformer.h:
+        block.attn = ManualAttention(GPTConfig())
+    torch.manual_seed(1)
+    for p in gpt.parameters():
+        nn.init.normal_(p, 0.0, 0.3)
+
+    def make(b, s, seed=0):
+        return [torch.randint(0, 101, (b, s), generator=torch.Generator().manual_seed(seed))]
+
+    text = round_trip(tmp_path, gpt, ["idx=2x8:int"], make, sizes_list=((2, 8), (3, 5), (1, 16)))
+    assert "opaque" not in text
+    assert "buffer attn_bias: [1, 1, Ctx, Ctx]" in text and " == 0" in text
+    assert "-> scale 1/sqrt(Dh)" in text and "softmax -1" in text
