@@ -181,3 +181,83 @@ def test_minimum_maximum_clamp_and_amin(tmp_path):
     text = round_trip(tmp_path, Bounded(), ["x=2x8x16"], _floats(lambda b, s: [(b, s, 16)]))
     for written in ("minimum(", "maximum(", "clamp min=(-0.5) max=2.0", "amin -1 keepdim", "clamp max=1"):
         assert written in text, text
+# ------------------------------------------------------------------ nanoGPT's manual attention path
+
+class ManualAttention(nanogpt.CausalSelfAttention):
+    """nanoGPT's attention without flash: the registered causal buffer, `masked_fill(bias == 0)`."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.register_buffer("bias", torch.tril(torch.ones(config.block_size, config.block_size))
+                             .view(1, 1, config.block_size, config.block_size))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = torch.nn.functional.softmax(att, dim=-1)
+        y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+def test_gpt_with_nanogpts_manual_attention_round_trip(tmp_path):
+    """The comparison with the causal buffer is a step of the spec (`s == 0`), not opaque;
+    the scale after the product reads 1/sqrt(Dh); the spec checks clean and round-trips."""
+    gpt = GPT(GPTConfig())
+    for block in gpt.transformer.h:
+        block.attn = ManualAttention(GPTConfig())
+    torch.manual_seed(1)
+    for p in gpt.parameters():
+        nn.init.normal_(p, 0.0, 0.3)
+
+    def make(b, s, seed=0):
+        return [torch.randint(0, 101, (b, s), generator=torch.Generator().manual_seed(seed))]
+
+    text = round_trip(tmp_path, gpt, ["idx=2x8:int"], make, sizes_list=((2, 8), (3, 5), (1, 16)))
+    assert "opaque" not in text
+    assert "buffer attn_bias: [1, 1, Ctx, Ctx]" in text and " == 0" in text
+    assert "-> scale 1/sqrt(Dh)" in text and "softmax -1" in text
+
+
+class PaddedSelfAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(32, 4, batch_first=True)
+
+    def forward(self, x, pad):
+        return self.attn(x, x, x, key_padding_mask=pad, need_weights=False)[0]
+
+
+def test_multihead_attention_with_a_key_padding_mask_round_trip(tmp_path):
+    """key_padding_mask is read as attention with `mask pad` (pad viewed as [B, 1, 1, S]),
+    not as the module's kernel steps; a sequence padded throughout gives what PyTorch gives."""
+    torch.manual_seed(4)
+    module = PaddedSelfAttention()
+
+    def make(b, s, seed=0):
+        g = torch.Generator().manual_seed(seed)
+        pad = torch.rand(b, s, generator=g) < 0.3
+        pad[:, 0] = False
+        return [torch.randn(b, s, 32, generator=g), pad]
+
+    text = round_trip(tmp_path, module, ["x=2x8x32", "pad=2x8:bool"], make)
+    assert "opaque" not in text and "linear 3*D" in text
+    assert "-> scale 1/sqrt(Dh) -> mask " in text and "reshape [B, 1, 1, S]" in text
+    # every key of sequence 0 is padding: zeros from attention, so out_proj's bias, as from
+    # PyTorch's MultiheadAttention outside its inference fast path (which gives NaN there)
+    spec = api.check_file(str(tmp_path / "imported.shape"))
+    _mod, model = runner.build(api.codegen(spec), dict(spec.example))
+    copy_weights(model, module, json.loads((tmp_path / "imported.weights.json").read_text()))
+    x, pad = make(3, 6, seed=5)
+    pad[0] = True
+    want = module(x, pad).detach()
+    with torch.no_grad():
+        got = model(x, pad)
+    assert torch.isfinite(want).all() and torch.isfinite(got).all()
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(got[0], module.attn.out_proj.bias.detach().expand(6, 32), atol=1e-6, rtol=0)

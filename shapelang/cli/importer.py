@@ -88,6 +88,15 @@ def command(args) -> int:
     except ImportFailure as e:
         print(f"shapelang: cannot import {args.target} faithfully: {e}", file=sys.stderr)
         return 1
+    except (MemoryError, RecursionError) as e:
+        print(f"shapelang: importing {args.target} ran out of {'memory' if isinstance(e, MemoryError) else 'stack'}"
+              "; try smaller example sizes", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - the user's module ran; report, never a traceback
+        text = str(e).strip().splitlines()
+        print(f"shapelang: importing {args.target} failed: {type(e).__name__}: {text[0][:400] if text else ''}",
+              file=sys.stderr)
+        return 2
     try:
         if args.output:
             write_atomic(args.output, result.text, force=args.force)

@@ -76,6 +76,8 @@ def import_module(target, inputs: list[str], *, dims: dict | None = None, sizes:
         if inp.name in KEYWORDS or not inp.name.isidentifier():
             inp.name = (inp.name if inp.name.isidentifier() else "x") + "_"
     default_axes(specs)
+    from .load import check_example_size
+    check_example_size(specs)
     embeddings = [m.num_embeddings for m in module.modules() if isinstance(m, torch.nn.Embedding)]
     vocab = min(embeddings) if embeddings else 2
     from .load import example_inputs

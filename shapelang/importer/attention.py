@@ -11,6 +11,7 @@ heads merged, out_proj. The importer's verification compares the result with the
 """
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 from .translate import Piece, arg, target_name, tok, val
@@ -19,17 +20,24 @@ from .translate import Piece, arg, target_name, tok, val
 def recognise(ctx, scope, raw: list, mha: nn.MultiheadAttention, inputs: list, out: str) -> list | None:
     """The pieces of one MultiheadAttention call (`inputs`: query, key, value in first-use
     order; `out`: the call's result), or None when the call is not the plain case."""
-    if mha.bias_k is not None or mha.add_zero_attn or len(inputs) not in (1, 2, 3):
+    if mha.bias_k is not None or mha.add_zero_attn:
+        return None
+    # a key_padding_mask: a bool [B, T] input (True: the key is padding), at most one
+    pads = [k for k in inputs if val(ctx.by_name[k]).dim() == 2 and val(ctx.by_name[k]).dtype == torch.bool]
+    inputs = [k for k in inputs if k not in pads]
+    if len(pads) > 1 or len(inputs) not in (1, 2, 3):
         return None
     shapes = [val(ctx.by_name[k]) for k in inputs]
     if any(s.dim() != 3 or not s.dtype.is_floating_point for s in shapes):
         return None
     linears = [n for n in raw if target_name(n) == "aten.linear.default"]
     packed = len(inputs) == 1 and mha._qkv_same_embed_dim
-    if len(linears) != (2 if packed else 4) or any(target_name(n) in ("aten.masked_fill.Scalar", "aten.baddbmm.default") for n in raw):
+    if len(linears) != (2 if packed else 4) or any(target_name(n) == "aten.baddbmm.default" for n in raw):
+        return None
+    if not pads and any(target_name(n) == "aten.masked_fill.Scalar" for n in raw):
         return None
     sdpa = [n for n in raw if target_name(n) == "aten.scaled_dot_product_attention.default"]
-    if len(sdpa) != 1 or arg(sdpa[0], 3, "attn_mask") is not None or arg(sdpa[0], 5, "is_causal"):
+    if len(sdpa) != 1 or arg(sdpa[0], 5, "is_causal") or (arg(sdpa[0], 3, "attn_mask") is not None) != bool(pads):
         return None
     t, first = ctx.tr, mha.batch_first
     q_in = inputs[0]
@@ -85,10 +93,16 @@ def recognise(ctx, scope, raw: list, mha: nn.MultiheadAttention, inputs: list, o
         pieces.append(Piece(key, "transpose 1 2", f"{key}\x02r", hint=role + "h"))
         ctx.roles[key] = role + "h"
         heads[role] = key
-    att = f"{tok(heads['q'])} @ ({tok(heads['k'])} -> transpose -2 -1) -> scale 1/sqrt({Dh}) -> softmax -1"
+    hide = ""
+    if pads:       # [B, T] -> [B, 1, 1, T]: one row of hidden keys per sequence, for every head and query
+        m = f"{out}\x02pad"
+        pieces.append(Piece(m, f"reshape [{B}, 1, 1, {T}]", pads[0], hint="pad"))
+        hide = f" -> mask {tok(m)}"
+    att = f"{tok(heads['q'])} @ ({tok(heads['k'])} -> transpose -2 -1) -> scale 1/sqrt({Dh}){hide} -> softmax -1"
     if mha.dropout:
         att += f" -> dropout {mha.dropout!r}"
-    pieces.append(Piece(f"{out}\x02att", att, refs=[heads["q"], heads["k"]], hint="att"))
+    pieces.append(Piece(f"{out}\x02att", att, refs=[heads["q"], heads["k"]] + ([f"{out}\x02pad"] if pads else []),
+                        hint="att"))
     y = f"{out}\x02y"
     pieces.append(Piece(y, f"{tok(f'{out}{chr(2)}att')} @ {tok(heads['v'])}", refs=[f"{out}\x02att", heads["v"]],
                         hint="y"))

@@ -9,9 +9,12 @@ size.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
+import io
+import logging
 import os
 import re
 import sys
@@ -71,16 +74,17 @@ def resolve(target: str, kwargs: dict | None = None) -> nn.Module:
         obj = getattr(obj, part)
     if isinstance(obj, nn.Module):
         if kwargs:
-            raise ImportFailure(f"`{attr}` is a module instance already: it takes no arguments")
+            raise UsageError(f"`{attr}` is a module instance already: it takes no arguments")
         return obj
     if not callable(obj):
-        raise ImportFailure(f"`{attr}` is neither an nn.Module, a class nor a factory")
+        raise UsageError(f"`{attr}` is neither an nn.Module, a class nor a factory")
     try:
         built = obj(**kwargs)
-    except Exception as e:
-        raise ImportFailure(f"`{attr}(**{kwargs})` failed: {type(e).__name__}: {e}") from e
+    except Exception as e:   # the user's factory: its error is reported, not a traceback
+        raise UsageError(f"building the module failed: `{attr}(**{kwargs})` raised "
+                         f"{type(e).__name__}: {_first_line(e)}") from e
     if not isinstance(built, nn.Module):
-        raise ImportFailure(f"`{attr}` returned a {type(built).__name__}, not an nn.Module")
+        raise UsageError(f"`{attr}` returned a {type(built).__name__}, not an nn.Module")
     return built
 
 
@@ -168,12 +172,56 @@ def export(module: nn.Module, inputs: list[InputSpec], tensors: list, call_kwarg
         dynamic.append(spec)
     wrapper = Call(module, equal, call_kwargs).eval()
     try:
-        return torch.export.export(wrapper, tuple(tensors), dynamic_shapes=(tuple(dynamic),), strict=False)
+        with _quiet_torch_logs():
+            return torch.export.export(wrapper, tuple(tensors), dynamic_shapes=(tuple(dynamic),), strict=False)
     except Exception as e:   # export's own explanation is the useful part
         text = str(e).strip().splitlines()
         first_lines = " ".join(line.strip() for line in text[:6] if line.strip())
-        raise ImportFailure(f"torch.export could not trace the module: {type(e).__name__}: "
-                            f"{first_lines[:800]}") from e
+        if "data-dependent" in str(e) or "DataDependent" in type(e).__name__:
+            raise UsageError("forward depends on the values of its inputs (an `if` on a tensor, or a "
+                             "shape computed from values), which torch.export cannot trace and a spec "
+                             f"cannot say: {type(e).__name__}: {_first_line(e)[:200]}") from e
+        raise UsageError(f"torch.export could not trace the module: {type(e).__name__}: "
+                         f"{first_lines[:800]}") from e
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0][:400] if text else ""
+
+
+@contextlib.contextmanager
+def _quiet_torch_logs():
+    """torch logs a failed trace (with its stack) at ERROR level; the import reports it once."""
+    loggers = [logging.getLogger(n) for n in list(logging.root.manager.loggerDict)
+               if n == "torch" or n.startswith("torch.")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
+# example inputs larger than this many elements are refused: the import traces, runs and
+# compares the module at the example sizes, so they should be small (2x8x32)
+MAX_EXAMPLE_ELEMENTS = 1 << 24
+
+
+def check_example_size(inputs: list) -> None:
+    total = 0
+    for inp in inputs:
+        n = 1
+        for s in inp.shape:
+            n *= s
+        total += n
+    if total > MAX_EXAMPLE_ELEMENTS:
+        raise UsageError(f"the example inputs have {total:,} elements (at most {MAX_EXAMPLE_ELEMENTS:,}): "
+                         "the import traces and compares the module at these sizes, so give small ones "
+                         "(e.g. --input x=2x8x32); every size the module does not fix stays a name")
 
 
 def parse_input(text: str, index: int, names: list[str]) -> InputSpec:

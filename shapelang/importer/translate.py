@@ -385,14 +385,22 @@ def _binary(sign):
         ta, tb = operand(a), operand(b)
         if ta is None or tb is None:
             return t.opaque(node, "a boolean operand")
+        if sign in COMPARE_HINTS and not (hasattr(a, "meta") and is_tensor(a)):
+            return t.opaque(node, "a comparison with a number on the left")
         if sign == "*" and hasattr(a, "meta") and not hasattr(b, "meta"):
             scale = _scale_text(t, val(a), float(b))
+            if not scale and target_name(a) in ("aten.matmul.default", "aten.bmm.default"):
+                scale = _scale_text(t, val(a.args[0]), float(b))     # (q @ k^T) * (1/sqrt(Dh))
             if scale:
                 return Piece(node.name, f"scale {scale}", a.name, hint="scaled")
-        hint = {"+": "res", "-": "diff", "*": "prod", "/": "quot", "**": "pw"}[sign]
+        hint = {"+": "res", "-": "diff", "*": "prod", "/": "quot", "**": "pw", **COMPARE_HINTS}[sign]
         return Piece(node.name, f"{ta} {sign} {tb}", refs=[x.name for x in (a, b) if hasattr(x, "meta")],
                      hint=hint)
     return f
+
+
+# comparisons (`bias == 0`, nanoGPT's causal buffer): bool tensors, as in the language
+COMPARE_HINTS = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 
 
 def _scale_text(t, x, factor: float) -> str | None:
@@ -485,4 +493,5 @@ TABLE = {
     "aten.einsum.default": _einsum,
     "aten.minimum.default": _extremum, "aten.maximum.default": _extremum,
     "aten.clamp.default": _clamp, "aten.amin.default": _reduce,
+    **{f"aten.{op}.{kind}": _binary(sign) for sign, op in COMPARE_HINTS.items() for kind in ("Scalar", "Tensor")},
 }
