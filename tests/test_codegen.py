@@ -88,6 +88,7 @@ ix1, ix2: x -> topk G -1
 ix3: x -> gather -1 ix2 -> take_along_dim ix2 -1 -> index_select 0 arange(B)
 ix4: ids -> one_hot V
 cw: x -> unsqueeze 1 -> conv2d 2 [1, 2] stride=[1, 2] padding="valid"
+fc: x * 3 -> floor -> ceil -> clamp -1 1 -> clamp min=0 -> clamp max=(D - 1)
 block Inner(z: [B, T, D]):
   dead: z -> relu
   u, w: z -> chunk 2 -1

@@ -42,6 +42,7 @@ USAGE = {
     "linspace": "linspace(0, 1, S)", "zeros": "zeros([S, S])", "ones": "ones([S])", "full": "full([S, 1], 2)",
     "where": "x > 0 -> where x 0", "outer": "arange(S) -> outer arange(D)", "triu": "x -> triu",
     "tril": "x -> tril 1", "sin": "x -> sin", "cos": "x -> cos", "pow": "x -> pow 2",
+    "floor": "x -> floor", "ceil": "x -> ceil", "clamp": "x -> clamp 0 1",
     **{name: f"x -> {name}" for name in ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt",
                                           "rsqrt", "log", "abs", "softplus", "neg", "square", "float",
                                           "half", "bfloat16", "double", "long", "bool")},

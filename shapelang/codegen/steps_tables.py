@@ -1,7 +1,7 @@
 """Codegen, the emitters of tensors computed in the module: tables and masks
 (`torch.arange`, `torch.full`, comparisons, `torch.where`, `torch.outer`, `triu`/`tril`,
-`sin`/`cos`). A new tensor is made on the device of the module's first input, so the
-module computes its tables wherever it runs. Registered into
+`sin`/`cos`, `floor`/`ceil`, `clamp`). A new tensor is made on the device of the
+module's first input, so the module computes its tables wherever it runs. Registered into
 shapelang.codegen.steps.EMITTERS when this module is imported (shapelang.codegen.emit
 imports it)."""
 from __future__ import annotations
@@ -80,6 +80,11 @@ def _triangle(o: Op) -> list[str]:
     return [f"{o.out} = {o.x}.{o.s.op}({arg})"]
 
 
+def _clamp(o: Op) -> list[str]:
+    bounds = [f"{k}={_value(o, o.d[k])}" for k in ("min", "max") if o.d.get(k) is not None]
+    return [f"{o.out} = torch.clamp({o.x}, {', '.join(bounds)})"]
+
+
 EMITTERS.update({
     "arange": _arange,
     "linspace": _linspace,
@@ -93,5 +98,8 @@ EMITTERS.update({
     "tril": _triangle,
     "sin": lambda o: [f"{o.out} = torch.sin({o.x})"],
     "cos": lambda o: [f"{o.out} = torch.cos({o.x})"],
+    "floor": lambda o: [f"{o.out} = torch.floor({o.x})"],
+    "ceil": lambda o: [f"{o.out} = torch.ceil({o.x})"],
+    "clamp": _clamp,
 })
 CHAIN_SUFFIX.update({"arange": "pos", "full": "table", "where": "w", "outer": "outer"})

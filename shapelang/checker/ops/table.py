@@ -192,6 +192,17 @@ _ENTRIES += [
           tables.power, family="tables"),
 ]
 
+# rounding and clamping, as YaRN's rotary tables need them
+_ENTRIES += [
+    OpDef("floor", "floor", "rounds each element down (float stays float, int stays int)",
+          tables.rounding, family="tables", provenance="same"),
+    OpDef("ceil", "ceil", "rounds each element up (float stays float, int stays int)",
+          tables.rounding, family="tables", provenance="same"),
+    OpDef("clamp", "clamp MIN MAX", "limits each element to MIN..MAX (numbers or sizes); one bound "
+          "may be left out: `clamp min=0`, `clamp max=(D - 1)`; the dtype as torch.clamp's",
+          tables.clamp, family="tables", provenance="same", kwargs=("min", "max")),
+]
+
 TABLE: dict[str, OpDef] = {d.name: d for d in _ENTRIES}
 
 # the operations a pipeline step may name (blocks are looked up by the checker)

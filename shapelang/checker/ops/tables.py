@@ -2,17 +2,21 @@
 
 `arange`, `linspace`, `zeros`, `ones` and `full` make new tensors (written as calls:
 `arange(S)`, `full([S, S], true)`); comparisons (`i < j`) give bool tensors; `where`,
-`outer`, `triu`/`tril`, `sin`/`cos` and `pow` compute with them. dtypes follow PyTorch:
+`outer`, `triu`/`tril`, `sin`/`cos`, `pow`, `floor`/`ceil` and `clamp` compute with them.
+dtypes follow PyTorch:
 `arange` of whole numbers is int, of a decimal float; `full` takes the dtype of its value;
 comparisons are bool; a result of two operands has the wider of their dtypes.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import sympy as sp
 
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Neg, Num, ShapeLit
-from ..layout import fresh
+from .. import dtypes
+from ..layout import dense_like, fresh
 from .args import ONE, Result
 from .combine import broadcast
 from .rounding import floor_div
@@ -231,3 +235,39 @@ def power(c, x, a):
     e = c.scalar(a.pos[0])
     dtype = x.dtype if x.dtype == "float" or scalar_dtype(e) == "int" else "float"
     return Result((fresh(x.shape, dtype),), detail={"scalar": e, "scalar_left": False})
+
+
+# ------------------------------------------------------------------ rounding and clamping
+
+def rounding(c, x, a):
+    """floor / ceil: float values rounded (whole numbers stay as they are, int stays int)."""
+    a.count(0, usage=a.op.name)
+    if x.dtype == "bool":
+        raise dtypes.refuse(f"`{a.op.name}` of a bool tensor {c.show(x)}: PyTorch refuses it",
+                            a.op.span, "cast it first, e.g. `(x -> to float)`")
+    return Result((dense_like(x, c.prover.canon, c.same),))
+
+
+def clamp(c, x, a):
+    """torch.clamp(x, min, max): each bound a number or a size; one may be left out
+    (`clamp min=0`, `clamp max=(D - 1)`), as in PyTorch, but not both."""
+    a.count(0, 2, usage="clamp 0 1")
+    bounds = {}
+    for i, name in enumerate(("min", "max")):
+        node, k = (a.pos[i] if i < len(a.pos) else None), a.kw.get(name)
+        if node is not None and k is not None:
+            raise a.fail(f"`clamp` gets `{name}` twice: as argument {i + 1} and as `{name}=`", span=k.span)
+        node = node if node is not None else k.value if k is not None else None
+        if node is None:
+            continue
+        v = fill_value(c, node)
+        if v is True or v is False:
+            raise a.fail(f"the {name} of `clamp` is a number, not `{str(v).lower()}`", span=node.span)
+        bounds[name] = v
+    if not bounds:
+        raise a.fail("`clamp` needs a min, a max or both (PyTorch refuses neither)",
+                     help="write it as `clamp 0 1`, `clamp min=0` or `clamp max=(D - 1)`")
+    dtype = dtypes.result_type([(x.dtype, 0 if x.rank else 1)] +
+                               [(dtypes.scalar_dtype(v), 2) for v in bounds.values()])
+    out = dense_like(x, c.prover.canon, c.same)
+    return Result((replace(out, dtype=dtype),), detail={"min": bounds.get("min"), "max": bounds.get("max")})
