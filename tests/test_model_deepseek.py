@@ -327,3 +327,15 @@ def test_generated_module_matches_the_reference(sizes):
             if isinstance(mod, torch.nn.RMSNorm):
                 mod.eps = 1.0
         assert (model(ids) - expected).abs().max().item() > 1e-3
+
+
+def test_a_block_called_with_a_size_1_axis_keeps_its_1s_in_the_generated_code():
+    # found while writing this spec: Rope called on k_pe [B, 1, S, Dr] binds N = 1, and
+    # the generated function printed every 1 of the block as N (`c: [N, N, S, Dr]`)
+    pytest.importorskip("torch")
+    from shapelang import codegen
+
+    source = codegen.generate(_spec()).source
+    assert '"""block Rope(t: [B, 1, S, Dr], c: [1, 1, S, Dr], s: [1, 1, S, Dr])."""' in source
+    assert '"""block Rope(t: [B, N, S, Dr], c: [1, 1, S, Dr], s: [1, 1, S, Dr])."""' in source
+    assert "[N, N, S, Dr]" not in source
