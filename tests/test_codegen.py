@@ -87,6 +87,12 @@ cg: x -> transpose 1 2 -> conv1d D 1 groups=H
 ix1, ix2: x -> topk G -1
 ix3: x -> gather -1 ix2 -> take_along_dim ix2 -1 -> index_select 0 arange(B)
 ix4: ids -> one_hot V
+ix5: x -> index_add 1 arange(S) x alpha=0.5 -> scatter_add -1 ix2 (ix1 * 2.0)
+ix6: x -> scatter -1 ix2 0.5 -> scatter -1 ix2 x
+nzb, nzs: where(ids > 2)
+nz2: ids -> nonzero -> sum 0
+ms1: x -> masked_select (x > 0) -> unsqueeze -1 -> linear 2
+nzt: x -> index_add 1 nzs (x -> index_select 1 nzs)
 cw: x -> unsqueeze 1 -> conv2d 2 [1, 2] stride=[1, 2] padding="valid"
 fc: x * 3 -> floor -> ceil -> clamp -1 1 -> clamp min=0 -> clamp max=(D - 1)
 block Inner(z: [B, T, D]):

@@ -88,15 +88,44 @@ class BlockCalls:
         extra_nodes = list(target.args) if isinstance(target, Call) else []
         extra_nodes += list(op.args[2:])
         extra = [c.tensor_value(a) for a in extra_nodes]
-        ir = self.call_block(c.blocks[name], [x] + [t for t, _ in extra],
-                             [ref] + [r for _, r in extra], op.span)
+        types = [x] + [t for t, _ in extra]
+        each = self._each(op, extra_nodes, types, count)
+        ir = self.call_block(c.blocks[name], types, [ref] + [r for _, r in extra], op.span)
         c.need_shape_equal(ir.output.shape, x.shape, span=op.span, code="E114",
                               message=lambda: f"`{name}` turns {c.show(x)} into {c.show(ir.output)}, "
                                       "so its copies cannot be stacked")
         res = ops.Result((ir.output,), params=sp.expand(count * ir.total_params),
                          flops=sp.expand(count * ir.total_flops),
-                         detail={"block": name, "count": count})
+                         detail={"block": name, "count": count, "each": each})
         return c.emit("stack", op.text, op.span, [ref] + [r for _, r in extra], res, block=ir)
+
+    def _each(self, op, nodes, types, count) -> int | None:
+        """`stack E Expert(x, hit) each=hit`: copy e of the block gets hit[e] (hit's first axis
+        is E); the others get the same tensors. Returns the position of that input."""
+        c = self.c
+        kw = {k.name: k for k in op.kwargs}
+        for k in kw.values():
+            if k.name != "each":
+                raise ShapeError("E110", f"`stack` has no keyword `{k.name}=`", span=k.span,
+                                 help="it takes `each=T`: copy e of the block gets T[e]")
+        if "each" not in kw:
+            return None
+        k = kw["each"]
+        names = [getattr(n, "name", None) for n in nodes]
+        given = getattr(k.value, "name", None)
+        if given is None or given not in names:
+            raise ShapeError("E110", "`each=` names one of the block's extra inputs: "
+                             "`stack E Expert(x, hit) each=hit`", span=k.span)
+        i = names.index(given) + 1
+        t = types[i]
+        if t.rank == 0:
+            raise ShapeError("E110", f"`each={given}` needs a tensor with an axis to go through",
+                             span=k.span)
+        c.need_equal(t.shape[0], count, code="E113", span=k.span,
+                     message=lambda: f"`each={given}` gives copy e of the block {given}[e], so its "
+                                     f"first axis must be the count {c.sz(count)}, but {given} is {c.show(t)}")
+        types[i] = TensorType(t.shape[1:], t.strides[1:], t.dtype)
+        return i
 
     def call_block(self, block: Block, args: list[TensorType], refs, span) -> BlockIR:
         c = self.c
@@ -136,6 +165,7 @@ class BlockCalls:
         outer, outer_steps = c.scope, c.scope.steps
         c.scope = Scope(subst)
         c.block_cache[key] = None
+        unbacked = len(c.prover.unbacked)
         called = span != block.span
         if called:   # what the body reports says where the block was called from, with what
             given = ", ".join(f"{d.name}: {c.show_shape(t.shape)}" for d, t in zip(block.inputs, args))
@@ -184,5 +214,7 @@ class BlockCalls:
         if ir.output is None:
             raise Poisoned()
         c.block_cache[key] = ir
+        if len(c.prover.unbacked) > unbacked:   # data-dependent sizes: new ones at every call
+            del c.block_cache[key]
         c.out.blocks.setdefault(block.name, []).append(ir)
         return ir

@@ -21,7 +21,13 @@ def call(c, node: Call):
         return c.block_calls.block_step(c.blocks[node.func], vals, text, node.span)[0]
     if node.func in ops.CALLS:      # concat(..), einsum(..), arange(..), where(..), ...
         op, refs, res = ops.CALLS[node.func](c.ctx, node)
-        return c.emit(op, text, node.span, refs, res)[0]
+        outs = c.emit(op, text, node.span, refs, res)
+        if len(outs) > 1:   # `slot, tok: where(hit)`: only as the head of a binding
+            if id(node) not in c.several_ok:
+                raise ShapeError("E110", f"`{text}` gives {len(outs)} tensors; name them first: "
+                                 f"`{', '.join(f'i{k}' for k in range(len(outs)))}: {text}`", span=node.span)
+            c.several[id(node)] = outs
+        return outs[0]
     known = list(c.blocks) + list(ops.CALLS) + ["sqrt", "min", "max"]
     raise ShapeError("E002", f"unknown function or block `{node.func}`", span=node.func_span,
                      help=c._did_you_mean(node.func, known))

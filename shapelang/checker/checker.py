@@ -91,6 +91,8 @@ class Checker(Facts):
         self.step_of: dict = {}   # ref -> the step that made it (to point back at causes)
         self.calls: list = []     # the block calls being checked: labels for what they report
         self.dim_spans: dict = {}  # dim name -> its declaration
+        self.several_ok, self.several = set(), {}   # calls giving several tensors (`where(M)`)
+        self.binding_names: tuple = ()
 
     # ------------------------------------------------------------ reporting
     def report(self, diag: Diagnostic | None) -> None:
@@ -230,6 +232,7 @@ class Checker(Facts):
                 self._twice(n, s.span, "give each step of the pipeline its own name")
                 return None
         self.scope.steps = []
+        self.binding_names = s.names   # data-dependent sizes are named after their binding
         try:
             outs = self.pipeline(s.value)
             if len(s.names) != len(outs):
@@ -255,10 +258,14 @@ class Checker(Facts):
 
     # ------------------------------------------------------------ expressions
     def pipeline(self, node) -> list[tuple[TensorType, str]]:
+        head = node.head if isinstance(node, Pipeline) else node
+        self.several_ok.add(id(head))   # a call giving several tensors (`where(M)`) may head one
         if not isinstance(node, Pipeline):
-            return [self.tensor_value(node)]
+            v = self.tensor_value(node)
+            return self.several.pop(id(head), None) or [v]
         try:
             vals = [self.tensor_value(node.head)]
+            vals = self.several.pop(id(head), None) or vals
         except ShapeError as err:
             raise self.suggest.head(err, node) from None
         for k, op in enumerate(node.ops):
@@ -306,7 +313,7 @@ class Checker(Facts):
             extra = [self._arg_ref(a) for a in list(op.args) + [k.value for k in op.kwargs]
                      if self._is_tensor_arg(a)]
             return self.emit(op.name, op.text, op.span, [ref] + extra, result)
-        if op.kwargs and (op.name == "stack" or op.name in self.blocks):
+        if op.kwargs and op.name in self.blocks:
             raise self.block_calls.keywords(op)
         if op.name == "stack":
             return self.block_calls.stack(op, x, ref)

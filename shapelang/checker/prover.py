@@ -2,7 +2,6 @@
 assignments that satisfy the assumptions, and searches counterexamples when it cannot."""
 from __future__ import annotations
 
-import functools
 import itertools
 import random
 from collections.abc import Callable
@@ -12,6 +11,14 @@ import sympy as sp
 
 from .dims import _CMP, SEARCH_BUDGET, as_int, dim_symbol, evaluate
 from .notation import Notation
+from .polys import (  # noqa: F401  # noqa: F401
+    _linear_bound,
+    _monomial,
+    _root_divisor,
+    _shift_nonneg,
+    divisor_alternatives,
+    numeric_product,
+)
 
 
 @dataclass(frozen=True)
@@ -39,37 +46,6 @@ class Relation:
         return _CMP[self.cmp](evaluate(self.left, env), evaluate(self.right, env))
 
 
-def _monomial(e: sp.Expr) -> bool:
-    """A product of a rational and powers of symbols (most sizes and strides)."""
-    if e.is_Symbol or e.is_Rational:
-        return True
-    if e.is_Pow:
-        return e.base.is_Symbol and e.exp.is_Integer
-    if e.is_Mul:
-        return all(_monomial(a) and not a.is_Mul for a in e.args)
-    return False
-
-
-def _shift_nonneg(e: sp.Expr, strict: bool = False) -> bool:
-    """Sufficient test that polynomial e >= 0 (> 0 if strict) for all vars >= 1."""
-    syms = sorted(e.free_symbols, key=str)
-    if any(not s.is_positive for s in syms) or len(syms) > 8:
-        return False   # (the shifted expansion grows exponentially with the symbols)
-    shifted = sp.expand(e.xreplace({s: s + 1 for s in syms})) if syms else sp.expand(e)
-    try:
-        poly = sp.Poly(shifted, *syms) if syms else None
-    except sp.PolynomialError:
-        return False
-    if poly is None:
-        return bool(shifted > 0) if strict else bool(shifted >= 0)
-    coeffs = poly.as_dict()
-    if any(not c.is_Rational or c < 0 for c in coeffs.values()):
-        return False
-    if strict:
-        return coeffs.get((0,) * len(syms), 0) > 0
-    return True
-
-
 class Prover:
     """Decides conditions over all sizes that satisfy the spec's assumptions."""
 
@@ -78,6 +54,7 @@ class Prover:
         self.definition: dict[sp.Symbol, sp.Expr] = {}  # derived dims, in user terms
         self.subst: dict[sp.Symbol, sp.Expr] = {}  # canonical substitution
         self.fresh: dict[sp.Symbol, sp.Expr] = {}  # fresh var -> its meaning in user terms
+        self.unbacked: dict[sp.Symbol, sp.Expr] = {}  # data-dependent size -> its upper bound
         self.relations: list[Relation] = []        # constraints left for the search
         self.example: dict[str, int] = {}
         self._cache: dict = {}
@@ -88,6 +65,21 @@ class Prover:
         sym = dim_symbol(name)
         self.user[name] = sym
         self.notation.declare(sym)
+        return sym
+
+    def data_dependent(self, name: str, bound: sp.Expr) -> sp.Symbol:
+        """A fresh size that depends on the values (`nonzero`, `where(M)`): a whole number from 0
+        to `bound` (in user terms), a new one per occurrence, as torch.export's unbacked sizes.
+        Named `name`, `name_2`, .. so that a trace shows which step made it."""
+        taken = set(self.user) | {str(k) for k in self.unbacked}
+        base, k = name, 1
+        while name in taken:
+            k += 1
+            name = f"{base}_{k}"
+        sym = sp.Symbol(name, integer=True, nonnegative=True)
+        self.unbacked[sym] = bound
+        self.notation.declare(sym)
+        self._cache.clear()
         return sym
 
     def define(self, sym: sp.Symbol, value: sp.Expr) -> None:
@@ -151,7 +143,7 @@ class Prover:
                              ">": (diff, True), "!=": (diff, False)}.get(r.cmp, (None, False))
             if slack is None or len(slack.free_symbols) > 6:
                 continue
-            for v in sorted(slack.free_symbols & free, key=str):
+            for v in sorted(slack.free_symbols & free - set(self.unbacked), key=str):
                 bound = _linear_bound(sp.expand(slack), v)
                 if bound is None:
                     continue
@@ -182,7 +174,7 @@ class Prover:
 
     def _free(self) -> set:
         """The canonical free variables: unsubstituted dims and fresh quotients."""
-        return self._free_user() | {k for k in self.fresh if k not in self.subst}
+        return self._free_user() | {k for k in self.fresh if k not in self.subst} | set(self.unbacked)
 
     def canon(self, e: sp.Expr) -> sp.Expr:
         return e.xreplace(self.subst) if self.subst else e
@@ -233,10 +225,10 @@ class Prover:
                             lambda env: evaluate(e, env).denominator != 1, e)
 
     def positive(self, e: sp.Expr) -> Verdict:
-        if e.is_Symbol or (e.is_Integer and e > 0):
+        if (e.is_Symbol and e.is_positive) or (e.is_Integer and e > 0):
             return PROVED
         c = self.canon(e)
-        if _monomial(c) and c.as_coeff_Mul()[0] > 0:   # a product of sizes
+        if _monomial(c) and c.as_coeff_Mul()[0] > 0 and all(s.is_positive for s in c.free_symbols):
             return PROVED
         return self._decide(("pos", e), lambda: self._prove_positive(self.canon(e)),
                             lambda env: evaluate(e, env) <= 0, e)
@@ -341,12 +333,33 @@ class Prover:
         d = sp.expand(b - a)
         if _shift_nonneg(d):
             return True
+        if d.free_symbols & set(self.unbacked):
+            return self._leq_by_bounds(d)
         for r in self.relations:
             slack = {"<=": r.right - r.left, ">=": r.left - r.right,
                      "<": r.right - r.left - 1, ">": r.left - r.right - 1}.get(r.cmp)
             if slack is not None and _shift_nonneg(sp.expand(d - slack)):
                 return True
         return False
+
+    def _leq_by_bounds(self, d: sp.Expr) -> bool:
+        """d >= 0 where d is linear in the data-dependent sizes: each with a positive
+        coefficient is at least 0, each with a negative one at most its bound."""
+        for u in sorted(d.free_symbols & set(self.unbacked), key=str):
+            try:
+                poly = sp.Poly(d, u)
+            except sp.PolynomialError:
+                return False
+            if poly.degree() != 1:
+                return False
+            coeff, rest = poly.all_coeffs()
+            if _shift_nonneg(coeff):
+                d = rest
+            elif _shift_nonneg(-coeff):
+                d = sp.expand(rest + coeff * self.canon(self.unbacked[u]))
+            else:
+                return False
+        return _shift_nonneg(d) or self._prove_leq(sp.Integer(0), d)
 
     # -- counterexamples
     def free_vars(self) -> list[sp.Symbol]:
@@ -359,6 +372,9 @@ class Prover:
             if v in self.fresh:
                 val = self.value(self.fresh[v], env)
                 out[v] = as_int(val) if val is not None and as_int(val) else 2
+            elif v in self.unbacked:
+                bound = as_int(self.value(self.unbacked[v], env) or 0)
+                out[v] = min(2, bound or 0)
             else:
                 out[v] = env.get(v, 2)
         return out
@@ -376,6 +392,11 @@ class Prover:
                     continue
                 return None
             env[sym] = iv
+        for sym, bound in self.unbacked.items():   # 0 <= N <= its bound
+            val, most = canon_env.get(sym), self.value(bound, env)
+            if val is None or most is None or not 0 <= val <= most:
+                return None
+            env[sym] = val
         for r in self.relations:
             try:
                 if not r.holds(canon_env):
@@ -392,13 +413,13 @@ class Prover:
         small = [1, 2, 3, 4, 5, 6, 7, 8, 12, 16]
         # change one size at a time, the smallest first: `D=512, H=3` teaches more than `D=1`
         for v in sorted(focus, key=lambda s: (base.get(s, 2), str(s))):
-            for val in small:
+            for val in ([0] + small if v in self.unbacked else small):
                 if val != base.get(v):
                     yield {**base, v: val}
         for i, v in enumerate(focus):
             for w in focus[i + 1:]:
-                for x in small[:6]:
-                    for y in small[:6]:
+                for x in ([0] + small[:5] if v in self.unbacked else small[:6]):
+                    for y in ([0] + small[:5] if w in self.unbacked else small[:6]):
                         yield {**base, v: x, w: y}
         if len(focus) == 3:   # every triple of sizes 1..6: the search is exhaustive there
             for values in itertools.product(small[:6], repeat=3):
@@ -409,7 +430,7 @@ class Prover:
         while True:
             env = dict(base)
             for v in focus or free:
-                env[v] = rng.randint(1, 24)
+                env[v] = rng.randint(0 if v in self.unbacked else 1, 24)
             yield env
 
     def counterexample(self, broken: Callable, expr: sp.Expr) -> dict[str, int] | None:
@@ -441,53 +462,3 @@ class Prover:
             if not focus and not expr.free_symbols:
                 return None, tried   # a condition on numbers: one try decides it
         return None, tried
-
-
-def _root_divisor(x: sp.Expr, y: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
-    """`v**n % m == 0` for a number m holds exactly when v % m' == 0, m' the product of
-    p**ceil(e/n) over m's prime powers p**e (R**2 even: R even)."""
-    if x.is_Pow and x.base.is_Symbol and x.exp.is_Integer and x.exp > 0 and \
-            y.is_Integer and 0 < y < 10 ** 12:
-        n = int(x.exp)
-        root = 1
-        for p, e in sp.factorint(int(y)).items():
-            root *= p ** (-(-e // n))
-        return x.base, sp.Integer(root)
-    return x, y
-
-
-def _linear_bound(slack: sp.Expr, v: sp.Symbol) -> tuple[int, sp.Rational] | None:
-    """slack = A*v + B with A of one sign for all sizes >= 1 and -B/A a number c: the sign
-    of A (v >= c when positive, v <= c when negative, for slack >= 0) and c."""
-    try:
-        poly = sp.Poly(slack, v)
-    except sp.PolynomialError:
-        return None
-    if poly.degree() != 1:
-        return None
-    a, b = poly.all_coeffs()
-    c = sp.cancel(-b / a)
-    if not c.is_Rational:
-        return None
-    if _shift_nonneg(a, strict=True):
-        return 1, c
-    if _shift_nonneg(-a, strict=True):
-        return -1, c
-    return None
-
-
-def divisor_alternatives(n: int, near: int, count: int = 3) -> list[int]:
-    """Values near `near` that divide n: offered when an example breaks divisibility."""
-    if n <= 0 or near <= 0 or n > 10 ** 12 or near > 10 ** 6:
-        return []
-    lo, hi = max(1, near // 2), near * 3
-    divs = [d for d in range(lo, hi + 1) if n % d == 0]
-    return sorted(sorted(divs, key=lambda d: abs(d - near))[:count])
-
-
-@functools.cache
-def numeric_product(values: tuple) -> int:
-    out = 1
-    for v in values:
-        out *= v
-    return out

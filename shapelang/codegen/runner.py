@@ -21,6 +21,7 @@ from ..checker import dims as dimlib
 from ..checker import dtypes
 from ..checker.ir import CheckedSpec
 from .generator import Generated, generate
+from .sizes import expected_size
 
 PASS_THROUGH = {"view", "reshape", "transpose", "permute", "movedim", "unsqueeze", "squeeze", "flatten", "expand",
                 "contiguous", "slice", "select", "repeat_interleave", "split", "chunk", "concat"}
@@ -290,7 +291,7 @@ def _rows(spec: CheckedSpec, sizes) -> list[Row]:
             label = prefix + ("return" if b.names == ("return",) else ", ".join(b.names))
             for s in b.steps:
                 rows.append(Row(s.id, s.span.line, label, s.text,
-                                [[value_at(d, spec, sizes) for d in t.shape] for t in s.outputs],
+                                [[expected_size(d, spec, sizes, value_at) for d in t.shape] for t in s.outputs],
                                 s.out.dtype, depth=depth, dtypes=tuple(t.dtype for t in s.outputs)))
                 if s.block is not None and id(s.block) not in seen:
                     seen.add(id(s.block))

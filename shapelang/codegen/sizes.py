@@ -219,3 +219,36 @@ class Sizes:
                 p = Printer(lambda x: self.dim_py[x])
                 lines.append(f"assert {p(a)} {cmp} {p(b)}, {py_str(stmt.text)}")
         return lines
+
+
+class DataSize(int):
+    """A data-dependent size (`where(M)`, `nonzero`) in `run`'s expected shapes: any whole
+    number from 0 to its bound matches it; it prints as `N_tok<=12` (its value is the bound,
+    which is what a JSON report gives)."""
+
+    def __new__(cls, name: str, bound: int):
+        out = super().__new__(cls, bound)
+        out.name = name
+        return out
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, int) and 0 <= other <= int(self)
+
+    __hash__ = int.__hash__
+
+    def __str__(self) -> str:
+        return f"{self.name}<={int(self)}"
+
+    __repr__ = __str__
+
+
+def expected_size(e, spec: CheckedSpec, sizes: dict, value_at) -> int:
+    """A size of a proved shape at `sizes`; a data-dependent one as a DataSize of its bound."""
+    unbacked = spec.prover.unbacked if spec.prover is not None else {}
+    e = sp.sympify(e)
+    if e.is_Symbol and e in unbacked:
+        return DataSize(str(e), value_at(unbacked[e], spec, sizes))
+    if e.free_symbols & set(unbacked):
+        bounds = {u: unbacked[u] for u in e.free_symbols & set(unbacked)}
+        return DataSize(str(e), value_at(e.xreplace(bounds), spec, sizes))
+    return value_at(e, spec, sizes)

@@ -261,10 +261,17 @@ def _stack(o: Op) -> list[str]:
     o.unit.children.append(child)
     count = o.cfg(o.d["count"])
     o.unit.init.append(f"self.{o.attr} = nn.ModuleList([\x00C{child.key}\x00(cfg) for _ in range({count})])")
-    layer = o.em.scope.names.claim("layer")
+    each = o.d.get("each")
+    layer = o.em.scope.names.claim("layer" if each is None else _snake(o.s.block.name))
     lines = [] if o.out == o.x else [f"{o.out} = {o.x}"]
-    extra = "".join(f", {a}" for a in o.args[1:])
-    return lines + [f"for {layer} in self.{o.attr}:", f"    {o.out} = {layer}({o.out}{extra})"]
+    args = list(o.args)
+    if each is None:
+        loop = f"for {layer} in self.{o.attr}:"
+    else:   # `each=T`: copy e gets T[e]
+        args[each] = o.em.scope.names.claim(f"{args[each]}_e" if args[each].isidentifier() else "part")
+        loop = f"for {layer}, {args[each]} in zip(self.{o.attr}, {o.args[each]}):"
+    extra = "".join(f", {a}" for a in args[1:])
+    return lines + [loop, f"    {o.out} = {layer}({o.out}{extra})"]
 
 
 def _rearrange(o: Op) -> list[str]:

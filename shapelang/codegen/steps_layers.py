@@ -73,3 +73,33 @@ EMITTERS.update({
     "one_hot": lambda o: [f"{o.out} = {FUNCTIONAL}.one_hot({o.x}, {o.local(o.d['classes'])})"],
 })
 CHAIN_SUFFIX.update({"index_select": "sel", "gather": "g", "take_along_dim": "g", "one_hot": "oh"})
+
+
+def _index_add(o: Op) -> list[str]:
+    alpha = o.d.get("alpha")
+    extra = "" if alpha is None else f", alpha={o.local(alpha, real=True)}"
+    return [f"{o.out} = {o.x}.index_add({o.d['dim']}, {o.args[1]}, {o.args[2]}{extra})"]
+
+
+def _scatter(o: Op) -> list[str]:
+    value = o.d.get("value")
+    src = o.args[2] if value is None else o.local(value, real=True)
+    return [f"{o.out} = {o.x}.{o.s.op}({o.axis(o.d['dim'])}, {o.args[1]}, {src})"]
+
+
+EMITTERS.update({"index_add": _index_add, "scatter_add": _scatter, "scatter": _scatter})
+CHAIN_SUFFIX.update({"index_add": "acc", "scatter_add": "acc", "scatter": "sc"})
+
+
+def _nonzero(o: Op) -> list[str]:
+    one = "[0]" if len(o.s.outputs) == 1 else ""   # a tuple of one index vector
+    if o.d.get("where"):
+        return [f"{o.out} = torch.where({o.x}){one}"]
+    if o.d.get("as_tuple"):
+        return [f"{o.out} = {o.x}.nonzero(as_tuple=True){one}"]
+    return [f"{o.out} = {o.x}.nonzero()"]
+
+
+EMITTERS.update({"nonzero": _nonzero,
+                 "masked_select": lambda o: [f"{o.out} = {o.x}.masked_select({o.args[1]})"]})
+CHAIN_SUFFIX.update({"nonzero": "nz", "masked_select": "sel"})

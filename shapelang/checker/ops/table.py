@@ -134,8 +134,9 @@ _ENTRIES = [
     # blocks
     OpDef("block", "Block | Block(A, B)", "applies a block; the piped tensor is its first input",
           None, family="blocks", provenance="block"),
-    OpDef("stack", "stack N Block | stack N Block(A)", "N copies of a block, each with its own weights",
-          None, family="blocks", provenance="block"),
+    OpDef("stack", "stack N Block | stack N Block(A)", "N copies of a block, each with its own weights; "
+          "`each=A`: copy e gets A[e] (A's first axis is N), as a mixture of experts loops over its "
+          "experts", None, family="blocks", provenance="block", kwargs=("each",)),
 ]
 
 # operations of whole layers, tables and masks computed in the spec (rules in their own modules)
@@ -166,6 +167,21 @@ _ENTRIES += [
           family="indexing"),
     OpDef("one_hot", "one_hot V", "int class indices [..] give int [.., V]", indexing.one_hot,
           family="indexing", provenance="one_hot"),
+    OpDef("index_add", "index_add A idx src [alpha=S]", "torch.index_add: adds the rows of src "
+          "[.., N, ..] into the input at the int indices idx [N] along axis A; the input's shape",
+          indexing.index_add, family="indexing", kwargs=("alpha",)),
+    OpDef("scatter_add", "scatter_add A idx src", "torch.scatter_add: adds src[i] at position idx[i] "
+          "of axis A; idx, src and the input have one rank, idx no larger than src (nor than the "
+          "input off axis A)", indexing.scatter_add, family="indexing"),
+    OpDef("scatter", "scatter A idx src", "torch.scatter: writes src (a tensor or a number) at the "
+          "int indices idx along axis A; rules as `scatter_add`", indexing.scatter_add, family="indexing"),
+    OpDef("nonzero", "nonzero [as_tuple=true] | where(M)", "the indices of the nonzero entries: "
+          "[N, rank] int, or one [N] int per axis (`as_tuple=true`, and `where(M)` as torch.where); "
+          "N depends on the values: a fresh size, 0 <= N <= numel (see Data-dependent sizes)",
+          indexing.nonzero, family="indexing", kwargs=("as_tuple",)),
+    OpDef("masked_select", "masked_select M", "the entries where the bool M (broadcast with the "
+          "input) is True, as a vector [N]; N is a fresh data-dependent size", indexing.masked_select,
+          family="indexing"),
     OpDef("arange", "arange(END) | arange(START, END, STEP)", "the whole numbers START..END-1 (int; "
           "float with a decimal argument such as `arange(0.0, D, 2)`): ceil((END - START) / STEP) "
           "elements", tables.call_only, family="tables", provenance="new"),

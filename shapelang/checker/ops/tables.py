@@ -17,7 +17,7 @@ from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Neg, Num, ShapeLit
 from .. import dtypes
 from ..layout import dense_like, fresh
-from .args import ONE, Result
+from .args import ONE, Result, prod
 from .combine import broadcast
 from .rounding import floor_div
 
@@ -144,6 +144,14 @@ def filled(c, node):
 
 
 def where_call(c, node):
+    if len(node.args) == 1:   # torch.where(M): nonzero(M, as_tuple=True)
+        from .indexing import data_dependent
+        t, ref = c.tensor_value(node.args[0])
+        if t.rank == 0:
+            raise ShapeError("E110", "`where(M)` of a 0-d tensor: give it at least one axis", span=node.span)
+        n = data_dependent(c, prod(t.shape), node.span)
+        return "nonzero", [ref], Result(tuple(fresh((n,), "int") for _ in range(t.rank)),
+                                        detail={"as_tuple": True, "where": True, "n": n})
     if len(node.args) != 3:
         raise ShapeError("E110", f"`where` takes 3 arguments (condition, a, b), got {len(node.args)}",
                          span=node.span, help="write it as `where(M, x, 0.0)`")

@@ -116,6 +116,10 @@ class Provenance(LayerRules):
         ir = s.block
         if ir is None or any(t is None for t in ins) or len(ins) < len(ir.inputs):
             return None
+        ins = list(ins)
+        if s.detail.get("each") is not None:   # `stack .. each=T`: copies see T[e], new atoms
+            d = ir.inputs[s.detail["each"]]
+            ins[s.detail["each"]] = TP(tuple(self.fresh(x) for x in d.type.shape))
         env = {d.name: tp for d, tp in zip(ir.inputs, ins)}
         env.update({d.name: self.decl(d) for d in ir.params + ir.buffers})
         for b in ir.bindings:

@@ -1,0 +1,89 @@
+"""Polynomial tests the prover builds on: sufficient conditions for signs of size
+polynomials, linear bounds, divisors. Sizes are whole numbers of at least 1 here; a
+data-dependent size (which may be 0) is never treated as one of them."""
+from __future__ import annotations
+
+import functools
+
+import sympy as sp
+
+
+def _monomial(e: sp.Expr) -> bool:
+    """A product of a rational and powers of symbols (most sizes and strides)."""
+    if e.is_Symbol or e.is_Rational:
+        return True
+    if e.is_Pow:
+        return e.base.is_Symbol and e.exp.is_Integer
+    if e.is_Mul:
+        return all(_monomial(a) and not a.is_Mul for a in e.args)
+    return False
+
+
+def _shift_nonneg(e: sp.Expr, strict: bool = False) -> bool:
+    """Sufficient test that polynomial e >= 0 (> 0 if strict) for all vars >= 1."""
+    syms = sorted(e.free_symbols, key=str)
+    if any(not s.is_positive for s in syms) or len(syms) > 8:
+        return False   # (the shifted expansion grows exponentially with the symbols)
+    shifted = sp.expand(e.xreplace({s: s + 1 for s in syms})) if syms else sp.expand(e)
+    try:
+        poly = sp.Poly(shifted, *syms) if syms else None
+    except sp.PolynomialError:
+        return False
+    if poly is None:
+        return bool(shifted > 0) if strict else bool(shifted >= 0)
+    coeffs = poly.as_dict()
+    if any(not c.is_Rational or c < 0 for c in coeffs.values()):
+        return False
+    if strict:
+        return coeffs.get((0,) * len(syms), 0) > 0
+    return True
+
+
+def _root_divisor(x: sp.Expr, y: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """`v**n % m == 0` for a number m holds exactly when v % m' == 0, m' the product of
+    p**ceil(e/n) over m's prime powers p**e (R**2 even: R even)."""
+    if x.is_Pow and x.base.is_Symbol and x.exp.is_Integer and x.exp > 0 and \
+            y.is_Integer and 0 < y < 10 ** 12:
+        n = int(x.exp)
+        root = 1
+        for p, e in sp.factorint(int(y)).items():
+            root *= p ** (-(-e // n))
+        return x.base, sp.Integer(root)
+    return x, y
+
+
+def _linear_bound(slack: sp.Expr, v: sp.Symbol) -> tuple[int, sp.Rational] | None:
+    """slack = A*v + B with A of one sign for all sizes >= 1 and -B/A a number c: the sign
+    of A (v >= c when positive, v <= c when negative, for slack >= 0) and c."""
+    try:
+        poly = sp.Poly(slack, v)
+    except sp.PolynomialError:
+        return None
+    if poly.degree() != 1:
+        return None
+    a, b = poly.all_coeffs()
+    c = sp.cancel(-b / a)
+    if not c.is_Rational:
+        return None
+    if _shift_nonneg(a, strict=True):
+        return 1, c
+    if _shift_nonneg(-a, strict=True):
+        return -1, c
+    return None
+
+
+def divisor_alternatives(n: int, near: int, count: int = 3) -> list[int]:
+    """Values near `near` that divide n: offered when an example breaks divisibility."""
+    if n <= 0 or near <= 0 or n > 10 ** 12 or near > 10 ** 6:
+        return []
+    lo, hi = max(1, near // 2), near * 3
+    divs = [d for d in range(lo, hi + 1) if n % d == 0]
+    return sorted(sorted(divs, key=lambda d: abs(d - near))[:count])
+
+
+@functools.cache
+def numeric_product(values: tuple) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out

@@ -1,0 +1,54 @@
+"""`stack E Expert(x, hit) each=hit`: E copies of a block, each with its own weights, copy e
+given hit[e] (a mixture of experts as Hugging Face writes it: a ModuleList of experts and a
+loop that gives each its slice of the routing). The generated loop computes what the
+hand-written one does; a wrong count or a name that is not an input is refused."""
+from __future__ import annotations
+
+import pytest
+from torch_shapes import checked, codes, module
+
+torch = pytest.importorskip("torch")
+
+SPEC = """\
+dim T, D, E, F
+example T=5, D=3, E=4, F=6
+input x: [T, D]
+input hit: [E, T] bool
+block Expert(acc: [T, D], h: [T, D], mine: [T] bool):
+  tok: where(mine)
+  y: h -> index_select 0 tok -> linear F bias=false -> relu -> linear D bias=false
+  return acc -> index_add 0 tok y
+end
+experts: zeros([T, D]) -> stack E Expert(x, hit) each=hit
+"""
+
+
+@pytest.mark.parametrize("pattern", ["one", "none", "all"])
+def test_each_copy_gets_its_slice_and_its_own_weights(pattern):
+    spec = checked(SPEC)
+    assert not spec.diagnostics
+    assert spec.example_value(spec.total_params) == 4 * 2 * 3 * 6
+    model, gen = module(spec, "stack_each", T=5, D=3, E=4, F=6)
+    assert "for expert, hit_e in zip(self.experts, hit):" in gen.source
+    assert "nn.ModuleList([Expert(cfg) for _ in range(cfg.E)])" in gen.source
+    torch.manual_seed(0)
+    x = torch.randn(5, 3)
+    hit = {"one": torch.eye(4, 5, dtype=torch.bool), "none": torch.zeros(4, 5, dtype=torch.bool),
+           "all": torch.ones(4, 5, dtype=torch.bool)}[pattern]
+    want = torch.zeros(5, 3)
+    for e, expert in enumerate(model.experts):
+        lin1, lin2 = [m for m in expert.modules() if isinstance(m, torch.nn.Linear)]
+        tok = hit[e].nonzero().squeeze(1)
+        want.index_add_(0, tok, lin2(torch.relu(lin1(x[tok]))))
+    with torch.no_grad():
+        torch.testing.assert_close(model(x, hit), want.detach())
+
+
+@pytest.mark.parametrize("change, code", [
+    ("input hit: [E, T] bool", "input hit: [F, T] bool"),    # first axis is not the count
+    ("each=hit", "each=y"),                                  # not an input of the block
+    ("each=hit", "each=hit every=hit"),                      # no such keyword
+], ids=["count", "not-an-input", "keyword"])
+def test_wrong_each_is_refused(change, code):
+    got = codes(SPEC.replace(*((change, code))))
+    assert got and got[0] in ("E113", "E110"), got
