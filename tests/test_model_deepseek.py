@@ -266,10 +266,8 @@ def test_the_cache_is_the_latent_and_one_rotary_key_not_the_expanded_keys_and_va
 
 # ------------------------------------------------------------------ the generated module
 
-def _weights(model, ref, L):
+def _weights(ref):
     """The reference's parameters under the generated module's names."""
-    import torch
-
     def attn(prefix, a, layer):
         return {f"{prefix}.x2_norm.weight": layer.input_layernorm.weight,
                 f"{prefix}.x2_mla.q.weight": a.q_proj.weight,
@@ -290,9 +288,9 @@ def _weights(model, ref, L):
         out.update({
             f"{p}.out_norm.weight": layer.post_attention_layernorm.weight,
             f"{p}.out_mo_e.logits.weight": moe.gate.weight,
-            f"{p}.out_mo_e.W_gate": torch.stack([e.gate_proj.weight for e in moe.experts]),
-            f"{p}.out_mo_e.W_up": torch.stack([e.up_proj.weight for e in moe.experts]),
-            f"{p}.out_mo_e.W_down": torch.stack([e.down_proj.weight for e in moe.experts]),
+            **{f"{p}.out_mo_e.experts.{e}.{mine}.weight": getattr(expert, theirs).weight
+               for e, expert in enumerate(moe.experts)
+               for mine, theirs in (("gate", "gate_proj"), ("up", "up_proj"), ("down", "down_proj"))},
             f"{p}.out_mo_e.sg.weight": moe.shared_experts.gate_proj.weight,
             f"{p}.out_mo_e.su.weight": moe.shared_experts.up_proj.weight,
             f"{p}.out_mo_e.out_linear.weight": moe.shared_experts.down_proj.weight})
@@ -309,7 +307,7 @@ def test_generated_module_matches_the_reference(sizes):
     with torch.no_grad():
         for q in ref.parameters():
             q.copy_(torch.randn_like(q) * 0.2 + (1.0 if q.dim() == 1 else 0.0))
-        want = _weights(model, ref, sizes["L"])
+        want = _weights(ref)
         got = dict(model.named_parameters())
         assert sorted(got) == sorted(want)
         assert sum(p.numel() for p in got.values()) == sum(p.numel() for p in ref.parameters())
