@@ -337,3 +337,14 @@ def test_a_block_called_with_a_size_1_axis_keeps_its_1s_in_the_generated_code():
     assert '"""block Rope(t: [B, 1, S, Dr], c: [1, 1, S, Dr], s: [1, 1, S, Dr])."""' in source
     assert '"""block Rope(t: [B, N, S, Dr], c: [1, 1, S, Dr], s: [1, 1, S, Dr])."""' in source
     assert "[N, N, S, Dr]" not in source
+
+
+def test_the_html_trace_draws_the_0d_tables():
+    # found while writing this spec: YaRN's mscale and correction range are 0-d tensors,
+    # which the HTML trace drew as no box at all
+    from shapelang.render.html import trace_html
+
+    page = trace_html(_spec())
+    for name in ("low", "high", "mscale", "softmax_scale"):
+        assert f'data-binding="{name}"' in page, name
+    assert page.count("a 0-d tensor: one value, no axes") >= 8
