@@ -29,8 +29,8 @@ def test_each_copy_gets_its_slice_and_its_own_weights(pattern):
     assert not spec.diagnostics
     assert spec.example_value(spec.total_params) == 4 * 2 * 3 * 6
     model, gen = module(spec, "stack_each", T=5, D=3, E=4, F=6)
-    assert "for e, expert in enumerate(self.experts):" in gen.source
-    assert "experts = expert(experts, x, hit[e])" in gen.source
+    assert "for expert_idx, expert in enumerate(self.experts):" in gen.source
+    assert "expert(experts, x, hit[expert_idx])" in gen.source
     assert "nn.ModuleList([Expert(cfg) for _ in range(cfg.E)])" in gen.source
     torch.manual_seed(0)
     x = torch.randn(5, 3)

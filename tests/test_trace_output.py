@@ -369,8 +369,11 @@ def _formulas(out: str) -> dict:
 def test_factored_totals_equal_the_checker_totals(spec):
     got = checked(str(spec))
     found = _formulas(render.trace_text(got, width=0))
-    pairs = [(found["total parameters"][0], got.total_params),
-             (found["total multiply-add FLOPs (forward)"][0], got.total_flops)]
+    pairs = [(found["total parameters"][0], got.total_params)]
+    if "total multiply-add FLOPs (forward)" in found:
+        pairs.append((found["total multiply-add FLOPs (forward)"][0], got.total_flops))
+    else:   # work that depends on the values (a mixture of experts) has no example number
+        assert got.total_flops.free_symbols & set(got.prover.unbacked)
     blocks = [ir for ir, _, _ in table._Trace(got, False, False).blocks()]
     pairs += list(zip(found.get("parameters", []), [ir.total_params for ir in blocks if ir.total_params != 0]))
     for text, want in pairs:

@@ -93,6 +93,7 @@ class Checker(Facts):
         self.dim_spans: dict = {}  # dim name -> its declaration
         self.several_ok, self.several = set(), {}   # calls giving several tensors (`where(M)`)
         self.binding_names: tuple = ()
+        self.data_names: dict = {}   # data-dependent sizes by name, while an `expect` is read
 
     # ------------------------------------------------------------ reporting
     def report(self, diag: Diagnostic | None) -> None:
@@ -172,6 +173,8 @@ class Checker(Facts):
             return self.scope.subst.get(sym, sym)
         if node.name in self.skipped:
             raise Poisoned()
+        if node.name in self.data_names:   # a data-dependent size, in an `expect`
+            return self.data_names[node.name]
         if self.scope.values.get(node.name) is not None or node.name in self.scope.values:
             raise ShapeError("E112", f"`{node.name}` is a tensor, but a size is expected here",
                              span=node.span)

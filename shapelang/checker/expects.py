@@ -25,7 +25,11 @@ def check(c, s: Expect) -> None:
     try:
         if isinstance(s.shape, Hole):
             raise dimlib.unfilled(s.shape)
-        want = [c.build(d) for d in s.shape.dims]
+        c.data_names = data_names(c.prover)
+        try:
+            want = [c.build(d) for d in s.shape.dims]
+        finally:
+            c.data_names = {}
         numbers = _only_at_example(c, got[0].shape, want, s.shape.span)
         if numbers is not None:
             raise numbers
@@ -41,6 +45,19 @@ def check(c, s: Expect) -> None:
         c.report(err.at(s.span))
         return
     c.out.expects.append((s.name, tuple(want), s.span))
+
+
+def data_names(prover) -> dict:
+    """The data-dependent sizes an `expect` may name (`expect h: [N_tok, D]`): by their names,
+    and by the name without the `_2` of a later occurrence (a block called again)."""
+    out = {}
+    for sym in prover.unbacked:
+        name = str(sym)
+        out[name] = sym
+        base, _, k = name.rpartition("_")
+        if k.isdigit() and base in out:
+            out[base] = sym
+    return out
 
 
 def _only_at_example(c, got, want, span) -> ShapeError | None:

@@ -267,11 +267,10 @@ def _stack(o: Op) -> list[str]:
     args = list(o.args)
     if each is None:
         loop = f"for {layer} in self.{o.attr}:"
-    else:   # `each=T`: copy e gets T[e] (enumerate, not zip: TorchScript unrolls a loop over a
-        # ModuleList only when it can tell its length, and a zip with a tensor hides it)
-        index = o.em.scope.names.claim("e")
-        args[each] = f"{o.args[each]}[{index}]"
-        loop = f"for {index}, {layer} in enumerate(self.{o.attr}):"
+    else:   # `each=T`: copy e gets T[e] (enumerate, which TorchScript also compiles)
+        idx = o.em.scope.names.claim(f"{layer}_idx")
+        args[each] = f"{args[each]}[{idx}]"
+        loop = f"for {idx}, {layer} in enumerate(self.{o.attr}):"
     extra = "".join(f", {a}" for a in args[1:])
     return lines + [loop, f"    {o.out} = {layer}({o.out}{extra})"]
 

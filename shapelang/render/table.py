@@ -181,6 +181,10 @@ class _Trace:
             exs = [_ex(self.spec, t.shape) for t in s.outputs]
             if all(e is not None for e in exs):
                 row["ex"] = _shape_cell([[_big(v) for v in e] for e in exs], changed)
+            elif getattr(self.spec.prover, "unbacked", None):   # `[N_tok, 4096]`: N_tok has no example
+                parts = [[self._ex_size(d) for d in t.shape] for t in s.outputs]
+                if all(None not in p for p in parts):
+                    row["ex"] = _shape_cell(parts, changed)
             row["params"] = Cell(self.amount(s.params))
             row["flops"] = Cell(self.amount(s.flops))
             if self.provenance:
@@ -188,6 +192,16 @@ class _Trace:
                 row["axes"] = Cell("?" if got is None else "[" + ", ".join(got) + "]")
             rows.append(row)
         return rows
+
+    def _ex_size(self, d) -> str | None:
+        """A size at the example; one made of data-dependent sizes by its name."""
+        v = self.spec.example_value(d)
+        if v is not None and dimlib.as_int(v) is not None:
+            return _big(dimlib.as_int(v))
+        unbacked = self.spec.prover.unbacked
+        if sp.sympify(d).free_symbols & set(unbacked):
+            return self.size(d) if sp.sympify(d).free_symbols <= set(unbacked) else None
+        return None
 
     def decl_row(self, d) -> dict:
         ex = _ex(self.spec, d.type.shape)
