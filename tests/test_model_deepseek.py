@@ -348,3 +348,79 @@ def test_the_html_trace_draws_the_0d_tables():
     for name in ("low", "high", "mscale", "softmax_scale"):
         assert f'data-binding="{name}"' in page, name
     assert page.count("a 0-d tensor: one value, no axes") >= 8
+
+
+# ------------------------------------------------------------------ decoding with the latent cache
+
+CACHE_SPEC = SPEC.parent / "deepseek_mla_cache.shape"
+SMALL = {"D": 32, "H": 4, "C": 16, "Dn": 8, "Dr": 8, "Dv": 12}
+
+
+def test_the_cache_spec_grows_the_latent_and_the_shared_key_by_the_new_positions():
+    spec = checked(CACHE_SPEC.read_text(), "deepseek_mla_cache.shape")
+    assert [d.code for d in spec.diagnostics] == []
+    text = trace(spec, width=0)
+    for row in ("[B, P + S, C]", "[B, 1, P + S, Dr]", "[B, H, P + S, Dq]", "[B, H, S, P + S]",
+                "[1, 7, 512]", "[1, 1, 7, 64]"):
+        assert row in text, row
+    assert shape_at(spec, "present_kv", {"B": 2, "P": 5, "S": 3}) == (2, 8, 512)
+    assert shape_at(spec, "present_pe", {"B": 2, "P": 5, "S": 3}) == (2, 1, 8, 64)
+
+
+def _cache_model_and_reference():
+    torch = pytest.importorskip("torch")
+    model, _gen = module(checked(CACHE_SPEC.read_text()), "deepseek_cache", **SMALL)
+    ref = _reference(torch, _config(**SMALL, V=11, F=8, Fm=4, E=2, Es=1, K=1, L=1))
+    attn = ref.model.layers[0].self_attn
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for q in attn.parameters():
+            q.copy_(torch.randn_like(q) * 0.3 + (1.0 if q.dim() == 1 else 0.0))
+        mine = dict(model.named_parameters())
+        for name, theirs in (("q", attn.q_proj), ("compressed_kv_k_pe", attn.kv_a_proj_with_mqa),
+                             ("kv_norm", attn.kv_a_layernorm), ("kv_linear", attn.kv_b_proj),
+                             ("out", attn.o_proj)):
+            mine[f"{name}.weight"].copy_(theirs.weight)
+    return torch, model, attn
+
+
+def _full_attention(torch, attn, h):
+    """HF's attention over the whole sequence at once (no cache)."""
+    B, N, _ = h.shape
+    mask = torch.full((N, N), torch.finfo(h.dtype).min).triu(1)[None, None].expand(B, 1, N, N)
+    return attn(h, mask, torch.arange(N).unsqueeze(0))
+
+
+@pytest.mark.parametrize("pieces", [(7,), (4, 1, 1, 1), (1,) * 7, (3, 4)])
+def test_decoding_with_the_latent_cache_equals_attention_over_the_whole_sequence(pieces):
+    torch, model, attn = _cache_model_and_reference()
+    B, N = 2, sum(pieces)
+    h = torch.randn(B, N, SMALL["D"], generator=torch.Generator().manual_seed(2))
+    kv, pe = torch.zeros(B, 0, SMALL["C"]), torch.zeros(B, 1, 0, SMALL["Dr"])
+    outs, at = [], 0
+    with torch.no_grad():
+        for n in pieces:
+            res = model(h[:, at:at + n], kv, pe)
+            outs.append(res["out"])
+            kv, pe = res["present_kv"], res["present_pe"]
+            at += n
+        got, want = torch.cat(outs, dim=1), _full_attention(torch, attn, h)
+    # the cache is C + Dr numbers a position, whatever the number of heads
+    assert kv.shape == (B, N, SMALL["C"]) and pe.shape == (B, 1, N, SMALL["Dr"])
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_a_step_whose_rotary_positions_restart_at_0_is_wrong():
+    # the same layer with positions 0 .. S-1 for the new tokens (not P .. P+S-1):
+    # the prompt is right, the next token is not
+    text = CACHE_SPEC.read_text().replace("position_ids: arange(P, P + S)", "position_ids: arange(S)")
+    torch, good, attn = _cache_model_and_reference()
+    model, _gen = module(checked(text), "deepseek_cache_unshifted", **SMALL)
+    model.load_state_dict(good.state_dict())
+    h = torch.randn(1, 5, SMALL["D"], generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        first = model(h[:, :4], torch.zeros(1, 0, SMALL["C"]), torch.zeros(1, 1, 0, SMALL["Dr"]))
+        step = model(h[:, 4:], first["present_kv"], first["present_pe"])
+        want = _full_attention(torch, attn, h)
+    torch.testing.assert_close(first["out"], want[:, :4], atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(step["out"], want[:, 4:], atol=1e-3)
