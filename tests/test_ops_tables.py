@@ -177,7 +177,7 @@ down: x * 3 -> floor
 up: x * 3 -> ceil
 ints: pos -> floor
 unit: x -> clamp 0 1
-low: x -> clamp min=(-0.5)
+low: x -> clamp min=-0.5
 high: pos -> clamp max=(S - 2)
 both: pos -> clamp 1 (D - 6)
 frac: pos -> clamp 0.5
@@ -228,3 +228,32 @@ def test_floor_ceil_clamp_errors(line, code, torch_call):
     if torch_call is not None:
         with pytest.raises(RuntimeError):
             torch_call()
+
+
+NEGATIVE = """\
+dim S, D
+example S=3, D=4
+input x: [S, D]
+a: x -> clamp -0.5 0.5
+b: x -> clamp min=-1e4 max=-2.5e-1
+c: x * -1.5 - 2.5
+d: x -> scale -0.5
+e: x -1.5
+g: x > 0 -> where x -0.5
+"""
+
+
+def test_a_negative_decimal_is_an_operation_argument_and_a_keyword_value():
+    # `clamp -0.5 0.5` and `clamp min=-1e4` were "unexpected `-`"; in an expression a
+    # negative decimal is still a subtraction or a negation
+    from shapelang import fmt
+
+    spec = checked(NEGATIVE)
+    assert fmt.format_text(NEGATIVE) == NEGATIVE
+    model, _gen = module(spec, "negative")
+    x = torch.randn(3, 4) * 3
+    got = model(x)
+    want = {"a": x.clamp(-0.5, 0.5), "b": x.clamp(min=-1e4, max=-2.5e-1), "c": x * -1.5 - 2.5,
+            "d": x * -0.5, "e": x - 1.5, "g": torch.where(x > 0, x, -0.5)}
+    for name, value in want.items():
+        torch.testing.assert_close(got[name], value, msg=name)
