@@ -424,3 +424,27 @@ def test_a_step_whose_rotary_positions_restart_at_0_is_wrong():
         want = _full_attention(torch, attn, h)
     torch.testing.assert_close(first["out"], want[:, :4], atol=1e-5, rtol=1e-5)
     assert not torch.allclose(step["out"], want[:, 4:], atol=1e-3)
+
+
+def test_the_routing_is_sparse_an_expert_no_token_picked_does_not_matter():
+    torch = pytest.importorskip("torch")
+    spec = _spec()
+    assert "N_tok" in str(spec.total_flops)          # experts run on their routed tokens only
+    sizes = REDUCED["deepseek_v2_lite"][0]
+    model, _gen = module(spec, "deepseek_sparse", **sizes)
+    moe = model.hidden_mo_e_layers[0].out_mo_e
+    logits = []
+    moe.logits.register_forward_hook(lambda _m, _i, out: logits.append(out))
+    ids = torch.tensor([[5]])                         # one token: K of the E experts are used
+    with torch.no_grad():
+        before = model(ids)
+        used = set(logits[-1].softmax(-1).topk(sizes["K"], -1).indices.flatten().tolist())
+        unused = [e for e in range(sizes["E"]) if e not in used]
+        assert len(used) == sizes["K"] and unused
+        for e in unused:
+            for p in moe.experts[e].parameters():
+                p.add_(1.0)
+        torch.testing.assert_close(model(ids), before, atol=0, rtol=0)
+        for p in moe.experts[min(used)].parameters():
+            p.add_(1.0)
+        assert (model(ids) - before).abs().max().item() > 1e-3
