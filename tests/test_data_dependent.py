@@ -151,3 +151,33 @@ def test_a_size_that_may_be_zero_is_allowed_where_pytorch_allows_it():
     spec = checked(HEAD + "a: x -> masked_select m1 -> unsqueeze -1 -> linear D -> sum 0\n")
     assert not spec.diagnostics
     assert torch.nn.Linear(1, 3)(torch.ones(0, 1)).sum(0).shape == (3,)
+
+
+LAYOUT = """\
+dim T, D
+example T=4, D=6
+input x: [T, D]
+input m: [T] bool
+tok: where(m)
+h: x -> index_select 0 tok
+r: h -> rearrange "n d -> (n d)"
+f: h -> reshape [-1] -> view [-1, D] -> transpose 0 1 -> contiguous -> view [D, -1]
+s: h -> softmax 0 -> sum 0
+"""
+
+
+@pytest.mark.parametrize("mask", [[False] * 4, [True, False, True, True], [True] * 4], ids=["empty", "some", "full"])
+def test_regrouping_a_data_dependent_axis_infers_it_as_torch_does(mask):
+    # the -1 of a view stands for D*N/D = N, which may be 0: PyTorch allows that (the other
+    # sizes are known), so the checker does; the generated code writes the size as -1
+    spec = checked(LAYOUT)
+    assert not spec.diagnostics
+    model, gen = module(spec, "layout", T=4, D=6)
+    assert "h.view(-1)" in gen.source and "f.view(D, -1)" in gen.source
+    x, m = torch.randn(4, 6), torch.tensor(mask)
+    h = x[m]
+    want = {"r": h.reshape(-1), "f": h.reshape(-1).view(-1, 6).t().contiguous().view(6, -1),
+            "s": h.softmax(0).sum(0)}
+    got = model(x, m)
+    for name, value in want.items():
+        torch.testing.assert_close(got[name], value, msg=name)

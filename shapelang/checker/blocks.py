@@ -133,11 +133,17 @@ class BlockCalls:
             raise ShapeError("E113", f"block `{block.name}` takes {len(block.inputs)} input"
                              f"{'s' if len(block.inputs) != 1 else ''}, got {len(args)}", span=span)
         key = (block.name, tuple(args))
-        if key in c.block_cache:
+        called = span != block.span
+        owner = c.block_cache.get(key + ("data",))   # the prover of its data-dependent sizes
+        if key in c.block_cache and owner in (None, c.prover):
             cached = c.block_cache[key]
             if cached is None:
                 raise Poisoned()
-            return cached
+            # a block that makes data-dependent sizes makes new ones at every call after the first
+            if not (called and key in c.fresh_blocks and c.fresh_blocks[key]):
+                if called and key in c.fresh_blocks:
+                    c.fresh_blocks[key] = True
+                return cached
         subst = {}
         for decl, t, ref in zip(block.inputs, args, refs):
             declared = self._declared_shape(decl)
@@ -166,7 +172,6 @@ class BlockCalls:
         c.scope = Scope(subst)
         c.block_cache[key] = None
         unbacked = len(c.prover.unbacked)
-        called = span != block.span
         if called:   # what the body reports says where the block was called from, with what
             given = ", ".join(f"{d.name}: {c.show_shape(t.shape)}" for d, t in zip(block.inputs, args))
             c.calls.append((span, f"`{block.name}` is called here with {given}"))
@@ -215,6 +220,7 @@ class BlockCalls:
             raise Poisoned()
         c.block_cache[key] = ir
         if len(c.prover.unbacked) > unbacked:   # data-dependent sizes: new ones at every call
-            del c.block_cache[key]
+            c.fresh_blocks[key] = c.fresh_blocks.get(key, False) or called
+            c.block_cache[key + ("data",)] = c.prover
         c.out.blocks.setdefault(block.name, []).append(ir)
         return ir

@@ -94,6 +94,7 @@ class Checker(Facts):
         self.several_ok, self.several = set(), {}   # calls giving several tensors (`where(M)`)
         self.binding_names: tuple = ()
         self.data_names: dict = {}   # data-dependent sizes by name, while an `expect` is read
+        self.fresh_blocks: dict = {}  # block keys that make data-dependent sizes -> called yet
 
     # ------------------------------------------------------------ reporting
     def report(self, diag: Diagnostic | None) -> None:

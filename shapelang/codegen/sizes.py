@@ -75,7 +75,7 @@ class Sizes:
         unless it is an atom or a power).
         """
         e = self.fold(sp.sympify(e).xreplace(unit.rename) if unit.rename else e)
-        p = Printer(lambda s: self.dim_py[s] if not compact else str(s), real=real, compact=compact)
+        p = Printer(lambda s: self._py(s) if not compact else str(s), real=real, compact=compact)
         text = p(e)
         if operand and p.prec <= MUL:
             text = f"({text})"
@@ -84,6 +84,12 @@ class Sizes:
         if "math." in text:
             self.uses_math = True
         return text
+
+    def _py(self, s) -> str:
+        if s not in self.dim_py and self.prover is not None and s in self.prover.unbacked:
+            raise CodegenError(f"the size {s} depends on the values (it comes from `where`, `nonzero` or "
+                               "`masked_select`); the generated code cannot name it here")
+        return self.dim_py[s]
 
     def cfg(self, unit: Unit, e, prefix="cfg.") -> str:
         """Print a size of __init__ (a hyper-parameter) as `cfg.D`."""

@@ -60,6 +60,9 @@ class Op:
         return "-1" if rank >= 2 and dim == rank - 1 else str(dim)
 
     def sizes(self, sizes, infer=None) -> str:
+        unbacked = getattr(self.em.sizes.prover, "unbacked", {})
+        if infer is None and unbacked:   # a data-dependent size (`where(M)`) is the one PyTorch infers
+            infer = next((k for k, x in enumerate(sizes) if sp.sympify(x).free_symbols & set(unbacked)), None)
         return ", ".join("-1" if (k == infer or (sp.sympify(x) == -1)) else self.local(x)
                          for k, x in enumerate(sizes))
 

@@ -20,7 +20,11 @@ def _reshape(c, x: TensorType, a: Args, *, view: bool) -> Result:
         inferred = c.prover.name_of(sp.cancel(numel / known))
         c.need_whole(inferred, span=a.pos[0].dims[infer].span,
                      what=lambda: f"the -1 in `{a.op.text}` stands for {c.sz(inferred)}")
-        c.need_positive(inferred, a.pos[0].dims[infer].span)
+        if inferred.free_symbols & set(c.prover.unbacked):   # of a data-dependent size: may be 0
+            c.need_leq(ZERO, inferred, span=a.pos[0].dims[infer].span,
+                       message=lambda: f"the -1 in `{a.op.text}` stands for {c.sz(inferred)}, which may be negative")
+        else:
+            c.need_positive(inferred, a.pos[0].dims[infer].span)
         target[infer] = inferred
     else:
         c.need_equal(numel, prod(target), code="E103", span=a.pos[0].span,

@@ -157,31 +157,31 @@ _ENTRIES += [
           conv.conv, flops="out elements × C/groups × KH × KW", family="combine", provenance="conv",
           kwargs=("stride", "padding", "dilation", "groups", "bias")),
     OpDef("index_select", "index_select A idx", "the entries of axis A at the int indices idx [N]: "
-          "axis A becomes N", indexing.index_select, family="indexing"),
+          "axis A becomes N", indexing.index_select, family="indexing", provenance="index"),
     OpDef("gather", "gather A idx", "torch.gather: int indices with the input's rank (no dim larger than "
-          "the input's, except A) give a result of their shape", indexing.gather, family="indexing"),
+          "the input's, except A) give a result of their shape", indexing.gather, family="indexing", provenance="index"),
     OpDef("take_along_dim", "take_along_dim idx A", "torch.take_along_dim: indices along axis A; the "
-          "other axes broadcast", indexing.take_along_dim, family="indexing"),
+          "other axes broadcast", indexing.take_along_dim, family="indexing", provenance="index"),
     OpDef("topk", "topk K A", "the K largest entries along axis A and their int indices (two tensors: "
           "`vals, idx: x -> topk K -1`); K may be a size, proved at most the axis", indexing.topk,
-          family="indexing"),
+          family="indexing", provenance="index"),
     OpDef("one_hot", "one_hot V", "int class indices [..] give int [.., V]", indexing.one_hot,
           family="indexing", provenance="one_hot"),
     OpDef("index_add", "index_add A idx src [alpha=S]", "torch.index_add: adds the rows of src "
           "[.., N, ..] into the input at the int indices idx [N] along axis A; the input's shape",
-          indexing.index_add, family="indexing", kwargs=("alpha",)),
+          indexing.index_add, family="indexing", provenance="write", kwargs=("alpha",)),
     OpDef("scatter_add", "scatter_add A idx src", "torch.scatter_add: adds src[i] at position idx[i] "
           "of axis A; idx, src and the input have one rank, idx no larger than src (nor than the "
-          "input off axis A)", indexing.scatter_add, family="indexing"),
+          "input off axis A)", indexing.scatter_add, family="indexing", provenance="write"),
     OpDef("scatter", "scatter A idx src", "torch.scatter: writes src (a tensor or a number) at the "
-          "int indices idx along axis A; rules as `scatter_add`", indexing.scatter_add, family="indexing"),
+          "int indices idx along axis A; rules as `scatter_add`", indexing.scatter_add, family="indexing", provenance="write"),
     OpDef("nonzero", "nonzero [as_tuple=true] | where(M)", "the indices of the nonzero entries: "
           "[N, rank] int, or one [N] int per axis (`as_tuple=true`, and `where(M)` as torch.where); "
           "N depends on the values: a fresh size, 0 <= N <= numel (see Data-dependent sizes)",
-          indexing.nonzero, family="indexing", kwargs=("as_tuple",)),
+          indexing.nonzero, family="indexing", provenance="data", kwargs=("as_tuple",)),
     OpDef("masked_select", "masked_select M", "the entries where the bool M (broadcast with the "
           "input) is True, as a vector [N]; N is a fresh data-dependent size", indexing.masked_select,
-          family="indexing"),
+          family="indexing", provenance="data"),
     OpDef("arange", "arange(END) | arange(START, END, STEP)", "the whole numbers START..END-1 (int; "
           "float with a decimal argument such as `arange(0.0, D, 2)`): ceil((END - START) / STEP) "
           "elements", tables.call_only, family="tables", provenance="new"),

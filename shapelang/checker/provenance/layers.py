@@ -57,3 +57,25 @@ class LayerRules:
 
     def p_one_hot(self, s, x: TP, ins):
         return [TP(x.axes + (self.fresh(s.out.shape[-1], True),))]
+
+    # indexing: the positions picked along the indexed axis are a new axis
+    def _picked(self, s, x: TP, shape) -> TP | None:
+        d = s.detail.get("dim")
+        if d is None or len(x.axes) != len(shape):
+            return None
+        axes = [ax if k != d and ax and self.prover.same(_size(ax), size) else self.fresh(size, any(a.feature for a in ax))
+                for k, (ax, size) in enumerate(zip(x.axes, shape))]
+        return TP(tuple(axes))
+
+    def p_index(self, s, x: TP, ins):
+        """index_select, gather, take_along_dim, topk: the other axes are the input's."""
+        out = [self._picked(s, x, t.shape) for t in s.outputs]
+        return None if None in out else out
+
+    def p_write(self, s, x: TP, ins):
+        """index_add, scatter_add, scatter: the input's axes, written at some positions."""
+        return [x]
+
+    def p_data(self, s, x, ins):
+        """nonzero, where(M), masked_select: new axes of a data-dependent length."""
+        return [TP(tuple(self.fresh(d) for d in t.shape)) for t in s.outputs]
