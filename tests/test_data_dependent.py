@@ -181,3 +181,24 @@ def test_regrouping_a_data_dependent_axis_infers_it_as_torch_does(mask):
     got = model(x, m)
     for name, value in want.items():
         torch.testing.assert_close(got[name], value, msg=name)
+
+
+def test_an_expect_may_name_the_fresh_size_and_is_checked_against_it():
+    ok = check(ROUTE + "expect h: [N_tok, D]\nexpect slot: [N_tok]\n")
+    assert ok.ok and not ok.diagnostics
+    wrong = check(ROUTE + "expect h: [T, D]\n")
+    assert [d.code for d in wrong.diagnostics] == ["E107"]
+    assert "N_tok=" in " ".join(wrong.diagnostics[0].notes)
+    other = check(ROUTE + "expect h: [N_nz, D]\n")   # another selection's size: not the same
+    assert [d.code for d in other.diagnostics] == ["E107"]
+
+
+def test_a_size_made_inside_a_stacked_block_cannot_leave_its_copy():
+    # each copy of a stack would select its own rows: the stack refuses it, as the copies'
+    # lengths differ in PyTorch (the second layer would get the first's selection)
+    text = ("dim T, D\nexample T=4, D=3\ninput x: [T, D]\n"
+            "block Keep(y: [T, D]):\n  m: (y -> sum -1) > 0\n  tok: where(m)\n  return y -> index_select 0 tok\nend\n"
+            "z: x -> stack 2 Keep\n")
+    assert [d.code for d in check(text).diagnostics] == ["E114"]
+    spread = text.replace("return y -> index_select 0 tok", "return zeros([T, D]) -> index_add 0 tok (y -> index_select 0 tok)")
+    assert check(spread).ok

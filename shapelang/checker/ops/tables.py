@@ -153,8 +153,9 @@ def where_call(c, node):
         return "nonzero", [ref], Result(tuple(fresh((n,), "int") for _ in range(t.rank)),
                                         detail={"as_tuple": True, "where": True, "n": n})
     if len(node.args) != 3:
-        raise ShapeError("E110", f"`where` takes 3 arguments (condition, a, b), got {len(node.args)}",
-                         span=node.span, help="write it as `where(M, x, 0.0)`")
+        raise ShapeError("E110", f"`where` takes 3 arguments (condition, a, b), or 1 (the condition: "
+                         f"its indices), got {len(node.args)}", span=node.span,
+                         help="write it as `where(M, x, 0.0)`, or `rows, cols: where(M)`")
     cond = c.tensor_value(node.args[0])
     return _where(c, cond, [_operand(c, a) for a in node.args[1:]], node.args, node.span)
 
