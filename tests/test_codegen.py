@@ -104,6 +104,7 @@ nz2: ids -> nonzero -> sum 0
 ms1: x -> masked_select (x > 0) -> unsqueeze -1 -> linear 2
 nzt: x -> index_add 1 nzs (x -> index_select 1 nzs)
 cw: x -> unsqueeze 1 -> conv2d 2 [1, 2] stride=[1, 2] padding="valid"
+fc: x * 3 -> floor -> ceil -> clamp -1 1 -> clamp min=0 -> clamp max=(D - 1)
 block Inner(z: [B, T, D]):
   dead: z -> relu
   u, w: z -> chunk 2 -1

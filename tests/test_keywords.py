@@ -51,6 +51,7 @@ USAGE = {
     "meshgrid": "gy, gx: arange(S) -> meshgrid arange(D)",
     "stack_tensors": "x -> stack_tensors -1 x",
     "repeat": 'x -> repeat "b s d -> b s r d" r=2',
+    "floor": "x -> floor", "ceil": "x -> ceil",
     **{name: f"x -> {name}" for name in ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt",
                                           "rsqrt", "log", "abs", "softplus", "neg", "square", "float",
                                           "half", "bfloat16", "double", "long", "bool")},

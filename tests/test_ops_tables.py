@@ -164,3 +164,96 @@ def test_rotary_spec_computes_its_tables_and_matches_a_hand_written_rope(sizes):
             p.copy_(torch.randn(p.shape) * 0.2)
     x = torch.randn(sizes["B"], sizes["S"], sizes["D"])
     torch.testing.assert_close(model(x), _rope_reference(model, x, sizes["H"]), atol=1e-5, rtol=1e-5)
+
+
+# ------------------------------------------------------------------ floor, ceil, clamp
+
+ROUNDING = """\
+dim S, D
+example S=5, D=8
+input x: [S, D]
+pos: arange(S)
+down: x * 3 -> floor
+up: x * 3 -> ceil
+ints: pos -> floor
+unit: x -> clamp 0 1
+low: x -> clamp min=-0.5
+high: pos -> clamp max=(S - 2)
+both: pos -> clamp 1 (D - 6)
+frac: pos -> clamp 0.5
+flags: pos > 2 -> clamp 0 1
+scalar: D * (full([], 20.0) -> log) -> floor -> clamp max=(D - 1)
+"""
+
+
+def _rounding_reference(x, S, D):
+    pos = torch.arange(S)
+    return {"down": (x * 3).floor(), "up": (x * 3).ceil(), "ints": pos.floor(),
+            "unit": x.clamp(0, 1), "low": x.clamp(min=-0.5), "high": pos.clamp(max=S - 2),
+            "both": pos.clamp(1, D - 6), "frac": pos.clamp(0.5), "flags": (pos > 2).clamp(0, 1),
+            "scalar": (D * torch.full((), 20.0).log()).floor().clamp(max=D - 1)}
+
+
+@pytest.mark.parametrize("sizes", [{"S": 5, "D": 8}, {"S": 3, "D": 9}])
+def test_floor_ceil_clamp_have_pytorchs_shapes_dtypes_and_values(sizes):
+    spec = checked(ROUNDING)
+    types = {n: t for b in spec.bindings for n, t in zip(b.names, b.types)}
+    x = torch.randn(sizes["S"], sizes["D"])
+    want = _rounding_reference(x, **sizes)
+    for name, value in want.items():
+        assert shape_at(spec, name, sizes) == tuple(value.shape), name
+        assert types[name].dtype == KIND[value.dtype], name
+    model, gen = module(spec, "rounding", **sizes)
+    assert "torch.clamp(" in gen.source and "torch.floor(" in gen.source
+    got = model(x)
+    for name, value in want.items():
+        if name in got:
+            torch.testing.assert_close(got[name], value, msg=name)
+
+
+ROUNDING_ERRORS = [
+    ("r: flags -> floor", "E120", lambda: torch.ones(2, dtype=torch.bool).floor()),
+    ("r: flags -> ceil", "E120", lambda: torch.ones(2, dtype=torch.bool).ceil()),
+    ("r: m -> clamp", "E110", lambda: torch.clamp(torch.ones(2))),
+    ("r: m -> clamp 0 min=1", "E110", None),
+    ("r: m -> clamp true", "E110", None),
+    ("r: m -> clamp 0 1 2", "E110", None),
+]
+
+
+@pytest.mark.parametrize("line, code, torch_call", ROUNDING_ERRORS, ids=[e[0] for e in ROUNDING_ERRORS])
+def test_floor_ceil_clamp_errors(line, code, torch_call):
+    text = f"dim S, D\nexample S=3, D=4\ninput m: [S, D]\nflags: m > 0\n{line}\n"
+    assert codes(text) == [code]
+    if torch_call is not None:
+        with pytest.raises(RuntimeError):
+            torch_call()
+
+
+NEGATIVE = """\
+dim S, D
+example S=3, D=4
+input x: [S, D]
+a: x -> clamp -0.5 0.5
+b: x -> clamp min=-1e4 max=-2.5e-1
+c: x * -1.5 - 2.5
+d: x -> scale -0.5
+e: x -1.5
+g: x > 0 -> where x -0.5
+"""
+
+
+def test_a_negative_decimal_is_an_operation_argument_and_a_keyword_value():
+    # `clamp -0.5 0.5` and `clamp min=-1e4` were "unexpected `-`"; in an expression a
+    # negative decimal is still a subtraction or a negation
+    from shapelang import fmt
+
+    spec = checked(NEGATIVE)
+    assert fmt.format_text(NEGATIVE) == NEGATIVE
+    model, _gen = module(spec, "negative")
+    x = torch.randn(3, 4) * 3
+    got = model(x)
+    want = {"a": x.clamp(-0.5, 0.5), "b": x.clamp(min=-1e4, max=-2.5e-1), "c": x * -1.5 - 2.5,
+            "d": x * -0.5, "e": x - 1.5, "g": torch.where(x > 0, x, -0.5)}
+    for name, value in want.items():
+        torch.testing.assert_close(got[name], value, msg=name)

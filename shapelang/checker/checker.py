@@ -30,7 +30,7 @@ from ..syntax.nodes import (
     TensorDecl,
 )
 from ..syntax.parser import parse_recovering
-from . import arith, calls, causes, dtypes, expects, fixes, habits, ops
+from . import acknowledged, arith, calls, causes, dtypes, expects, fixes, habits, ops
 from . import dims as dimlib
 from .blocks import BlockCalls
 from .facts import Facts
@@ -53,6 +53,7 @@ def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True) ->
     checker = Checker(spec, skipped)
     checker.out.diagnostics.extend(syntax_errors)
     out = checker.run()
+    out.diagnostics[:] = acknowledged.drop(text, out.diagnostics)   # `# W302: meant` on its line
     if prove_fixes:   # PyTorch spellings named, with candidate rewrites (checker/habits.py)
         out.diagnostics[:] = [habits.improve(text, d) for d in out.diagnostics]
     if any(d.fixes for d in out.diagnostics):

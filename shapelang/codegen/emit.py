@@ -110,7 +110,9 @@ class Emitter:
         for local_sym, outer in ir.binding_of_dims.items():
             if local_sym in ir.size_args:
                 continue
-            if outer not in rename and local_sym not in taken:
+            # a dim bound to a number (N = 1) keeps the number: renaming every 1 of the
+            # block to N would print `c: [N, N, S, Dr]` for a [1, 1, S, Dr] input
+            if outer not in rename and local_sym not in taken and not sp.sympify(outer).is_Number:
                 rename[outer] = local_sym
                 taken.add(local_sym)
         # ... unless the block also uses the outer size of that name

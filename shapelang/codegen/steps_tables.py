@@ -1,7 +1,7 @@
 """Codegen, the emitters of tensors computed in the module: tables and masks
 (`torch.arange`, `torch.full`, comparisons, `torch.where`, `torch.outer`, `triu`/`tril`,
-`sin`/`cos`, `torch.meshgrid`, `torch.stack`). A new tensor is made on the device of the module's first input, so the
-module computes its tables wherever it runs. Registered into
+`sin`/`cos`, `floor`/`ceil`, `clamp`, `torch.meshgrid`, `torch.stack`). A new tensor is made on the
+device of the module's first input, so the module computes its tables wherever it runs. Registered into
 shapelang.codegen.steps.EMITTERS when this module is imported (shapelang.codegen.emit
 imports it)."""
 from __future__ import annotations
@@ -115,5 +115,7 @@ EMITTERS.update({
     "stack_tensors": lambda o: [f"{o.out} = torch.stack([{', '.join(o.args)}], dim={o.axis(o.d['dim'], o.s.out.rank)})"],
     "sin": lambda o: [f"{o.out} = torch.sin({o.x})"],
     "cos": lambda o: [f"{o.out} = torch.cos({o.x})"],
+    "floor": lambda o: [f"{o.out} = torch.floor({o.x})"],
+    "ceil": lambda o: [f"{o.out} = torch.ceil({o.x})"],
 })
 CHAIN_SUFFIX.update({"arange": "pos", "full": "table", "where": "w", "outer": "outer", "stack_tensors": "st"})

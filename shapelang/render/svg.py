@@ -180,7 +180,9 @@ def _boxes(axes, x, y, colours, gone=False) -> tuple[list, int]:
         stroke = ' class="axis changed"' if a.tag else ' class="axis"'
         dash = ' stroke-dasharray="5 3"' if gone else ""
         title = f"{a.size} = {a.ex}" if a.ex is not None else a.size
-        if a.label != a.size:
+        if a.size == "[]":
+            title = "a 0-d tensor: one value, no axes"
+        elif a.label != a.size:
             title += f"; elements from {a.label}"
         parts.append(f'<g data-axis="{escape(a.label)}" data-tag="{a.tag}"><title>{escape(title)}</title>'
                      f'<rect{stroke} x="{x}" y="{y}" width="{w}" height="{BOX_H}" rx="4" '
@@ -258,8 +260,9 @@ def step_svg(spec, op: str, ins: list, out: list, tp, colours: Colours, gone=(),
              dtype: str | None = None) -> tuple:
     """The figure of one step: its output axes (changed ones tagged), gone axes, and a picture of
     a split, a swap or attention scores where the step has one. A dtype other than the default
-    float32 (`bool`, `int`, `float16`) is written after the boxes."""
-    parts, x = _boxes(out, 4, 4, colours)
+    float32 (`bool`, `int`, `float16`) is written after the boxes. A 0-d result (a scalar such
+    as YaRN's mscale) is one box with no size: `[]`, one value."""
+    parts, x = _boxes(out or [Axis("[]", 1, (), None, 0)], 4, 4, colours)
     if dtype and dtype != "float":
         parts.append(f'<g class="dtype" data-dtype="{escape(dtype)}"><title>dtype: {escape(dtype)}</title>'
                      + _text(x + 6, 4 + BOX_H / 2 + 4, dtype, "dtype", "start") + "</g>")

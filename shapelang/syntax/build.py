@@ -87,7 +87,7 @@ def node(x):
             return Name(tok_span(x), str(x))
         if t == "INT" or t == "SIGNED_INT":
             return Num(tok_span(x), int_value(x), str(x))
-        if t == "DECIMAL":
+        if t == "DECIMAL" or t == "SIGNED_DECIMAL":
             return Num(tok_span(x), float(x), str(x))
         if t == "STRING":
             return Str(tok_span(x), x[1:-1])

@@ -115,7 +115,7 @@ class Tok:
 
 
 _KIND = {"HOLE": "hole", "NAME": "name", "INT": "num", "SIGNED_INT": "num", "DECIMAL": "num",
-         "STRING": "str"}
+         "SIGNED_DECIMAL": "num", "STRING": "str"}
 
 
 @functools.cache

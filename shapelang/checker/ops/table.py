@@ -247,6 +247,14 @@ _ENTRIES += [
           positional=("dim",), kwargs=("keepdim",)),
 ]
 
+# rounding, as YaRN's rotary tables need it
+_ENTRIES += [
+    OpDef("floor", "floor", "rounds each element down (float stays float, int stays int)",
+          tables.rounding, family="tables", provenance="same"),
+    OpDef("ceil", "ceil", "rounds each element up (float stays float, int stays int)",
+          tables.rounding, family="tables", provenance="same"),
+]
+
 TABLE: dict[str, OpDef] = {d.name: d for d in _ENTRIES}
 
 # the operations a pipeline step may name (blocks are looked up by the checker)

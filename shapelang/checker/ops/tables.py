@@ -1,8 +1,9 @@
 """Shape rules of tensors computed in the spec: tables and masks.
 
 `arange`, `linspace`, `zeros`, `ones` and `full` make new tensors (written as calls:
-`arange(S)`, `full([S, S], true)`); `meshgrid` spreads vectors over a grid; comparisons (`i < j`) give bool tensors; `where`,
-`outer`, `triu`/`tril`, `sin`/`cos` and `pow` compute with them. dtypes follow PyTorch:
+`arange(S)`, `full([S, S], true)`); `meshgrid` spreads vectors over a grid; comparisons (`i < j`) give bool
+tensors; `where`, `outer`, `triu`/`tril`, `sin`/`cos`, `pow`, `floor`/`ceil` and `clamp` compute with them.
+dtypes follow PyTorch:
 `arange` of whole numbers is int, of a decimal float; `full` takes the dtype of its value;
 comparisons are bool; a result of two operands has the wider of their dtypes.
 """
@@ -13,7 +14,7 @@ import sympy as sp
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Neg, Num, ShapeLit
 from .. import dtypes
-from ..layout import TensorType, fresh
+from ..layout import TensorType, dense_like, fresh
 from .args import ONE, ZERO, Result, prod
 from .combine import broadcast
 from .rounding import floor_div
@@ -270,7 +271,8 @@ def clamp(c, x, a):
             a.tensors.append(v[0])
             bounds.append((name, None))
         else:
-            operands.append((scalar_dtype(v), 2))
+            # a size such as `S - 2` is an int, as the Python int it is at run time
+            operands.append((scalar_dtype(v) if v is True or v is False else dtypes.scalar_dtype(v), 2))
             bounds.append((name, v))
     shape = broadcast(c, shapes, ["the input"] + [f"`{n}=`" for n, _ in given], a.op.span) \
         if len(shapes) > 1 else x.shape
@@ -278,6 +280,9 @@ def clamp(c, x, a):
     if dtype == "bool":
         raise dtypes.refuse("`clamp` of bool values: PyTorch does not clamp bools", a.op.span,
                             "cast it first: `-> to int`", (("input", "int"),))
+    for (name, v), (_, node) in zip(bounds, given):
+        if v is True or v is False:
+            raise a.fail(f"the {name} of `clamp` is a number, not `{str(v).lower()}`", span=node.span)
     return Result((fresh(shape, dtype),), detail={"bounds": tuple(bounds)})
 
 
@@ -355,3 +360,15 @@ def power(c, x, a):
     e = c.scalar(a.pos[0])
     dtype = x.dtype if x.dtype == "float" or scalar_dtype(e) == "int" else "float"
     return Result((fresh(x.shape, dtype),), detail={"scalar": e, "scalar_left": False})
+
+
+# ------------------------------------------------------------------ rounding
+
+def rounding(c, x, a):
+    """floor / ceil: float values rounded (whole numbers stay as they are, int stays int)."""
+    a.count(0, usage=a.op.name)
+    if x.dtype == "bool":
+        raise dtypes.refuse(f"`{a.op.name}` of a bool tensor {c.show(x)}: PyTorch refuses it",
+                            a.op.span, "cast it first, e.g. `(x -> to float)`")
+    return Result((dense_like(x, c.prover.canon, c.same),))
+

@@ -151,7 +151,8 @@ class Provenance(LayerRules):
             self.findings.warn(s, "W302", f"`{s.text}` puts the pieces of the axis {parent.label} back "
                                "together in the wrong order, so the values land in the wrong places",
                                fix=self.findings.regroup_fixes(s, x, shape) if fixes else None)
-            return None
+        # the pieces, in the order they now have: values reordered within one axis (DeepSeek's
+        # rotary pairs, meant; heads merged the wrong way, warned above) are still that axis's
         return x.carry(axes)
 
     # ------------------------------------------------------------ other layout ops

@@ -1,0 +1,49 @@
+"""Warnings the spec's author meant: a line whose comment says `allow` and the code.
+
+Some warnings point at what is usually a mistake but is sometimes the model itself:
+DeepSeek's rotary embedding regroups the interleaved pairs of each head on purpose
+(`view [.., Dr/2, 2] -> transpose 4 3 -> reshape [.., Dr]`), which W302 reads as
+pieces merged out of order. `# allow W302` in that line's comment (the reason may
+follow: `# allow W302: the checkpoint stores interleaved pairs`) says the author
+knows: `check` then leaves that warning out. Only warnings are acknowledged this way,
+only on their own line and only by their exact code; an error is always reported. (A
+code alone in a comment is not enough: the test corpus marks expected findings so.)
+"""
+from __future__ import annotations
+
+import re
+
+_ALLOW = re.compile(r"\ballow\s+(W\d{3}\b(?:\s*,\s*W\d{3}\b)*)")
+_CODE = re.compile(r"W\d{3}")
+
+
+def _comment(line: str) -> str:
+    """The comment of a source line (after a `#` outside quotes), or ''."""
+    quoted = False
+    for i, ch in enumerate(line):
+        if ch == '"':
+            quoted = not quoted
+        elif ch == "#" and not quoted:
+            return line[i + 1:]
+    return ""
+
+
+def codes_by_line(text: str) -> dict[int, set[str]]:
+    """Line number (1-based) -> the warning codes its comment names."""
+    out = {}
+    for k, line in enumerate(text.split("\n"), start=1):
+        if "#" in line:
+            named = {c for m in _ALLOW.finditer(_comment(line)) for c in _CODE.findall(m.group(1))}
+            if named:
+                out[k] = named
+    return out
+
+
+def drop(text: str, diagnostics: list) -> list:
+    """The diagnostics without the warnings their line's comment acknowledges."""
+    named = codes_by_line(text)
+    if not named:
+        return diagnostics
+    return [d for d in diagnostics
+            if not (d.severity == "warning" and d.span is not None
+                    and d.code in named.get(d.span.line, ()))]
