@@ -214,8 +214,9 @@ class Checker(Facts):
             self.need(self.prover.whole(e), "E104", d.span, f"the size `{self.sz(e)}` is not always "
                       "a whole number", help=help, expr=e, fixes=fixes)
             verdict = self.prover.positive(e)
+            help, fixes = self._positive_fix(e, verdict) if not verdict.ok else (None, ())
             self.need(verdict, "E109", d.span, f"the size `{self.sz(e)}` is not always positive", expr=e,
-                      **dict(zip(("help", "fixes"), self._positive_fix(e, verdict) if not verdict.ok else ())))
+                      help=help, fixes=fixes)
             shape.append(e)
         return fresh(shape, dtypes.declared(s))
 
