@@ -27,7 +27,7 @@ from shapelang.checker.checker import check_text
 from shapelang.syntax.diagnostics import CODES
 
 ROOT = Path(__file__).resolve().parent.parent
-SLOW_CASE = 2.0        # seconds; a hang detector, not a performance test
+SLOW_CASE = 5.0        # CPU seconds (other processes do not count); a hang detector, not a performance test
 HARD_LIMIT = 20        # seconds; abort a case that really hangs
 N_CHUNKS, PER_CHUNK = 8, 250   # 2,000 mutated cases
 N_RANDOM = 300                 # plus token soup
@@ -226,7 +226,7 @@ def check_case(text: str, label: str, *, full_render: bool) -> None:
     if known_hang(text):
         SKIPPED.append(label)
         return
-    start = time.perf_counter()
+    start = time.process_time()
     with hard_limit(HARD_LIMIT):
         try:
             spec = check_text(text, "fuzz.shape")
@@ -239,7 +239,7 @@ def check_case(text: str, label: str, *, full_render: bool) -> None:
         except Exception as err:
             raise AssertionError(f"check_text raised {type(err).__name__}: {err}\n"
                                  f"case {label}:\n{_shown(text)}") from err
-        elapsed = time.perf_counter() - start
+        elapsed = time.process_time() - start
         assert elapsed < SLOW_CASE, f"case {label} took {elapsed:.2f}s:\n{_shown(text)}"
         lines = text.split("\n")
         for d in spec.diagnostics:
@@ -377,10 +377,10 @@ def test_cli_on_mutated_files(tmp_path):
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the alarm
 def test_bug_huge_example_hangs():
     text = "dim D, H\nassume D % H == 0\nexample D=512, H=100000000000000000\n"
-    start = time.perf_counter()
+    start = time.process_time()
     with hard_limit(3):
         spec = check_text(text)
-    assert time.perf_counter() - start < SLOW_CASE
+    assert time.process_time() - start < SLOW_CASE
     assert [d.code for d in spec.errors()] == ["E108"]
 
 
@@ -389,20 +389,20 @@ def test_bug_positivity_proof_is_exponential():
     n = 14
     names = ", ".join(f"d{i}" for i in range(n))
     text = f"dim {names}\ninput X: [{names}]\ny: X -> reshape [-1]\n"
-    start = time.perf_counter()
+    start = time.process_time()
     with hard_limit(3):
         spec = check_text(text)
-    assert time.perf_counter() - start < SLOW_CASE
+    assert time.process_time() - start < SLOW_CASE
     assert spec.ok
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the alarm
 def test_bug_huge_rank_is_slow():
     text = "dim N\ninput X: [" + ", ".join(["N"] * 20000) + "]\ny: X -> sum 0\n"
-    start = time.perf_counter()
+    start = time.process_time()
     with hard_limit(3):
         check_text(text)
-    assert time.perf_counter() - start < SLOW_CASE
+    assert time.process_time() - start < SLOW_CASE
 
 
 @pytest.mark.parametrize("text", ["dim D, H\nassume H == 0\nassume D % H == 0\n",
