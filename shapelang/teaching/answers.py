@@ -18,6 +18,7 @@ from itertools import chain
 from ..syntax.nodes import Block
 from ..syntax.parser import ParseFailure, parse
 from .match import match, salvage
+from .respell import op_call_keywords
 from .template import (
     MATCH_BUDGET,
     MAX_ANSWER,
@@ -154,7 +155,10 @@ def _parsed(chunk: str, kind: str) -> tuple:
             hit = (spec.statements[0].body, 1)
         else:
             spec = parse(chunk)
-            hit = (spec.statements, 0)
+            # `-> softmax(dim=-1)`: keywords in parentheses are for block calls; after an
+            # operation they are the PyTorch habit, read as the learner meant it (respell)
+            if not any(op_call_keywords(st) for st in spec.statements):
+                hit = (spec.statements, 0)
     except (ParseFailure, RecursionError, IndexError, AttributeError):
         pass
     if len(chunk) <= 2000:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..checker.ops import TABLE
+from ..syntax.nodes import Op
 from ..syntax.parser import ParseFailure, parse
 from .template import lex
 
@@ -46,14 +48,30 @@ class Respelling:
 
 
 def parses(code: str) -> bool:
+    """Whether `code` is shapelang as written (`softmax(dim=-1)` parses, as a block call with
+    keywords would, but is the PyTorch habit after an operation)."""
     text = code.strip()
     if text.startswith("return"):
         text = f"block _B(_x: [1]):\n  {text}\nend"
     try:
-        parse(text + "\n")
+        spec = parse(text + "\n")
     except (ParseFailure, RecursionError):
         return False
-    return True
+    return not any(op_call_keywords(st) for st in spec.statements)
+
+
+def op_call_keywords(node, depth: int = 0) -> bool:
+    """Whether a statement calls an operation of the table with keywords in parentheses."""
+    if depth > 50:
+        return False
+    if isinstance(node, Op) and node.tuple_kwargs and node.name in TABLE:
+        return True
+    if isinstance(node, (list, tuple)):
+        return any(op_call_keywords(x, depth + 1) for x in node)
+    if hasattr(node, "__dataclass_fields__"):
+        return any(op_call_keywords(getattr(node, f), depth + 1) for f in node.__dataclass_fields__
+                   if f not in ("span", "name_span", "text"))
+    return False
 
 
 def respell(code: str) -> Respelling | None:
