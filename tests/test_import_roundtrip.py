@@ -261,3 +261,24 @@ def test_multihead_attention_with_a_key_padding_mask_round_trip(tmp_path):
     assert torch.isfinite(want).all() and torch.isfinite(got).all()
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(got[0], module.attn.out_proj.bias.detach().expand(6, 32), atol=1e-6, rtol=0)
+
+
+class NumberedHeads(nn.Module):
+    """Heads split with plain numbers (`view(B, S, 4, D // 4)`) and no attribute naming 4."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(6)
+        self.lin = nn.Linear(16, 16)
+
+    def forward(self, x):
+        B, S, D = x.shape
+        return self.lin(x).view(B, S, 4, D // 4).transpose(1, 2)
+
+
+def test_a_reshape_with_plain_numbers_pins_the_fixed_sizes(tmp_path):
+    # with D free the spec would have to prove B*S*D == 16*B*S for every D: it writes the
+    # module's fixed size as it is (`dim D = 16`), checks clean and still round-trips
+    text = round_trip(tmp_path, NumberedHeads(), ["x=2x8x16"], _floats(lambda b, s: [(b, s, 16)]))
+    assert "dim D = 16" in text and "reshape [B, S, 4, 4]" in text, text
+    assert "example B=2, S=8" in text and "D=16" not in text.split("example", 1)[1], text

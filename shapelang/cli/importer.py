@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 
 
 def add_parser(sub) -> None:
@@ -58,6 +59,8 @@ def _sizes(items) -> dict:
 
 
 def command(args) -> int:
+    # a torch built without numpy warns while tracing; nothing the import does needs numpy
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     try:
         import torch  # noqa: F401
     except ImportError:

@@ -127,8 +127,27 @@ def import_module(target, inputs: list[str], *, dims: dict | None = None, sizes:
     text, mapping = write_spec(ctx, specs, header, comments)
     mapping["inputs"] = [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in specs]
     mapping["format"] = "shapelang-import-weights/1"
+    if ctx.opaque == 0:
+        text = _pinned_if_needed(text, named, comments, os.path.basename(path))
     verified = None
     if ctx.opaque == 0:
         verified = verify(text, os.path.basename(path), module, specs, dict(call_kwargs or {}), mapping,
                           dynamic, vocab)
     return Imported(text, mapping, ctx.opaque, verified, cls)
+
+
+def _pinned_if_needed(text: str, named, comments: dict, path: str) -> str:
+    """A module that reshapes with numbers (`x.view(B, S, 4, D // 4)` where no attribute names
+    the 4) is right for its own sizes only: when the spec does not check with its fixed sizes
+    free, they are written with their values (`dim D = 16`), which it then checks against."""
+    from ..checker.checker import check_text
+
+    if check_text(text, path).ok:
+        return text
+    before = "\n".join(named.header(comments))
+    named.pinned = True
+    after = "\n".join(named.header(comments))
+    if before == after or before not in text:
+        return text
+    pinned = text.replace(before, after, 1)
+    return pinned if check_text(pinned, path).ok else text

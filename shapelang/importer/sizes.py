@@ -283,10 +283,12 @@ class Sizes:
         """`dim`, `assume` and `example` lines for every size the spec uses."""
         ranges = [f"{self.text(e)} {op} {self.bound(n)}" for e, op, n in self.bounds]
         lines = []
+        pinned = getattr(self, "pinned", False)    # fixed sizes written with their values
         for name in self.ordered():
             if name in self.used:
                 note = comments.get(name)
-                lines.append(f"dim {name}" + (f"  # {note}" if note else ""))
+                value = f" = {self.values[name]}" if pinned and name not in self.dynamic else ""
+                lines.append(f"dim {name}{value}" + (f"  # {note}" if note else ""))
         for name, (a, b) in self.derived.items():
             lines.append(f"dim {name} = {a} / {b}")
         assumes = [f"{a} % {b} == 0" for a, b in self.derived.values()] + self.assumes + ranges
@@ -295,7 +297,8 @@ class Sizes:
             if a not in seen:
                 seen.add(a)
                 lines.append(f"assume {a}")
-        example = [f"{n}={self.values[n]}" for n in self.ordered() if n in self.used]
+        example = [f"{n}={self.values[n]}" for n in self.ordered() if n in self.used
+                   and not (pinned and n not in self.dynamic)]
         if example:
             lines.append("example " + ", ".join(example))
         return lines
