@@ -68,7 +68,7 @@ class BlockCalls:
     def block_step(self, block: Block, args, text, span) -> list:
         c = self.c
         ir = self.call_block(block, [t for t, _ in args], [r for _, r in args], span)
-        res = ops.Result((ir.output,), params=ir.total_params, flops=ir.total_flops,
+        res = ops.Result(tuple(ir.outputs), params=ir.total_params, flops=ir.total_flops,
                          detail={"block": block.name})
         return c.emit("block", text, span, [r for _, r in args], res, block=ir)
 
@@ -88,15 +88,37 @@ class BlockCalls:
         extra_nodes = list(target.args) if isinstance(target, Call) else []
         extra_nodes += list(op.args[2:])
         extra = [c.tensor_value(a) for a in extra_nodes]
-        ir = self.call_block(c.blocks[name], [x] + [t for t, _ in extra],
-                             [ref] + [r for _, r in extra], op.span)
+        block = c.blocks[name]
+        sliced = [self._per_layer(block, k + 1, t, count, op.span) for k, (t, _) in enumerate(extra)]
+        given = [t.with_shape(t.shape[1:]) if cut else t for (t, _), cut in zip(extra, sliced)]
+        ir = self.call_block(block, [x] + given, [ref] + [r for _, r in extra], op.span)
         c.need_shape_equal(ir.output.shape, x.shape, span=op.span, code="E114",
                               message=lambda: f"`{name}` turns {c.show(x)} into {c.show(ir.output)}, "
                                       "so its copies cannot be stacked")
-        res = ops.Result((ir.output,), params=sp.expand(count * ir.total_params),
+        if ir.output.dtype != x.dtype:
+            raise ShapeError("E114", f"`{name}` turns {dtypes.show(x.dtype)} values into "
+                             f"{dtypes.show(ir.output.dtype)} ones, so its copies cannot be stacked",
+                             span=op.span)
+        # a block returning several tensors is scanned: the first is handed on to the next
+        # layer, the others are collected, one slice per layer, into [N, ..] results
+        collected = tuple(t.with_shape((count,) + tuple(t.shape)) for t in ir.outputs[1:])
+        res = ops.Result((ir.output,) + collected, params=sp.expand(count * ir.total_params),
                          flops=sp.expand(count * ir.total_flops),
-                         detail={"block": name, "count": count})
+                         detail={"block": name, "count": count, "sliced": tuple(sliced),
+                                 "collected": len(collected)})
         return c.emit("stack", op.text, op.span, [ref] + [r for _, r in extra], res, block=ir)
+
+    def _per_layer(self, block: Block, k: int, t: TensorType, count, span) -> bool:
+        """Whether the stack hands input k to its layers one slice at a time: it is given with
+        one more, leading, axis than the block declares, of the layer count's size
+        (`past_k: [L, B, H, P, Dh]` for `k: [B, H, P, Dh]`: layer i gets past_k[i])."""
+        if k >= len(block.inputs) or t.rank != len(block.inputs[k].shape.dims) + 1:
+            return False
+        c = self.c
+        c.need_equal(t.shape[0], count, code="E113", span=span,
+                     message=lambda: f"`{block.inputs[k].name}` is given per layer with "
+                     f"{c.show(t)}, whose first axis is not the layer count {c.sz(count)}")
+        return True
 
     def call_block(self, block: Block, args: list[TensorType], refs, span) -> BlockIR:
         c = self.c
@@ -151,10 +173,10 @@ class BlockCalls:
                 if isinstance(s, Return):
                     c.scope.steps = []
                     try:
-                        vals = c.pipeline(s.value)
-                        result = vals[0]
+                        vals = [v for p in (s.values or (s.value,)) for v in c.pipeline(p)]
+                        result = vals
                         bindings.append(BindingIR(("return",), s.span, c.scope.steps,
-                                                  (vals[0][1],), (vals[0][0],)))
+                                                  tuple(r for _, r in vals), tuple(t for t, _ in vals)))
                     except ShapeError as err:
                         c.report(err.at(s.span))
                     except Poisoned:
@@ -174,8 +196,9 @@ class BlockCalls:
             ir = BlockIR(block.name, block.span, inputs,
                          [d for d in c.scope.decls if d.kind == "param"],
                          [d for d in c.scope.decls if d.kind == "buffer"],
-                         bindings, result[1] if result else None,
-                         result[0] if result else None, subst)
+                         bindings, result[0][1] if result else None,
+                         result[0][0] if result else None, subst,
+                         tuple(r for _, r in result or ()), tuple(t for t, _ in result or ()))
         finally:
             c.scope = outer
             c.scope.steps = outer_steps

@@ -82,6 +82,8 @@ class BlockIR(Totals):
     result: str | None    # ref
     output: TensorType | None
     binding_of_dims: dict  # declared dim symbol -> size at this call
+    results: tuple = ()   # refs of every returned tensor (`return h, k, v`); results[0] is result
+    outputs: tuple = ()   # their types; outputs[0] is output
 
 
 

@@ -153,8 +153,9 @@ class Emitter:
                 for r in s.inputs:
                     uses[r] = uses.get(r, 0) + 1
         result_ref = unit.block.result if unit.block is not None else None
-        if result_ref:
-            uses[result_ref] = uses.get(result_ref, 0) + 1
+        result_refs = (unit.block.results or (result_ref,)) if result_ref else ()
+        for r in result_refs:
+            uses[r] = uses.get(r, 0) + 1
         self.attention = {}
         if self.fuse_attention:
             self.attention = attention_pattern.find(unit.bindings, self.spec.prover, result_ref, dict(scope.types))
@@ -206,7 +207,7 @@ class Emitter:
         else:
             if result_ref is None:
                 raise CodegenError(f"block `{unit.label}` has no result")
-            unit.returns = [("return", scope.refs[result_ref], result_ref)]
+            unit.returns = [("return", scope.refs[r], r) for r in result_refs]
 
     def _param_init(self, unit: Unit, d) -> str:
         shape = ", ".join(self.sizes.cfg(unit, x) for x in d.type.shape)
@@ -308,6 +309,9 @@ class Emitter:
             if short:
                 module_count[short] = module_count.get(short, 0) + 1
         seen: dict[str, int] = {}
+        # `h, present_k: x -> stack L Layer(past_k)`: the layers are `h_layers`, as in
+        # `h: x -> stack L Layer -> ...`, so that a scan's weights load into the plain stack
+        scan = len(b.names) > 1 and final.op in ("stack", "block")
         out_lines: list = []            # [code, comment, step] per emitted statement
         for s in steps:
             if s.op == "input":
@@ -322,10 +326,11 @@ class Emitter:
             short = _module_name(s)
             if short:
                 seen[short] = seen.get(short, 0) + 1
-                if len(weighted) == 1 and s is weighted[0] and b.names != ("return",):
+                if len(weighted) == 1 and s is weighted[0] and b.names != ("return",) and not scan:
                     want = prefix
                 else:
-                    want = f"{prefix}_{short}" + (str(seen[short]) if module_count[short] > 1 else "")
+                    want = f"{b.names[0] if scan else prefix}_{short}" \
+                        + (str(seen[short]) if module_count[short] > 1 else "")
                 attr = scope.attrs.claim(want.lstrip("_"))
             if s.id in self.attention:
                 lines = self._attention(unit, self.attention[s.id], out, prefix)

@@ -262,9 +262,24 @@ def _stack(o: Op) -> list[str]:
     count = o.cfg(o.d["count"])
     o.unit.init.append(f"self.{o.attr} = nn.ModuleList([\x00C{child.key}\x00(cfg) for _ in range({count})])")
     layer = o.em.scope.names.claim("layer")
-    lines = [] if o.out == o.x else [f"{o.out} = {o.x}"]
-    extra = "".join(f", {a}" for a in o.args[1:])
-    return lines + [f"for {layer} in self.{o.attr}:", f"    {o.out} = {layer}({o.out}{extra})"]
+    sliced = o.d.get("sliced", ())
+    if not any(sliced) and not o.d.get("collected"):
+        lines = [] if o.out == o.x else [f"{o.out} = {o.x}"]
+        extra = "".join(f", {a}" for a in o.args[1:])
+        return lines + [f"for {layer} in self.{o.attr}:", f"    {o.out} = {layer}({o.out}{extra})"]
+    # a scan: layer i takes slice i of the per-layer inputs (`past_k[i]`) and returns its
+    # carry and the tensors collected into lists, stacked into [N, ..] after the loop
+    carry, *lists = o.out.split(", ")
+    i = o.em.scope.names.claim("i")
+    each = [o.em.scope.names.claim(f"{n.lstrip('_')}_i") for n in lists]
+    extra = "".join(f", {a}[{i}]" if cut else f", {a}" for a, cut in zip(o.args[1:], sliced))
+    kept = [o.em.scope.names.claim(f"{n.lstrip('_')}_list") for n in lists]
+    lines = [] if carry == o.x else [f"{carry} = {o.x}"]
+    lines += [f"{k}: list[torch.Tensor] = []" for k in kept]
+    head = f"for {i}, {layer} in enumerate(self.{o.attr}):" if any(sliced) else f"for {layer} in self.{o.attr}:"
+    lines += [head, f"    {', '.join([carry] + each)} = {layer}({carry}{extra})"]
+    lines += [f"    {k}.append({e})" for k, e in zip(kept, each)]
+    return lines + [f"{n} = torch.stack({k})" for n, k in zip(lists, kept)]
 
 
 def _rearrange(o: Op) -> list[str]:

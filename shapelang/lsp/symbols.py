@@ -140,7 +140,8 @@ class _Builder:
             for t in s.terms:
                 self.expr(t, scope)
         elif isinstance(s, n.Return):
-            self.expr(s.value, scope)
+            for v in s.values or (s.value,):
+                self.expr(v, scope)
         elif isinstance(s, n.Block):
             for d in s.inputs:
                 self.statement(d, s.name)

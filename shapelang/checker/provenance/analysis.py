@@ -114,14 +114,15 @@ class Provenance(LayerRules):
 
     def block(self, s, ins):
         ir = s.block
-        if ir is None or any(t is None for t in ins) or len(ins) < len(ir.inputs):
-            return None
+        if ir is None or any(t is None for t in ins) or len(ins) < len(ir.inputs) \
+                or any(s.detail.get("sliced", ())) or s.detail.get("collected"):
+            return None   # a stack scanning per-layer slices: not followed (stays silent)
         env = {d.name: tp for d, tp in zip(ir.inputs, ins)}
         env.update({d.name: self.decl(d) for d in ir.params + ir.buffers})
         for b in ir.bindings:
             self.binding(b, env)
-        out = env.get(ir.result)
-        return None if out is None else (out,)
+        outs = tuple(env.get(r) for r in (ir.results or (ir.result,)))
+        return None if any(o is None for o in outs) else outs
 
     # ------------------------------------------------------------ sizes
     def user(self, e) -> str:
