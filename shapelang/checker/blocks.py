@@ -78,7 +78,7 @@ class BlockCalls:
             raise ShapeError("E110", "`stack` takes a count and a block: `stack L Layer`",
                              span=op.span)
         count = c.ctx.dim(op.args[0])
-        c.ctx.need_positive(count, op.args[0].span)
+        c.ctx.need_positive(count, op.args[0].span, what=lambda: f"the layer count {c.sz(count)}")
         c.ctx.need_whole(count, span=op.args[0].span, what=lambda: f"the layer count {c.sz(count)}")
         target = op.args[1]
         name = target.func if isinstance(target, Call) else getattr(target, "name", None)

@@ -195,8 +195,9 @@ class Checker(Facts):
             help, fixes = self._divisibility(e)
             self.need(self.prover.whole(e), "E104", d.span, f"the size `{self.sz(e)}` is not always "
                       "a whole number", help=help, expr=e, fixes=fixes)
-            self.need(self.prover.positive(e), "E109", d.span, f"the size `{self.sz(e)}` is not always positive",
-                      expr=e)
+            if e not in self.prover.zero_ok:   # an axis of a size that may be 0 (`assume P >= 0`)
+                self.need(self.prover.positive(e), "E109", d.span, f"the size `{self.sz(e)}` is not always "
+                          "positive", expr=e)
             shape.append(e)
         return fresh(shape, dtypes.declared(s))
 
