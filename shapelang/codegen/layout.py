@@ -28,7 +28,7 @@ def fit(code: str, comment: str | None, indent: int) -> list[str]:
 
 
 def _split(stmt: str, col: int) -> list[str]:
-    if col + len(stmt) <= WIDTH or stmt.startswith("#") or not stmt.endswith((")", "]")):
+    if col + len(stmt) <= WIDTH or stmt.startswith("#") or not stmt.endswith((")", "]", "}")):
         return [stmt]
     open_at = _opening(stmt)
     if open_at is None:
@@ -54,9 +54,9 @@ def _opening(stmt: str) -> int | None:
             continue
         if c in "\"'":
             quote = c
-        elif c in ")]":
+        elif c in ")]}":
             depth += 1
-        elif c in "([":
+        elif c in "([{":
             depth -= 1
             if depth == 0:
                 return k
