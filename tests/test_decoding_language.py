@@ -93,7 +93,7 @@ def test_a_block_returning_several_tensors_is_called_with_several_names():
                         "p0: past -> select 0 0\ny, k: x -> Layer(p0)\nexpect k: [B, P + S, D]\n")
     assert api.check(text).errors() == []
     src = api.codegen(api.check(text)).source
-    assert "return y, k" in src and "y, k = self.y_layer(x, p0)" in src
+    assert "return y, k" in src and "y, k = self.y(x, p0)" in src
 
 
 def test_fmt_keeps_several_returns():

@@ -309,8 +309,9 @@ class Emitter:
             if short:
                 module_count[short] = module_count.get(short, 0) + 1
         seen: dict[str, int] = {}
-        # `h, present_k: x -> stack L Layer(past_k)`: the layers are `h_layers`, as in
-        # `h: x -> stack L Layer -> ...`, so that a scan's weights load into the plain stack
+        # a block or stack giving several tensors is named by the first name (`h, k, v:
+        # n -> Attention(..)` is `self.h`); a scan's layers are `h_layers`, as in `h: x ->
+        # stack L Layer -> ...`, so that a step spec's weights are its full spec's
         scan = len(b.names) > 1 and final.op in ("stack", "block")
         out_lines: list = []            # [code, comment, step] per emitted statement
         for s in steps:
@@ -326,8 +327,9 @@ class Emitter:
             short = _module_name(s)
             if short:
                 seen[short] = seen.get(short, 0) + 1
-                if len(weighted) == 1 and s is weighted[0] and b.names != ("return",) and not scan:
-                    want = prefix
+                if len(weighted) == 1 and s is weighted[0] and b.names != ("return",) \
+                        and not (scan and s.op == "stack"):
+                    want = b.names[0] if scan else prefix
                 else:
                     want = f"{b.names[0] if scan else prefix}_{short}" \
                         + (str(seen[short]) if module_count[short] > 1 else "")

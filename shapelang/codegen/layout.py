@@ -37,7 +37,8 @@ def _split(stmt: str, col: int) -> list[str]:
     close = stmt[-1]
     if not body.strip():
         return [stmt]
-    if col + 4 + len(body) <= WIDTH and not body.rstrip().endswith(","):
+    # a dict literal that does not fit is one item a line (as ruff and black write it)
+    if col + 4 + len(body) <= WIDTH and not body.rstrip().endswith(",") and close != "}":
         return [head, "    " + body, close]
     parts = _top_level(body)
     return [head] + ["    " + p.strip() + "," for p in parts if p.strip()] + [close]
