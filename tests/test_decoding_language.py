@@ -99,3 +99,30 @@ def test_a_block_returning_several_tensors_is_called_with_several_names():
 def test_fmt_keeps_several_returns():
     from shapelang.fmt import format_text
     assert "  return y, k\n" in format_text(SCAN.replace("return y, k", "return   y ,k"))
+
+
+def test_the_trace_shows_every_returned_tensor_and_the_collected_ones():
+    text = api.trace(api.check(SCAN), width=0)
+    ret = next(line for line in text.splitlines() if line.startswith("return"))
+    assert "y, k" in ret and "[B, S, D] | [B, P + S, D]" in ret
+    stack = next(line for line in text.splitlines() if line.startswith("h, ks"))
+    assert "[B, S, D] | [L, B, P + S, D]" in stack and "[2, 3, 4] | [3, 2, 3, 4]" in stack
+
+
+def test_a_layers_slice_keeps_the_layout_of_the_per_layer_input():
+    # past_t[i] of a transposed tensor is not contiguous: torch refuses the view, and so does check
+    text = """dim B, P, S, D, L
+example B=2, P=2, S=3, D=4, L=3
+input x: [B, S, D]
+input past: [L, B, P, D]
+block Layer(x: [B, S, D], pk: [B, D, P]):
+  f: pk -> view [B, D*P]
+  return x
+end
+pt: past -> transpose 2 3
+h: x -> stack L Layer(pt)
+"""
+    assert "E106" in _codes(text)
+    with pytest.raises(RuntimeError):
+        torch.zeros(3, 2, 2, 4).transpose(2, 3)[0].view(2, 8)
+    assert "E106" not in _codes(text.replace("pt: past -> transpose 2 3", "pt: past -> transpose 2 3 -> contiguous"))

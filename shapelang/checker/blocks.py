@@ -90,7 +90,8 @@ class BlockCalls:
         extra = [c.tensor_value(a) for a in extra_nodes]
         block = c.blocks[name]
         sliced = [self._per_layer(block, k + 1, t, count, op.span) for k, (t, _) in enumerate(extra)]
-        given = [t.with_shape(t.shape[1:]) if cut else t for (t, _), cut in zip(extra, sliced)]
+        given = [t.restrided(t.shape[1:], lambda st: st[1:]) if cut else t    # past_k[i]: a view
+                 for (t, _), cut in zip(extra, sliced)]
         ir = self.call_block(block, [x] + given, [ref] + [r for _, r in extra], op.span)
         c.need_shape_equal(ir.output.shape, x.shape, span=op.span, code="E114",
                               message=lambda: f"`{name}` turns {c.show(x)} into {c.show(ir.output)}, "
