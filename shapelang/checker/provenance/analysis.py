@@ -114,15 +114,20 @@ class Provenance(LayerRules):
 
     def block(self, s, ins):
         ir = s.block
-        if ir is None or any(t is None for t in ins) or len(ins) < len(ir.inputs) \
-                or any(s.detail.get("sliced", ())) or s.detail.get("collected"):
-            return None   # a stack scanning per-layer slices: not followed (stays silent)
+        if ir is None or any(t is None for t in ins) or len(ins) < len(ir.inputs):
+            return None
+        sliced = (False,) + tuple(s.detail.get("sliced", ()))   # a scan: layer i gets past_k[i]
+        ins = [TP(tp.axes[1:]) if k < len(sliced) and sliced[k] else tp for k, tp in enumerate(ins)]
         env = {d.name: tp for d, tp in zip(ir.inputs, ins)}
         env.update({d.name: self.decl(d) for d in ir.params + ir.buffers})
         for b in ir.bindings:
             self.binding(b, env)
         outs = tuple(env.get(r) for r in (ir.results or (ir.result,)))
-        return None if any(o is None for o in outs) else outs
+        if any(o is None for o in outs):
+            return None
+        if s.op == "stack":   # what a scan collects gains the layer axis
+            outs = outs[:1] + tuple(TP((self.fresh(s.detail["count"]),) + o.axes) for o in outs[1:])
+        return outs
 
     # ------------------------------------------------------------ sizes
     def user(self, e) -> str:
