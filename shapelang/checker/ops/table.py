@@ -134,7 +134,9 @@ _ENTRIES = [
     # blocks
     OpDef("block", "Block | Block(A, B)", "applies a block; the piped tensor is its first input",
           None, family="blocks", provenance="block"),
-    OpDef("stack", "stack N Block | stack N Block(A)", "N copies of a block, each with its own weights",
+    OpDef("stack", "stack N Block | stack N Block(A)", "N copies of a block, each with its own weights; "
+          "an input with a leading axis of N is handed out one slice per layer, and a block's results "
+          "after the first are collected into [N, ..] (`h, ks: x -> stack N Block(past)`)",
           None, family="blocks", provenance="block"),
 ]
 
