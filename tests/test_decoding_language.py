@@ -150,3 +150,10 @@ def test_axis_provenance_is_followed_through_a_scan():
     spec = api.check(SCAN)
     stack = next(s for b in spec.bindings for s in b.steps if s.op == "stack")
     assert [len(tp.axes) for tp in stack.provenance] == [3, 4]
+
+
+def test_one_name_for_a_scans_several_results_says_how_to_name_them():
+    text = SCAN.replace("h, ks: x", "h: x").replace("expect ks: [L, B, P + S, D]\n", "")
+    err = api.check(text).errors()[0]
+    assert err.code == "E110" and "gives 2 tensors but 1 name" in err.message
+    assert "h, k, v: x -> Layer(past_k, past_v)" in err.help

@@ -237,7 +237,8 @@ class Checker(Facts):
                 raise ShapeError("E110", f"the pipeline gives {len(outs)} tensor"
                                  f"{'s' if len(outs) != 1 else ''} but {len(s.names)} name"
                                  f"{'s are' if len(s.names) != 1 else ' is'} given", span=s.span,
-                                 help="split and chunk give several tensors: `q, k, v: x -> chunk 3 -1`")
+                                 help="split, chunk and a block that returns several tensors give several: "
+                                 "`q, k, v: x -> chunk 3 -1`, `h, k, v: x -> Layer(past_k, past_v)`")
         except ShapeError as err:
             self.report(err.at(s.value.ops[-1].span if s.value.ops and err.span is None else s.span))
             for n in s.names:
@@ -264,7 +265,7 @@ class Checker(Facts):
             raise self.suggest.head(err, node) from None
         for k, op in enumerate(node.ops):
             if len(vals) != 1:
-                raise ShapeError("E110", f"`{op.name}` gets {len(vals)} tensors from split/chunk",
+                raise ShapeError("E110", f"`{op.name}` gets {len(vals)} tensors (from split, chunk or a block)",
                                  span=op.span, help="name the pieces first: `a, b: x -> chunk 2 -1`")
             try:
                 vals = self.apply(op, *vals[0])
