@@ -338,7 +338,8 @@ class Emitter:
                 lines = self._attention(unit, self.attention[s.id], out, prefix)
             else:
                 lines = self._step(unit, s, out, attr)
-            comment = self.sizes.types_comment(unit, s.outputs)
+            # a scan's lines end with its last collected tensor (the others say theirs)
+            comment = self.sizes.types_comment(unit, s.outputs[-1:] if s.detail.get("collected") else s.outputs)
             if not (len(lines) == 1 and self._fold(out_lines, s, lines[0], out, comment)):
                 out_lines += [[line, None, s] for line in lines[:-1]] + [[lines[-1], comment, s]]
             if self.instrument:

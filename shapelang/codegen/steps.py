@@ -279,7 +279,9 @@ def _stack(o: Op) -> list[str]:
     head = f"for {i}, {layer} in enumerate(self.{o.attr}):" if any(sliced) else f"for {layer} in self.{o.attr}:"
     lines += [head, f"    {', '.join([carry] + each)} = {layer}({carry}{extra})"]
     lines += [f"    {k}.append({e})" for k, e in zip(kept, each)]
-    return lines + [f"{n} = torch.stack({k})" for n, k in zip(lists, kept)]
+    stacked = [f"{n} = torch.stack({k})" for n, k in zip(lists, kept)]
+    return lines + [f"{line}  # {o.shape_comment(t.shape)}" for line, t in zip(stacked[:-1], o.s.outputs[1:])] \
+        + stacked[-1:]
 
 
 def _rearrange(o: Op) -> list[str]:
