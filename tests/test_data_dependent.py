@@ -202,3 +202,45 @@ def test_a_size_made_inside_a_stacked_block_cannot_leave_its_copy():
     assert [d.code for d in check(text).diagnostics] == ["E114"]
     spread = text.replace("return y -> index_select 0 tok", "return zeros([T, D]) -> index_add 0 tok (y -> index_select 0 tok)")
     assert check(spread).ok
+
+
+# Two kinds of sizes that may be 0 in one spec: a declared dim with `assume P >= 0` (an empty
+# cache) and a data-dependent one (no token routed). Each stays what it is: P's axis may be
+# empty, N's may be, and their sum is a size `-1` may stand for.
+BOTH = """\
+dim T, D, P
+assume P >= 0
+example T=4, D=3, P=0
+input past: [P, D]
+input x: [T, D]
+input hit: [T] bool
+tok: where(hit)
+rows: concat(0, past, x -> index_select 0 tok) -> view [-1, D]
+"""
+
+
+@pytest.mark.parametrize("P, hit", [(0, [0, 0, 0, 0]), (0, [1, 0, 1, 1]), (2, [0, 0, 0, 0]), (3, [1, 1, 1, 1])],
+                         ids=["both-empty", "empty-cache", "no-token", "neither"])
+def test_a_declared_and_a_data_dependent_size_may_both_be_zero(P, hit):
+    spec = checked(BOTH)
+    assert not spec.diagnostics
+    types = {n: t for b in spec.bindings for n, t in zip(b.names, b.types)}
+    assert str(types["rows"].shape[0]) in ("N_tok + P", "P + N_tok")
+    model, _ = module(spec, "both_zero", T=4, D=3, P=P)
+    past, x = torch.randn(P, 3), torch.randn(4, 3)
+    mask = torch.tensor(hit, dtype=torch.bool)
+    with torch.no_grad():
+        got = model(past, x, mask)
+    torch.testing.assert_close(got, torch.cat([past, x[mask.nonzero().squeeze(1)]]).view(-1, 3))
+
+
+@pytest.mark.parametrize("text, counterexample", [
+    (BOTH + "flat: past -> view [P, -1]\n", {"P": 0}),    # -1 beside a size that may be 0
+    (BOTH.replace("input past: [P, D]", "input past: [P - 1, D]"), {"P": 1}),
+], ids=["minus-one-beside-P", "P-minus-1"])
+def test_sizes_that_may_be_zero_are_not_taken_for_positive(text, counterexample):
+    err = check(text).errors()[0]
+    assert err.code == "E109" and err.counterexample == counterexample
+    if "flat" in text:   # as PyTorch refuses it for an empty cache
+        with pytest.raises(RuntimeError, match="ambiguous"):
+            torch.zeros(0, 3).view(0, -1)

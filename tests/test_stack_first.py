@@ -154,3 +154,19 @@ def test_the_first_layer_may_take_inputs_of_its_own():
     out = model(torch.randn(2, 7, 8), torch.randn(2, 4, 16))
     assert tuple(out.shape) == (2, 4, 16)
     assert runner.run_spec(spec, runner.resolve_sizes(spec, {})).ok
+
+
+def test_first_with_a_scan_is_refused_with_how_to_write_it_apart():
+    """A stack's slices and collected results count its copies; with another layer 0 they
+    would not line up, so `first=` beside a scan is E110, which says how to write it."""
+    several = SPEC.replace("  return h + (h -> rmsnorm -> linear F -> silu -> linear D)",
+                           "  y: h + (h -> rmsnorm -> linear F -> silu -> linear D)\n  return y, y -> sum -1") \
+        .replace("layers: x", "layers, sums: x")
+    per_layer = SPEC.replace("block Moe(h: [B, S, D], dim F)", "block Moe(h: [B, S, D], g: [D], dim F)") \
+        .replace("input x: [B, S, D]", "input x: [B, S, D]\ninput gains: [L, D]") \
+        .replace("Moe(F=2*D)", "Moe(gains, F=2*D)")
+    assert check(several.replace(" first=Dense", "")).ok and check(per_layer.replace(" first=Dense", "")).ok
+    for text in (several, per_layer):
+        err = check(text).errors()[0]
+        assert err.code == "E110" and "`first=`" in err.message, err
+        assert "stack (L - 1)" in err.help

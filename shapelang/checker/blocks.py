@@ -176,7 +176,7 @@ class BlockCalls:
         c = self.c
         sizes = self.size_args(block, kwargs, span)
         ir = self.call_block(block, [t for t, _ in args], [r for _, r in args], span, sizes)
-        res = ops.Result((ir.output,), params=ir.total_params, flops=ir.total_flops,
+        res = ops.Result(tuple(ir.outputs), params=ir.total_params, flops=ir.total_flops,
                          detail={"block": block.name})
         return c.emit("block", text, span, [r for _, r in args], res, block=ir)
 
@@ -191,33 +191,51 @@ class BlockCalls:
             raise ShapeError("E110", "`stack` takes a count and a block: `stack L Layer`",
                              span=op.span)
         count = c.ctx.dim(op.args[0])
-        c.ctx.need_positive(count, op.args[0].span)
+        c.ctx.need_positive(count, op.args[0].span, what=lambda: f"the layer count {c.sz(count)}")
         c.ctx.need_whole(count, span=op.args[0].span, what=lambda: f"the layer count {c.sz(count)}")
         target = op.args[1]
         name = self._block_name(target)
         extra_nodes = list(target.args) if isinstance(target, Call) else []
         extra_nodes += list(op.args[2:])
         extra = [c.tensor_value(a) for a in extra_nodes]
-        types = [x] + [t for t, _ in extra]
-        each_kw = next((k for k in kwargs if k.name == "each"), None)
-        kwargs = [k for k in kwargs if k.name != "each"]
+        block = c.blocks[name]
         detail = {"block": name, "count": count}
         if first is not None:      # `stack L Moe first=Dense`: layer 0 is another block
-            if each_kw is not None:
-                raise ShapeError("E110", "`first=` and `each=` do not go together: a stack whose "
-                                 "copies take slices has no different first copy", span=each_kw.span)
+            wide = next((block.inputs[k + 1].name for k, (t, _) in enumerate(extra) if k + 1 < len(block.inputs)
+                         and t.rank == len(block.inputs[k + 1].shape.dims) + 1), None)
+            if wide is not None:
+                raise ShapeError("E110", f"`first=` and the per-layer input `{wide}` do not go together: "
+                                 "the first layer is another block, so the slices would not line up with "
+                                 "the layers", span=first.span,
+                                 help="write the first layer apart: `h: x -> Dense -> stack (L - 1) "
+                                 f"{name}(..)`, with the per-layer inputs of L - 1 layers")
             x, ref = self._first_layer(first, op, x, ref, extra, name)
-            types[0] = x
             count = sp.expand(count - 1)
             detail = {"block": name, "count": count, "first": ref, "layers": c.ctx.dim(op.args[0])}
-        detail["each"] = self._each(each_kw, extra_nodes, types, count)
+        # an input with one more, leading, axis of the count than the block declares: layer i
+        # (copy e of a stack of experts) gets its slice i, a view
+        sliced = [self._per_layer(block, k + 1, t, count, op.span) for k, (t, _) in enumerate(extra)]
+        given = [t.restrided(t.shape[1:], lambda st: st[1:]) if cut else t
+                 for (t, _), cut in zip(extra, sliced)]
         kwargs = (list(target.kwargs) if isinstance(target, Call) else []) + kwargs
-        sizes = self.size_args(c.blocks[name], kwargs, op.span)
-        ir = self.call_block(c.blocks[name], types, [ref] + [r for _, r in extra], op.span, sizes)
+        sizes = self.size_args(block, kwargs, op.span)
+        ir = self.call_block(block, [x] + given, [ref] + [r for _, r in extra], op.span, sizes)
         c.need_shape_equal(ir.output.shape, x.shape, span=op.span, code="E114",
                               message=lambda: f"`{name}` turns {c.show(x)} into {c.show(ir.output)}, "
                                       "so its copies cannot be stacked")
-        res = ops.Result((ir.output,), params=sp.expand(count * ir.total_params),
+        if ir.output.dtype != x.dtype:
+            raise ShapeError("E114", f"`{name}` turns {dtypes.show(x.dtype)} values into "
+                             f"{dtypes.show(ir.output.dtype)} ones, so its copies cannot be stacked",
+                             span=op.span)
+        if first is not None and len(ir.outputs) > 1:
+            raise ShapeError("E110", f"`first=` and a `{name}` returning several tensors do not go "
+                             "together: the first layer would collect nothing", span=first.span,
+                             help=f"write the first layer apart: `h: x -> Dense -> stack (L - 1) {name}(..)`")
+        # a block returning several tensors is scanned: the first is handed on to the next
+        # layer, the others are collected, one slice per layer, into [N, ..] results
+        collected = tuple(t.with_shape((count,) + tuple(t.shape)) for t in ir.outputs[1:])
+        detail.update(sliced=tuple(sliced), collected=len(collected))
+        res = ops.Result((ir.output,) + collected, params=sp.expand(count * ir.total_params),
                          flops=sp.expand(count * ir.total_flops), detail=detail)
         return c.emit("stack", op.text, op.span, [ref] + [r for _, r in extra], res, block=ir)
 
@@ -250,28 +268,6 @@ class BlockCalls:
         text = c.source_of(first)
         return c.emit("block", text, first.span, [ref] + [r for _, r in extra], res, block=ir)[0]
 
-    def _each(self, k, nodes, types, count) -> int | None:
-        """`stack E Expert(x, hit) each=hit`: copy e of the block gets hit[e] (hit's first axis
-        is E); the others get the same tensors. Returns the position of that input."""
-        c = self.c
-        if k is None:
-            return None
-        names = [getattr(n, "name", None) for n in nodes]
-        given = getattr(k.value, "name", None)
-        if given is None or given not in names:
-            raise ShapeError("E110", "`each=` names one of the block's extra inputs: "
-                             "`stack E Expert(x, hit) each=hit`", span=k.span)
-        i = names.index(given) + 1
-        t = types[i]
-        if t.rank == 0:
-            raise ShapeError("E110", f"`each={given}` needs a tensor with an axis to go through",
-                             span=k.span)
-        c.need_equal(t.shape[0], count, code="E113", span=k.span,
-                     message=lambda: f"`each={given}` gives copy e of the block {given}[e], so its "
-                                     f"first axis must be the count {c.sz(count)}, but {given} is {c.show(t)}")
-        types[i] = TensorType(t.shape[1:], t.strides[1:], t.dtype)
-        return i
-
     def generic(self, block: Block) -> None:
         """A block with size parameters that is called, checked once more with its own dims
         and sizes free, silently: if that checks (its assumptions suffice), codegen writes
@@ -297,6 +293,18 @@ class BlockCalls:
             if not c.out.blocks[name]:
                 del c.out.blocks[name]
         c.out.generic_blocks[block.name] = None if failed else ir
+
+    def _per_layer(self, block: Block, k: int, t: TensorType, count, span) -> bool:
+        """Whether the stack hands input k to its layers one slice at a time: it is given with
+        one more, leading, axis than the block declares, of the layer count's size
+        (`past_k: [L, B, H, P, Dh]` for `k: [B, H, P, Dh]`: layer i gets past_k[i])."""
+        if k >= len(block.inputs) or t.rank != len(block.inputs[k].shape.dims) + 1:
+            return False
+        c = self.c
+        c.need_equal(t.shape[0], count, code="E113", span=span,
+                     message=lambda: f"`{block.inputs[k].name}` is given per layer with "
+                     f"{c.show(t)}, whose first axis is not the layer count {c.sz(count)}")
+        return True
 
     def call_block(self, block: Block, args: list[TensorType], refs, span, sizes=None) -> BlockIR:
         """`sizes`: the block's size parameters (symbol -> size in the caller's dims); None
@@ -364,10 +372,10 @@ class BlockCalls:
                     c.scope.steps = []
                     c.binding_names = (f"{block.name}_out",)   # names a data-dependent size made here
                     try:
-                        vals = c.pipeline(s.value)
-                        result = vals[0]
+                        vals = [v for p in (s.values or (s.value,)) for v in c.pipeline(p)]
+                        result = vals
                         bindings.append(BindingIR(("return",), s.span, c.scope.steps,
-                                                  (vals[0][1],), (vals[0][0],)))
+                                                  tuple(r for _, r in vals), tuple(t for t, _ in vals)))
                     except ShapeError as err:
                         c.report(err.at(s.span))
                     except Poisoned:
@@ -387,8 +395,9 @@ class BlockCalls:
             ir = BlockIR(block.name, block.span, inputs,
                          [d for d in c.scope.decls if d.kind == "param"],
                          [d for d in c.scope.decls if d.kind == "buffer"],
-                         bindings, result[1] if result else None,
-                         result[0] if result else None, subst, size_args)
+                         bindings, result[0][1] if result else None,
+                         result[0][0] if result else None, subst, size_args,
+                         tuple(r for _, r in result or ()), tuple(t for t, _ in result or ()))
         finally:
             c.scope = outer
             c.scope.steps = outer_steps

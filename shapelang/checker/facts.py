@@ -131,7 +131,7 @@ class Facts:
                 if item.name not in p.user:
                     self.error("E002", f"the example sets `{item.name}`, which is not a dim",
                                item.span, self._did_you_mean(item.name, p.user))
-                elif item.value < 1:
+                elif item.value < (p.user[item.name] not in p.zero_ok):
                     self.error("E108", f"the example sets {item.name}={item.value}; sizes are "
                                "positive whole numbers", item.span)
                 else:
@@ -326,7 +326,12 @@ class Facts:
                          claim=f"{self.sz(e)} is always a whole number ({_text(what)})")
 
     def need_positive(self, e, span, what=None):
+        """A size is at least 1; an axis size (no `what`) made of a dim that may be 0
+        (`assume P >= 0`) may be 0, as PyTorch takes empty axes."""
         verdict = self.prover.positive(e)
+        if not verdict.ok and what is None and e.free_symbols & self.prover.zero_ok \
+                and self.prover.leq(sp.Integer(0), e).ok:
+            return
         if not verdict.ok:
             subject = _text(what) if what is not None else f"the size {self.sz(e)}"
             help, fixes = self._positive_fix(e, verdict)

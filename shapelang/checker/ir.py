@@ -83,6 +83,8 @@ class BlockIR(Totals):
     output: TensorType | None
     binding_of_dims: dict  # declared dim symbol -> size at this call
     size_args: dict = field(default_factory=dict)  # size parameter symbol -> size given at this call
+    results: tuple = ()   # refs of every returned tensor (`return h, k, v`); results[0] is result
+    outputs: tuple = ()   # their types; outputs[0] is output
 
 
 

@@ -59,6 +59,7 @@ class Prover:
         self.example: dict[str, int] = {}
         self._cache: dict = {}
         self.notation = Notation()   # how the learner writes sizes, for messages
+        self.zero_ok: set[sp.Symbol] = set()   # dims that may be 0 (`assume P >= 0`)
 
     # -- set up
     def declare(self, name: str) -> sp.Symbol:
@@ -101,6 +102,12 @@ class Prover:
             raise ValueError("sizes are whole numbers of at least 1, so this can never hold")
         if cmp in ("==", "!=") and a == 0:   # `0 == X % Y` reads like `X % Y == 0`
             a, b, left, right = b, a, right, left
+        x = a if (cmp, b) == (">=", 0) else b if (cmp, a) == ("<=", 0) else None
+        if x is not None and x.is_Symbol and x in self._free_user():   # `P >= 0`: P = k - 1, k >= 1
+            k = sp.Dummy(f"{x}_plus_1", positive=True, integer=True)
+            self.fresh[k] = x + 1
+            self.zero_ok.add(x)
+            return self._substitute(x, k - 1)
         # `X % Y == 0` with X a free size: X = Y * k
         if cmp == "==" and isinstance(a, sp.Mod) and b == 0:
             x, y = _root_divisor(*a.args)
@@ -225,7 +232,7 @@ class Prover:
                             lambda env: evaluate(e, env).denominator != 1, e)
 
     def positive(self, e: sp.Expr) -> Verdict:
-        if (e.is_Symbol and e.is_positive) or (e.is_Integer and e > 0):
+        if (e.is_Symbol and e.is_positive and e not in self.zero_ok) or (e.is_Integer and e > 0):
             return PROVED
         c = self.canon(e)
         if _monomial(c) and c.as_coeff_Mul()[0] > 0 and all(s.is_positive for s in c.free_symbols):
@@ -386,7 +393,7 @@ class Prover:
         for sym in self.user.values():
             val = self.value(self.canon(sym), canon_env)
             iv = as_int(val) if val is not None else None
-            if iv is None or iv < 1:
+            if iv is None or iv < (sym not in self.zero_ok):
                 if sym in exempt and val is not None:
                     env[sym] = val
                     continue

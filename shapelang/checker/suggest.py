@@ -106,7 +106,8 @@ class Suggestions:
         names = len(binding.names)
         err = ShapeError("E110", f"the pipeline gives {n} tensor{'s' if n != 1 else ''} but {names} "
                          f"name{'s are' if names != 1 else ' is'} given", span=binding.span,
-                         help="split and chunk give several tensors: `q, k, v: x -> chunk 3 -1`")
+                         help="split, chunk and a block that returns several tensors give several: "
+                         "`q, k, v: x -> chunk 3 -1`, `h, k, v: x -> Layer(past_k, past_v)`")
         value = binding.value
         last = value.ops[-1] if isinstance(value, Pipeline) and value.ops else None
         return self._values_only(err, last) if names == 1 and last is not None else err
@@ -114,7 +115,8 @@ class Suggestions:
     def several_into(self, node: Pipeline, k: int, n: int) -> ShapeError:
         """The step after a split (or a `max` over an axis) gets several tensors."""
         op, prev = node.ops[k], node.ops[k - 1] if k > 0 else None
-        source = f"`{prev.text}`" if prev is not None and prev.name in _VALUES_ONLY else "split/chunk"
+        source = f"`{prev.text}`" if prev is not None and prev.name in _VALUES_ONLY \
+            else "split, chunk or a block returning several tensors"
         err = ShapeError("E110", f"`{op.name}` gets {n} tensors from {source}", span=op.span,
                          help="name the pieces first: `a, b: x -> chunk 2 -1`")
         return self._values_only(err, prev) if prev is not None else err

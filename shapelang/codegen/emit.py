@@ -171,8 +171,9 @@ class Emitter:
                 for r in s.inputs:
                     uses[r] = uses.get(r, 0) + 1
         result_ref = unit.block.result if unit.block is not None else None
-        if result_ref:
-            uses[result_ref] = uses.get(result_ref, 0) + 1
+        result_refs = (unit.block.results or (result_ref,)) if result_ref else ()
+        for r in result_refs:
+            uses[r] = uses.get(r, 0) + 1
         self.attention = {}
         if self.fuse_attention:
             self.attention = attention_pattern.find(unit.bindings, self.spec.prover, result_ref, dict(scope.types))
@@ -226,7 +227,7 @@ class Emitter:
         else:
             if result_ref is None:
                 raise CodegenError(f"block `{unit.label}` has no result")
-            unit.returns = [("return", scope.refs[result_ref], result_ref)]
+            unit.returns = [("return", scope.refs[r], r) for r in result_refs]
 
     def _hoist(self, unit: Unit, binding_names: dict, result_ref) -> None:
         hoist.plan(self, unit, binding_names, result_ref, CHAIN_SUFFIX)
@@ -339,6 +340,10 @@ class Emitter:
                 module_count[short] = module_count.get(short, 0) + 1
         seen: dict[str, int] = {}
         early: dict = {}                # step id -> its attribute, claimed before it is written
+        # a block or stack giving several tensors is named by the first name (`h, k, v:
+        # n -> Attention(..)` is `self.h`); a scan's layers are `h_layers`, as in `h: x ->
+        # stack L Layer -> ...`, so that a step spec's weights are its full spec's
+        scan = len(b.names) > 1 and final.op in ("stack", "block")
         out_lines: list = []            # [code, comment, step] per emitted statement
         for s in steps:
             if s.op == "input":
@@ -353,10 +358,12 @@ class Emitter:
             def claim(s):
                 short = _module_name(s)
                 seen[short] = seen.get(short, 0) + 1
-                if len(weighted) == 1 and s is weighted[0] and b.names != ("return",):
-                    want = prefix
+                if len(weighted) == 1 and s is weighted[0] and b.names != ("return",) \
+                        and not (scan and s.op == "stack"):
+                    want = b.names[0] if scan else prefix
                 else:
-                    want = f"{prefix}_{short}" + (str(seen[short]) if module_count[short] > 1 else "")
+                    want = f"{b.names[0] if scan else prefix}_{short}" \
+                        + (str(seen[short]) if module_count[short] > 1 else "")
                 return scope.attrs.claim(want.lstrip("_"))
             attr = early.pop(s.id, None)
             if attr is None and _module_name(s):
@@ -368,7 +375,8 @@ class Emitter:
                 lines = self._attention(unit, self.attention[s.id], out, prefix)
             else:
                 lines = self._step(unit, s, out, attr)
-            comment = self.sizes.types_comment(unit, s.outputs)
+            # a scan's lines end with its last collected tensor (the others say theirs)
+            comment = self.sizes.types_comment(unit, s.outputs[-1:] if s.detail.get("collected") else s.outputs)
             if not (len(lines) == 1 and self._fold(out_lines, s, lines[0], out, comment)):
                 out_lines += [[line, None, s] for line in lines[:-1]] + [[lines[-1], comment, s]]
             if self.instrument:

@@ -143,7 +143,8 @@ class Generator:
             else:
                 ret_t = "None"
         else:
-            ret_t = "torch.Tensor"
+            ret_t = "torch.Tensor" if len(unit.returns) < 2 else \
+                f"tuple[{', '.join(['torch.Tensor'] * len(unit.returns))}]"
         lines.append("")
         lines += ["    " + x for x in signature(4, "def forward", ["self"] + args, f" -> {ret_t}:")]
         lines += self._lines(body, 8)
@@ -160,6 +161,8 @@ class Generator:
             return "{" + ", ".join(f"{py_str(n)}: {py}" for n, py, _r in unit.returns) + "}"
         if not unit.returns:
             return None
+        if len(unit.returns) > 1:     # `return h, k, v`
+            return ", ".join(py for _n, py, _r in unit.returns)
         ret = unit.returns[0][1]
         last = body[-1] if body else None
         if isinstance(last, tuple) and last[0].startswith(ret + " = ") and not self.instrument:

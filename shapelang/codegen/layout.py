@@ -28,7 +28,7 @@ def fit(code: str, comment: str | None, indent: int) -> list[str]:
 
 
 def _split(stmt: str, col: int) -> list[str]:
-    if col + len(stmt) <= WIDTH or stmt.startswith("#") or not stmt.endswith((")", "]")):
+    if col + len(stmt) <= WIDTH or stmt.startswith("#") or not stmt.endswith((")", "]", "}")):
         return [stmt]
     open_at = _opening(stmt)
     if open_at is None:
@@ -37,7 +37,8 @@ def _split(stmt: str, col: int) -> list[str]:
     close = stmt[-1]
     if not body.strip():
         return [stmt]
-    if col + 4 + len(body) <= WIDTH and not body.rstrip().endswith(","):
+    # a dict literal that does not fit is one item a line (as ruff and black write it)
+    if col + 4 + len(body) <= WIDTH and not body.rstrip().endswith(",") and close != "}":
         return [head, "    " + body, close]
     parts = _top_level(body)
     return [head] + ["    " + p.strip() + "," for p in parts if p.strip()] + [close]
@@ -54,9 +55,9 @@ def _opening(stmt: str) -> int | None:
             continue
         if c in "\"'":
             quote = c
-        elif c in ")]":
+        elif c in ")]}":
             depth += 1
-        elif c in "([":
+        elif c in "([{":
             depth -= 1
             if depth == 0:
                 return k

@@ -61,8 +61,9 @@ def resolve_sizes(spec: CheckedSpec, overrides: dict[str, int] | None = None) ->
     for name, v in (overrides or {}).items():
         if name not in p.user:
             raise SizesError(f"`{name}` is not a dim of {spec.path}; its dims are {', '.join(spec.dims)}")
-        if v < 1:
-            raise SizesError(f"{name}={v}: sizes are positive whole numbers")
+        if v < (p.user[name] not in p.zero_ok):
+            raise SizesError(f"{name}={v}: sizes are positive whole numbers"
+                             + (" (0 only for a dim with `assume {name} >= 0`)" if v == 0 else ""))
         if name in spec.definitions and name not in fixed:
             given_derived[name] = v
         else:

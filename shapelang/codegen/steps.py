@@ -307,18 +307,30 @@ def _stack(o: Op) -> list[str]:
         layers, rest = f"[\x00C{head.key}\x00(cfg{given})] + {layers}", "[1:]"
     o.unit.init.append(f"self.{o.attr} = nn.ModuleList({layers})")
     pre, hoisted = o.em.hoisted_args(o.unit, child)   # built once, shared by every layer
-    each = o.d.get("each")
-    layer = o.em.scope.names.claim("layer" if each is None else _snake(o.s.block.name))
-    lines = pre + ([] if o.out == o.x else [f"{o.out} = {o.x}"])
-    args = list(o.args)
-    if each is None:
-        loop = f"for {layer} in self.{o.attr}{rest}:"
-    else:   # `each=T`: copy e gets T[e] (enumerate, which TorchScript also compiles)
-        idx = o.em.scope.names.claim(f"{layer}_idx")
-        args[each] = f"{args[each]}[{idx}]"
-        loop = f"for {idx}, {layer} in enumerate(self.{o.attr}):"
-    extra = "".join(f", {a}" for a in args[1:] + hoisted)
-    return lines + [loop, f"    {o.out} = {layer}({o.out}{extra})"]
+    layer = o.em.scope.names.claim("layer")
+    sliced = o.d.get("sliced", ())
+    # a scan: layer i takes slice i of the per-layer inputs (`past_k[i]`, copy i of a stack of
+    # experts `expert_mask[i]`; enumerate, which TorchScript also compiles) and returns its carry
+    # and the tensors collected into lists, stacked into [N, ..] after the loop
+    carry, *lists = o.out.split(", ")
+    lines = pre + ([] if carry == o.x else [f"{carry} = {o.x}"])
+    if any(sliced):
+        i = o.em.scope.names.claim("i")
+        head = f"for {i}, {layer} in enumerate(self.{o.attr}):"
+    else:
+        i, head = None, f"for {layer} in self.{o.attr}{rest}:"
+    extra = "".join(f", {a}[{i}]" if cut else f", {a}" for a, cut in zip(o.args[1:], sliced))
+    extra += "".join(f", {a}" for a in o.args[1 + len(sliced):] + hoisted)
+    if not lists:
+        return lines + [head, f"    {carry} = {layer}({carry}{extra})"]
+    each = [o.em.scope.names.claim(f"{n.lstrip('_')}_i") for n in lists]
+    kept = [o.em.scope.names.claim(f"{n.lstrip('_')}_list") for n in lists]
+    lines += [f"{k}: list[torch.Tensor] = []" for k in kept]
+    lines += [head, f"    {', '.join([carry] + each)} = {layer}({carry}{extra})"]
+    lines += [f"    {k}.append({e})" for k, e in zip(kept, each)]
+    stacked = [f"{n} = torch.stack({k})" for n, k in zip(lists, kept)]
+    return lines + [f"{line}  # {o.shape_comment(t.shape)}" for line, t in zip(stacked[:-1], o.s.outputs[1:])] \
+        + stacked[-1:]
 
 
 def _rearrange(o: Op) -> list[str]:

@@ -112,8 +112,9 @@ def _block(spec: CheckedSpec, sym: Symbol) -> str:
     out = [f"```shapelang\nblock {sym.name}({sig})\n```"]
     for ir in spec.blocks.get(sym.name, []):
         if ir.output is not None:
-            row = (f"returns {_shape(ir.output.shape, spec)}{_at_example(spec, ir.output.shape)}; "
-                   f"params {ir.total_params}")
+            shown = ", ".join(f"{_shape(t.shape, spec)}{_at_example(spec, t.shape)}"
+                              for t in ir.outputs or (ir.output,))   # `return h, k, v`: each
+            row = f"returns {shown}; params {ir.total_params}"
             if row not in out:
                 out.append(row)
     return "\n\n".join(out)

@@ -140,7 +140,8 @@ class _Builder:
             for t in s.terms:
                 self.expr(t, scope)
         elif isinstance(s, n.Return):
-            self.expr(s.value, scope)
+            for v in s.values or (s.value,):
+                self.expr(v, scope)
         elif isinstance(s, n.Block):
             for sz in s.sizes:      # `dim F` in the signature: a dim of the block's own
                 self.define(sz.name, "dim", Span(sz.span.line, sz.span.end_column - len(sz.name),

@@ -199,6 +199,8 @@ class _Trace:
                 got = _axes(s)
                 row["axes"] = Cell("?" if got is None else "[" + ", ".join(got) + "]")
             rows.append(row)
+        if b.names == ("return",) and len(b.results) > 1:   # `return h, k, v`: one row for all
+            rows = self._returns(b, rows)
         return rows
 
     def _ex_size(self, d) -> str | None:
@@ -210,6 +212,19 @@ class _Trace:
         if sp.sympify(d).free_symbols & set(unbacked):
             return self.size(d) if sp.sympify(d).free_symbols <= set(unbacked) else None
         return None
+    def _returns(self, b, rows) -> list[dict]:
+        if rows:
+            rows[-1]["binding"] = Cell()
+        lines = self.spec.source.split("\n")
+        text = lines[b.span.line - 1].strip() if 0 < b.span.line <= len(lines) else "return"
+        row = {"binding": Cell("return", ((0, 6, "name"),)), "line": Cell(str(b.span.line)),
+               "op": Cell(text.removeprefix("return").strip()),
+               "out": _shape_cell([[self.size(d) for d in t.shape] for t in b.types], [set()] * len(b.types),
+                                  [dtypes.suffix(t.dtype) for t in b.types])}
+        exs = [_ex(self.spec, t.shape) for t in b.types]
+        if all(e is not None for e in exs):
+            row["ex"] = _shape_cell([[_big(v) for v in e] for e in exs], [set()] * len(b.types))
+        return rows + [row]
 
     def decl_row(self, d) -> dict:
         ex = _ex(self.spec, d.type.shape)

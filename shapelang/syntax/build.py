@@ -203,7 +203,7 @@ class NodeBuilder:
         return Expect(_span(c[0], c[-1]), str(c[1]), tok_span(c[1]), node(c[3]))
 
     def return_stmt(self, c):
-        return Return(_span(c[0], c[-1]), c[1])
+        return Return(_span(c[0], c[-1]), c[1], tuple(c[1::2]))
 
     def block_def(self, c):
         kw, name, end = c[0], c[1], c[-1]

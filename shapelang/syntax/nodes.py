@@ -155,7 +155,8 @@ class Expect(Stmt):
 
 @dataclass(frozen=True)
 class Return(Stmt):
-    value: Pipeline
+    value: Pipeline          # the first (often the only) tensor returned
+    values: tuple = ()       # every tensor returned: `return h, k, v`
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ _SIG_DETAILS = {
     "rmsnorm": ("eps", "affine"), "linear": ("bias", "dtype"), "gelu": ("approximate",),
     "embed": ("dtype", "padding_idx"), "to": ("dtype",),
     "concat": ("dim",), "split": ("dim",), "chunk": ("dim", "chunks"), "block": ("block",),
-    "stack": ("block", "count", "each"),
+    "stack": ("block", "count", "sliced"),
     "index_add": ("dim", "alpha"), "scatter_add": ("dim",), "scatter": ("dim", "value"),
     "nonzero": ("as_tuple",),
 }

@@ -20,6 +20,9 @@ def _reshape(c, x: TensorType, a: Args, *, view: bool) -> Result:
         inferred = c.prover.name_of(sp.cancel(numel / known))
         c.need_whole(inferred, span=a.pos[0].dims[infer].span,
                      what=lambda: f"the -1 in `{a.op.text}` stands for {c.sz(inferred)}")
+        if known.free_symbols & c.prover.zero_ok:   # torch cannot infer -1 beside a size 0
+            c.need_positive(known, a.pos[0].span,
+                            what=lambda: f"the product of the sizes beside the -1 ({c.sz(known)})")
         if inferred.free_symbols & set(c.prover.unbacked):   # of a data-dependent size: may be 0
             c.need_leq(ZERO, inferred, span=a.pos[0].dims[infer].span,
                        message=lambda: f"the -1 in `{a.op.text}` stands for {c.sz(inferred)}, which may be negative")

@@ -116,16 +116,18 @@ class Provenance(LayerRules):
         ir = s.block
         if ir is None or any(t is None for t in ins) or len(ins) < len(ir.inputs):
             return None
-        ins = list(ins)
-        if s.detail.get("each") is not None:   # `stack .. each=T`: copies see T[e], new atoms
-            d = ir.inputs[s.detail["each"]]
-            ins[s.detail["each"]] = TP(tuple(self.fresh(x) for x in d.type.shape))
+        sliced = (False,) + tuple(s.detail.get("sliced", ()))   # a scan: layer i gets past_k[i]
+        ins = [TP(tp.axes[1:]) if k < len(sliced) and sliced[k] else tp for k, tp in enumerate(ins)]
         env = {d.name: tp for d, tp in zip(ir.inputs, ins)}
         env.update({d.name: self.decl(d) for d in ir.params + ir.buffers})
         for b in ir.bindings:
             self.binding(b, env)
-        out = env.get(ir.result)
-        return None if out is None else (out,)
+        outs = tuple(env.get(r) for r in (ir.results or (ir.result,)))
+        if any(o is None for o in outs):
+            return None
+        if s.op == "stack":   # what a scan collects gains the layer axis
+            outs = outs[:1] + tuple(TP((self.fresh(s.detail["count"]),) + o.axes) for o in outs[1:])
+        return outs
 
     # ------------------------------------------------------------ sizes
     def user(self, e) -> str:
