@@ -182,13 +182,16 @@ class Stmt:
 
 
 def walk(nodes):
-    """Every node in `nodes` and below."""
-    stack = list(nodes)
+    """Every node in `nodes` and below, once (a `return h, k` holds its first value twice)."""
+    stack, seen = list(nodes), set()
     while stack:
         n = stack.pop()
         if isinstance(n, (list, tuple)):
             stack.extend(n)
         elif dataclasses.is_dataclass(n) and not isinstance(n, Span):
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
             yield n
             stack.extend(v for v in (getattr(n, f.name) for f in dataclasses.fields(n))
                          if not isinstance(v, (str, int, float, Span, type(None))))
