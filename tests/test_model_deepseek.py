@@ -94,7 +94,7 @@ def _reference(torch, cfg: dict):
         k = k.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
         return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
 
-    class Attention(nn.Module):              # DeepseekV2Attention (eager, no cache)
+    class Attention(nn.Module):              # DeepseekV2Attention (eager)
         def __init__(self):
             super().__init__()
             self.q_proj = nn.Linear(D, H * Dq, bias=False)
@@ -105,7 +105,9 @@ def _reference(torch, cfg: dict):
             mscale = get_mscale(rs["factor"], rs["mscale_all_dim"])
             self.softmax_scale = Dq ** (-0.5) * mscale * mscale
 
-        def forward(self, x, mask, position_ids):
+        def forward(self, x, mask, position_ids, cache=None):
+            """`cache`: None, or this layer's [key_states, value_states] of the earlier
+            positions (empty at first), which HF's DynamicCache.update grows in place."""
             bsz, q_len, _ = x.shape
             q = self.q_proj(x).view(bsz, q_len, H, Dq).transpose(1, 2)
             q_nope, q_pe = torch.split(q, [Dn, Dr], dim=-1)
@@ -113,7 +115,8 @@ def _reference(torch, cfg: dict):
             k_pe = k_pe.view(bsz, q_len, 1, Dr).transpose(1, 2)
             kv = self.kv_b_proj(self.kv_a_layernorm(compressed_kv)).view(bsz, q_len, H, Dn + Dv)
             k_nope, value_states = torch.split(kv.transpose(1, 2), [Dn, Dv], dim=-1)
-            cos, sin = yarn_cos_sin(q_len, cfg["rope_theta"])
+            kv_seq_len = q_len + (cache[0].shape[-2] if cache else 0)
+            cos, sin = yarn_cos_sin(kv_seq_len, cfg["rope_theta"])
             q_pe, k_pe = apply_rotary_pos_emb(q_pe, k_pe, cos, sin, position_ids)
             query_states = k_pe.new_empty(bsz, H, q_len, Dq)
             query_states[:, :, :, :Dn] = q_nope
@@ -121,6 +124,11 @@ def _reference(torch, cfg: dict):
             key_states = k_pe.new_empty(bsz, H, q_len, Dq)
             key_states[:, :, :, :Dn] = k_nope
             key_states[:, :, :, Dn:] = k_pe
+            if cache is not None:                           # past_key_value.update
+                if cache:
+                    key_states = torch.cat([cache[0], key_states], dim=-2)
+                    value_states = torch.cat([cache[1], value_states], dim=-2)
+                cache[:] = [key_states, value_states]
             w = torch.matmul(query_states, key_states.transpose(2, 3)) * self.softmax_scale + mask
             w = F.softmax(w, dim=-1, dtype=torch.float32).to(query_states.dtype)
             out = torch.matmul(w, value_states).transpose(1, 2).contiguous()
@@ -185,8 +193,8 @@ def _reference(torch, cfg: dict):
             self.input_layernorm = RMSNorm(D)
             self.post_attention_layernorm = RMSNorm(D)
 
-        def forward(self, x, mask, position_ids):
-            x = x + self.self_attn(self.input_layernorm(x), mask, position_ids)
+        def forward(self, x, mask, position_ids, cache=None):
+            x = x + self.self_attn(self.input_layernorm(x), mask, position_ids, cache)
             return x + self.mlp(self.post_attention_layernorm(x))
 
     class Model(nn.Module):                  # DeepseekV2Model
@@ -196,17 +204,19 @@ def _reference(torch, cfg: dict):
             self.layers = nn.ModuleList(Layer(i) for i in range(cfg["num_hidden_layers"]))
             self.norm = RMSNorm(D)
 
-        def forward(self, ids):
+        def forward(self, ids, caches=None):
             bsz, seq = ids.shape
-            position_ids = torch.arange(seq).unsqueeze(0)
+            past = caches[0][0].shape[-2] if caches and caches[0] else 0
+            position_ids = torch.arange(past, past + seq).unsqueeze(0)
             x = self.embed_tokens(ids)
             # _prepare_4d_causal_attention_mask (AttentionMaskConverter._make_causal_mask)
             mask = torch.full((seq, seq), torch.finfo(x.dtype).min)
             cond = torch.arange(seq)
             mask.masked_fill_(cond < (cond + 1).view(seq, 1), 0)
-            mask = mask[None, None, :, :].expand(bsz, 1, seq, seq)
-            for layer in self.layers:
-                x = layer(x, mask, position_ids)
+            mask = torch.cat([torch.zeros(seq, past), mask], dim=-1)   # past_key_values_length
+            mask = mask[None, None, :, :].expand(bsz, 1, seq, past + seq)
+            for i, layer in enumerate(self.layers):
+                x = layer(x, mask, position_ids, caches[i] if caches is not None else None)
             return self.norm(x)
 
     class DeepseekV2ForCausalLM(nn.Module):
@@ -215,8 +225,9 @@ def _reference(torch, cfg: dict):
             self.model = Model()
             self.lm_head = nn.Linear(D, cfg["vocab_size"], bias=False)
 
-        def forward(self, ids):
-            return self.lm_head(self.model(ids)).float()
+        def forward(self, ids, caches=None):
+            """`caches`: None (no cache), or one list per layer, as Attention's `cache`."""
+            return self.lm_head(self.model(ids, caches)).float()
 
     return DeepseekV2ForCausalLM().eval()
 

@@ -132,3 +132,25 @@ def test_a_cache_of_another_layer_count_is_refused():
     spec = check(text.replace(old, "input past_kv: [L, B, P, C]"))
     assert [d.code for d in spec.errors()] == ["E113"]
     assert "layer count" in spec.errors()[0].message
+
+
+@pytest.mark.parametrize("sizes", MODEL_SIZES, ids=["two-moe-layers", "one-moe-layer"])
+def test_hugging_faces_cache_of_expanded_keys_gives_the_same_logits_and_is_bigger(sizes):
+    # modeling_deepseek.py caches the key_states [B, H, P, Dq] and value_states [B, H, P, Dv]
+    # each layer's attention builds; the spec caches the latent and the shared rotary key
+    torch = pytest.importorskip("torch")
+    _full, step, ref = _models(torch, sizes)
+    B, pieces = 2, (3, 1, 2, 1)
+    ids = torch.randint(0, sizes["V"], (B, sum(pieces)), generator=torch.Generator().manual_seed(7))
+    hf_caches, hf_logits, at = [[] for _ in range(sizes["L"])], [], 0
+    with torch.no_grad():
+        got, caches = in_pieces(step, ids, pieces, _empty(torch, sizes, B), names=CACHES)
+        for n in pieces:
+            hf_logits.append(ref(ids[:, at:at + n], hf_caches))
+            at += n
+    torch.testing.assert_close(got, torch.cat(hf_logits, dim=1), atol=1e-5, rtol=1e-5)
+    H, C, Dr, Dn, Dv = (sizes[k] for k in ("H", "C", "Dr", "Dn", "Dv"))
+    per_token = sum(c.numel() for c in caches) // (B * sum(pieces) * sizes["L"])
+    hf_per_token = sum(t.numel() for kv in hf_caches for t in kv) // (B * sum(pieces) * sizes["L"])
+    assert per_token == C + Dr
+    assert hf_per_token == H * (Dn + Dr + Dv) > per_token
