@@ -94,7 +94,7 @@ def _reference(torch, cfg: dict):
         k = k.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
         return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
 
-    class Attention(nn.Module):              # DeepseekV2Attention (eager, no cache)
+    class Attention(nn.Module):              # DeepseekV2Attention (eager)
         def __init__(self):
             super().__init__()
             self.q_proj = nn.Linear(D, H * Dq, bias=False)
@@ -105,7 +105,9 @@ def _reference(torch, cfg: dict):
             mscale = get_mscale(rs["factor"], rs["mscale_all_dim"])
             self.softmax_scale = Dq ** (-0.5) * mscale * mscale
 
-        def forward(self, x, mask, position_ids):
+        def forward(self, x, mask, position_ids, cache=None):
+            """`cache`: None, or this layer's [key_states, value_states] of the earlier
+            positions (empty at first), which HF's DynamicCache.update grows in place."""
             bsz, q_len, _ = x.shape
             q = self.q_proj(x).view(bsz, q_len, H, Dq).transpose(1, 2)
             q_nope, q_pe = torch.split(q, [Dn, Dr], dim=-1)
@@ -113,7 +115,8 @@ def _reference(torch, cfg: dict):
             k_pe = k_pe.view(bsz, q_len, 1, Dr).transpose(1, 2)
             kv = self.kv_b_proj(self.kv_a_layernorm(compressed_kv)).view(bsz, q_len, H, Dn + Dv)
             k_nope, value_states = torch.split(kv.transpose(1, 2), [Dn, Dv], dim=-1)
-            cos, sin = yarn_cos_sin(q_len, cfg["rope_theta"])
+            kv_seq_len = q_len + (cache[0].shape[-2] if cache else 0)
+            cos, sin = yarn_cos_sin(kv_seq_len, cfg["rope_theta"])
             q_pe, k_pe = apply_rotary_pos_emb(q_pe, k_pe, cos, sin, position_ids)
             query_states = k_pe.new_empty(bsz, H, q_len, Dq)
             query_states[:, :, :, :Dn] = q_nope
@@ -121,6 +124,11 @@ def _reference(torch, cfg: dict):
             key_states = k_pe.new_empty(bsz, H, q_len, Dq)
             key_states[:, :, :, :Dn] = k_nope
             key_states[:, :, :, Dn:] = k_pe
+            if cache is not None:                           # past_key_value.update
+                if cache:
+                    key_states = torch.cat([cache[0], key_states], dim=-2)
+                    value_states = torch.cat([cache[1], value_states], dim=-2)
+                cache[:] = [key_states, value_states]
             w = torch.matmul(query_states, key_states.transpose(2, 3)) * self.softmax_scale + mask
             w = F.softmax(w, dim=-1, dtype=torch.float32).to(query_states.dtype)
             out = torch.matmul(w, value_states).transpose(1, 2).contiguous()
@@ -185,8 +193,8 @@ def _reference(torch, cfg: dict):
             self.input_layernorm = RMSNorm(D)
             self.post_attention_layernorm = RMSNorm(D)
 
-        def forward(self, x, mask, position_ids):
-            x = x + self.self_attn(self.input_layernorm(x), mask, position_ids)
+        def forward(self, x, mask, position_ids, cache=None):
+            x = x + self.self_attn(self.input_layernorm(x), mask, position_ids, cache)
             return x + self.mlp(self.post_attention_layernorm(x))
 
     class Model(nn.Module):                  # DeepseekV2Model
@@ -196,17 +204,19 @@ def _reference(torch, cfg: dict):
             self.layers = nn.ModuleList(Layer(i) for i in range(cfg["num_hidden_layers"]))
             self.norm = RMSNorm(D)
 
-        def forward(self, ids):
+        def forward(self, ids, caches=None):
             bsz, seq = ids.shape
-            position_ids = torch.arange(seq).unsqueeze(0)
+            past = caches[0][0].shape[-2] if caches and caches[0] else 0
+            position_ids = torch.arange(past, past + seq).unsqueeze(0)
             x = self.embed_tokens(ids)
             # _prepare_4d_causal_attention_mask (AttentionMaskConverter._make_causal_mask)
             mask = torch.full((seq, seq), torch.finfo(x.dtype).min)
             cond = torch.arange(seq)
             mask.masked_fill_(cond < (cond + 1).view(seq, 1), 0)
-            mask = mask[None, None, :, :].expand(bsz, 1, seq, seq)
-            for layer in self.layers:
-                x = layer(x, mask, position_ids)
+            mask = torch.cat([torch.zeros(seq, past), mask], dim=-1)   # past_key_values_length
+            mask = mask[None, None, :, :].expand(bsz, 1, seq, past + seq)
+            for i, layer in enumerate(self.layers):
+                x = layer(x, mask, position_ids, caches[i] if caches is not None else None)
             return self.norm(x)
 
     class DeepseekV2ForCausalLM(nn.Module):
@@ -215,8 +225,9 @@ def _reference(torch, cfg: dict):
             self.model = Model()
             self.lm_head = nn.Linear(D, cfg["vocab_size"], bias=False)
 
-        def forward(self, ids):
-            return self.lm_head(self.model(ids)).float()
+        def forward(self, ids, caches=None):
+            """`caches`: None (no cache), or one list per layer, as Attention's `cache`."""
+            return self.lm_head(self.model(ids, caches)).float()
 
     return DeepseekV2ForCausalLM().eval()
 
@@ -350,81 +361,7 @@ def test_the_html_trace_draws_the_0d_tables():
     assert page.count("a 0-d tensor: one value, no axes") >= 8
 
 
-# ------------------------------------------------------------------ decoding with the latent cache
-
-CACHE_SPEC = SPEC.parent / "deepseek_mla_cache.shape"
-SMALL = {"D": 32, "H": 4, "C": 16, "Dn": 8, "Dr": 8, "Dv": 12}
-
-
-def test_the_cache_spec_grows_the_latent_and_the_shared_key_by_the_new_positions():
-    spec = checked(CACHE_SPEC.read_text(), "deepseek_mla_cache.shape")
-    assert [d.code for d in spec.diagnostics] == []
-    text = trace(spec, width=0)
-    for row in ("[B, P + S, C]", "[B, 1, P + S, Dr]", "[B, H, P + S, Dq]", "[B, H, S, P + S]",
-                "[1, 7, 512]", "[1, 1, 7, 64]"):
-        assert row in text, row
-    assert shape_at(spec, "present_kv", {"B": 2, "P": 5, "S": 3}) == (2, 8, 512)
-    assert shape_at(spec, "present_pe", {"B": 2, "P": 5, "S": 3}) == (2, 1, 8, 64)
-
-
-def _cache_model_and_reference():
-    torch = pytest.importorskip("torch")
-    model, _gen = module(checked(CACHE_SPEC.read_text()), "deepseek_cache", **SMALL)
-    ref = _reference(torch, _config(**SMALL, V=11, F=8, Fm=4, E=2, Es=1, K=1, L=1))
-    attn = ref.model.layers[0].self_attn
-    torch.manual_seed(1)
-    with torch.no_grad():
-        for q in attn.parameters():
-            q.copy_(torch.randn_like(q) * 0.3 + (1.0 if q.dim() == 1 else 0.0))
-        mine = dict(model.named_parameters())
-        for name, theirs in (("q", attn.q_proj), ("compressed_kv_k_pe", attn.kv_a_proj_with_mqa),
-                             ("kv_norm", attn.kv_a_layernorm), ("kv_linear", attn.kv_b_proj),
-                             ("out", attn.o_proj)):
-            mine[f"{name}.weight"].copy_(theirs.weight)
-    return torch, model, attn
-
-
-def _full_attention(torch, attn, h):
-    """HF's attention over the whole sequence at once (no cache)."""
-    B, N, _ = h.shape
-    mask = torch.full((N, N), torch.finfo(h.dtype).min).triu(1)[None, None].expand(B, 1, N, N)
-    return attn(h, mask, torch.arange(N).unsqueeze(0))
-
-
-@pytest.mark.parametrize("pieces", [(7,), (4, 1, 1, 1), (1,) * 7, (3, 4)])
-def test_decoding_with_the_latent_cache_equals_attention_over_the_whole_sequence(pieces):
-    torch, model, attn = _cache_model_and_reference()
-    B, N = 2, sum(pieces)
-    h = torch.randn(B, N, SMALL["D"], generator=torch.Generator().manual_seed(2))
-    kv, pe = torch.zeros(B, 0, SMALL["C"]), torch.zeros(B, 1, 0, SMALL["Dr"])
-    outs, at = [], 0
-    with torch.no_grad():
-        for n in pieces:
-            res = model(h[:, at:at + n], kv, pe)
-            outs.append(res["out"])
-            kv, pe = res["present_kv"], res["present_pe"]
-            at += n
-        got, want = torch.cat(outs, dim=1), _full_attention(torch, attn, h)
-    # the cache is C + Dr numbers a position, whatever the number of heads
-    assert kv.shape == (B, N, SMALL["C"]) and pe.shape == (B, 1, N, SMALL["Dr"])
-    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
-
-
-def test_a_step_whose_rotary_positions_restart_at_0_is_wrong():
-    # the same layer with positions 0 .. S-1 for the new tokens (not P .. P+S-1):
-    # the prompt is right, the next token is not
-    text = CACHE_SPEC.read_text().replace("position_ids: arange(P, P + S)", "position_ids: arange(S)")
-    torch, good, attn = _cache_model_and_reference()
-    model, _gen = module(checked(text), "deepseek_cache_unshifted", **SMALL)
-    model.load_state_dict(good.state_dict())
-    h = torch.randn(1, 5, SMALL["D"], generator=torch.Generator().manual_seed(3))
-    with torch.no_grad():
-        first = model(h[:, :4], torch.zeros(1, 0, SMALL["C"]), torch.zeros(1, 1, 0, SMALL["Dr"]))
-        step = model(h[:, 4:], first["present_kv"], first["present_pe"])
-        want = _full_attention(torch, attn, h)
-    torch.testing.assert_close(first["out"], want[:, :4], atol=1e-5, rtol=1e-5)
-    assert not torch.allclose(step["out"], want[:, 4:], atol=1e-3)
-
+# ------------------------------------------------------------------ the routing
 
 def test_the_routing_is_sparse_an_expert_no_token_picked_does_not_matter():
     torch = pytest.importorskip("torch")
