@@ -40,8 +40,10 @@ def test_llama2_70b_is_the_same_spec_with_grouped_heads():
 
 # ------------------------------------------------------------------ a hand-written reference
 
-def _reference(torch, V, D, H, G, F, L, eps=1e-5, theta=10000.0):
-    """HF's LlamaForCausalLM forward in eval mode, written from modeling_llama.py."""
+def _reference(torch, V, D, H, G, F, L, eps=1e-5, theta=10000.0, mlp=None, mlp_name="mlp"):
+    """HF's LlamaForCausalLM forward in eval mode, written from modeling_llama.py. `mlp`
+    (a function giving a layer's MLP module, stored as `mlp_name`) replaces LlamaMLP: Mixtral
+    is this model with its sparse mixture of experts there and theta 1e6."""
     nn = torch.nn
     Dh = D // H
 
@@ -100,11 +102,11 @@ def _reference(torch, V, D, H, G, F, L, eps=1e-5, theta=10000.0):
             self.input_layernorm = RMSNorm()
             self.self_attn = Attention()
             self.post_attention_layernorm = RMSNorm()
-            self.mlp = MLP()
+            setattr(self, mlp_name, MLP() if mlp is None else mlp())
 
         def forward(self, x, cos, sin):
             x = x + self.self_attn(self.input_layernorm(x), cos, sin)
-            return x + self.mlp(self.post_attention_layernorm(x))
+            return x + getattr(self, mlp_name)(self.post_attention_layernorm(x))
 
     class LlamaForCausalLM(nn.Module):
         def __init__(self):

@@ -5,10 +5,10 @@ weights, when some expert gets no token and when all do. The routing is sparse: 
 router's top-k decides which experts' weights matter."""
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pytest
+from test_model_llama2 import _reference as llama_reference
 from torch_shapes import REDUCED, checked, module, same_random_weights
 
 from shapelang.codegen import runner
@@ -48,47 +48,7 @@ def test_the_tokens_an_expert_gets_are_a_data_dependent_size():
 def _reference(torch, V, D, H, G, F, E, K, L, eps=1e-5, theta=1e6):
     """HF's MixtralForCausalLM forward in eval mode, written from modeling_mixtral.py."""
     nn = torch.nn
-    Dh = D // H
     routed = []   # per layer: the experts that got at least one token
-
-    class RMSNorm(nn.Module):            # MixtralRMSNorm
-        def __init__(self):
-            super().__init__()
-            self.weight = nn.Parameter(torch.ones(D))
-
-        def forward(self, x):
-            var = x.float().pow(2).mean(-1, keepdim=True)
-            return self.weight * (x * torch.rsqrt(var + eps))
-
-    def rotate_half(t):
-        t1, t2 = t[..., : t.shape[-1] // 2], t[..., t.shape[-1] // 2:]
-        return torch.cat((-t2, t1), dim=-1)
-
-    def repeat_kv(t, n):
-        b, g, s, d = t.shape
-        return t[:, :, None, :, :].expand(b, g, n, s, d).reshape(b, g * n, s, d)
-
-    class Attention(nn.Module):          # MixtralAttention (eager path, no cache)
-        def __init__(self):
-            super().__init__()
-            self.q_proj = nn.Linear(D, H * Dh, bias=False)
-            self.k_proj = nn.Linear(D, G * Dh, bias=False)
-            self.v_proj = nn.Linear(D, G * Dh, bias=False)
-            self.o_proj = nn.Linear(H * Dh, D, bias=False)
-
-        def forward(self, x, cos, sin):
-            b, s, _ = x.shape
-            q = self.q_proj(x).view(b, s, -1, Dh).transpose(1, 2)
-            k = self.k_proj(x).view(b, s, -1, Dh).transpose(1, 2)
-            v = self.v_proj(x).view(b, s, -1, Dh).transpose(1, 2)
-            q = q * cos + rotate_half(q) * sin
-            k = k * cos + rotate_half(k) * sin
-            k, v = repeat_kv(k, H // G), repeat_kv(v, H // G)
-            scores = q @ k.transpose(2, 3) / math.sqrt(Dh)
-            causal = torch.ones(s, s, dtype=torch.bool).triu(1)
-            weights = scores.masked_fill(causal, float("-inf")).softmax(-1, dtype=torch.float32)
-            out = (weights @ v).transpose(1, 2).reshape(b, s, -1)
-            return self.o_proj(out)
 
     class ExpertMLP(nn.Module):          # MixtralBlockSparseTop2MLP
         def __init__(self):
@@ -124,41 +84,12 @@ def _reference(torch, V, D, H, G, F, E, K, L, eps=1e-5, theta=1e6):
                 final.index_add_(0, top_x, current.to(hidden_states.dtype))
             return final.reshape(b, s, d)
 
-    class Layer(nn.Module):              # MixtralDecoderLayer
-        def __init__(self):
-            super().__init__()
-            self.input_layernorm = RMSNorm()
-            self.self_attn = Attention()
-            self.post_attention_layernorm = RMSNorm()
-            self.block_sparse_moe = SparseMoe()
-
-        def forward(self, x, cos, sin):
-            x = x + self.self_attn(self.input_layernorm(x), cos, sin)
-            return x + self.block_sparse_moe(self.post_attention_layernorm(x))
-
-    class MixtralForCausalLM(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed_tokens = nn.Embedding(V, D)
-            self.layers = nn.ModuleList(Layer() for _ in range(L))
-            self.norm = RMSNorm()
-            self.lm_head = nn.Linear(D, V, bias=False)
-            self.routed = routed
-
-        def forward(self, ids):
-            routed.clear()
-            x = self.embed_tokens(ids)
-            # MixtralRotaryEmbedding
-            inv_freq = 1.0 / (theta ** (torch.arange(0, Dh, 2, dtype=torch.int64).float() / Dh))
-            position_ids = torch.arange(ids.shape[1])[None, :].float()
-            freqs = (inv_freq[None, :, None] @ position_ids[:, None, :]).transpose(1, 2)
-            emb = torch.cat((freqs, freqs), dim=-1)
-            cos, sin = emb.cos()[:, None], emb.sin()[:, None]     # unsqueeze the head axis
-            for layer in self.layers:
-                x = layer(x, cos, sin)
-            return self.lm_head(self.norm(x))
-
-    return MixtralForCausalLM().eval()
+    # MixtralDecoderLayer, MixtralAttention, MixtralRMSNorm and the rotary tables are Llama's
+    model = llama_reference(torch, V, D, H, G, F, L, eps=eps, theta=theta, mlp=SparseMoe,
+                            mlp_name="block_sparse_moe")
+    model.routed = routed
+    model.register_forward_pre_hook(lambda _module, _args: routed.clear())
+    return model.eval()
 
 
 def _pairs(ref):
