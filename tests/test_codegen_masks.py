@@ -6,6 +6,7 @@ are all hidden (zeros there, not NaN, in both forms).
 from __future__ import annotations
 
 import pytest
+from torch_shapes import formatted_module
 
 from shapelang import codegen
 from shapelang.checker.checker import check_text
@@ -122,34 +123,13 @@ def test_a_softmax_in_float32_stays_written_out():
     assert "scaled_dot_product_attention" not in codegen.generate(spec).source
 
 
-def _import_file(path, name: str):
-    """Import a module from a file (torch.jit.script reads the source of what it compiles)."""
-    import importlib.util
-    import sys
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("attention", ["sdpa", "explicit"])
 def test_combined_masks_script_and_are_ruff_formatted(case, attention, tmp_path):
-    import shutil
-    import subprocess
     extra, scores = CASES[case]
     spec = check_text(HEAD + extra + QKV + scores + TAIL, "combined.shape")
     gen = codegen.generate(spec, attention=attention)
-    out = tmp_path / "combined.py"
-    out.write_text(gen.source)
-    ruff = shutil.which("ruff")
-    if ruff is None:
-        pytest.skip("ruff is not installed")
-    done = subprocess.run([ruff, "format", "--isolated", "--check", "--diff", str(out)],
-                          check=False, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    mod = _import_file(out, f"combined_{abs(hash(case))}_{attention}")
+    mod = formatted_module(gen, tmp_path / "combined.py", f"combined_{abs(hash(case))}_{attention}")
     model = getattr(mod, gen.top_class)(getattr(mod, gen.config_class)()).eval()
     scripted = torch.jit.script(model)
     args = _inputs(case, padded_row=True)
@@ -240,18 +220,8 @@ def test_a_block_called_once_keeps_its_own_tables():
 
 
 def test_the_stack_with_hoisted_tables_scripts_and_is_ruff_formatted(tmp_path):
-    import shutil
-    import subprocess
     gen = codegen.generate(check_text(STACKED, "stacked_jit.shape"))
-    out = tmp_path / "stacked_jit.py"
-    out.write_text(gen.source)
-    ruff = shutil.which("ruff")
-    if ruff is None:
-        pytest.skip("ruff is not installed")
-    done = subprocess.run([ruff, "format", "--isolated", "--check", "--diff", str(out)],
-                          check=False, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    mod = _import_file(out, "stacked_jit_mod")
+    mod = formatted_module(gen, tmp_path / "stacked_jit.py", "stacked_jit_mod")
     model = getattr(mod, gen.top_class)(getattr(mod, gen.config_class)()).eval()
     x = torch.randn(2, 7, 16)
     with torch.no_grad():

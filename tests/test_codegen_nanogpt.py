@@ -6,14 +6,10 @@ torch.jit.script and `ruff format --check` on every spec's module.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from torch_shapes import example_or_reduced
+from torch_shapes import example_or_reduced, formatted_module
 
 from shapelang import codegen
 from shapelang.checker.checker import check_file, check_text
@@ -55,15 +51,6 @@ def build(spec_path, attention="sdpa", name=None, **sizes):
     mod = runner.load_module(gen.source, name or f"nano_{gen.module_name}_{attention}")
     cfg = getattr(mod, gen.config_class)(**sizes)
     return spec, gen, getattr(mod, gen.top_class)(cfg).eval()
-
-
-def import_file(path: Path, name: str):
-    """Import a module from a file (torch.jit.script reads the source of what it compiles)."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 SMALL = {"V": 96, "Ctx": 32, "D": 32, "H": 4, "L": 2}
@@ -205,15 +192,7 @@ def test_every_spec_scripts_and_is_ruff_formatted(path, tmp_path):
         gen = codegen.generate(spec)
     except codegen.CodegenError as err:
         pytest.skip(f"codegen does not support {path.name}: {err}")
-    out = tmp_path / f"{gen.module_name}.py"
-    out.write_text(gen.source)
-    ruff = shutil.which("ruff")
-    if ruff is None:
-        pytest.skip("ruff is not installed")
-    done = subprocess.run([ruff, "format", "--isolated", "--check", "--diff", str(out)],
-                          check=False, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    mod = import_file(out, f"scripted_{gen.module_name}")
+    mod = formatted_module(gen, tmp_path / f"{gen.module_name}.py", f"scripted_{gen.module_name}")
     sizes = example_or_reduced(spec, path.stem)
     cfg = getattr(mod, gen.config_class)(**{py: sizes[n] for n, py in gen.fields})
     torch.manual_seed(0)
@@ -250,15 +229,7 @@ def test_slices_with_computed_bounds_are_ruff_formatted_and_right(tmp_path):
     gen = codegen.generate(spec)
     assert "[:, :, H : H + 1]" in gen.source and "[:, :, H + 1 : H + 2]" in gen.source
     assert "[:, :, 1:H]" in gen.source and "[:, :, :H]" in gen.source
-    out = tmp_path / f"{gen.module_name}.py"
-    out.write_text(gen.source)
-    ruff = shutil.which("ruff")
-    if ruff is None:
-        pytest.skip("ruff is not installed")
-    done = subprocess.run([ruff, "format", "--isolated", "--check", "--diff", str(out)],
-                          check=False, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    mod = import_file(out, "sliced")
+    mod = formatted_module(gen, tmp_path / f"{gen.module_name}.py", "sliced")
     x = torch.randn(2, 3, 7, 4)
     got = getattr(mod, gen.top_class)(getattr(mod, gen.config_class)()).eval()(x)
     want = {"a": x[:, :, :5], "b": x[:, :, [5]], "c": x[:, :, [-1]], "d": x[:, :, 1:5], "e": x[..., 2:]}

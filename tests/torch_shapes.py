@@ -104,3 +104,33 @@ def renamed(name: str, rules) -> str:
     for pattern, repl in rules:
         name = re.sub(pattern, repl, name)
     return name
+
+
+def import_file(path, name: str):
+    """Import a module from a file (torch.jit.script reads the source of what it compiles)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def formatted_module(gen, path, name: str):
+    """Write the generated source to `path`, require `ruff format --check` to pass on it (skip
+    without ruff) and import it from the file."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    path.write_text(gen.source)
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed")
+    done = subprocess.run([ruff, "format", "--isolated", "--check", "--diff", str(path)],
+                          check=False, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return import_file(path, name)
