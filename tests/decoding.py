@@ -33,3 +33,22 @@ def in_pieces(step, ids, pieces, empty, *extra, names=("present_k", "present_v")
 
 
 PIECES = [(7,), (4, 1, 1, 1), (1,) * 7, (3, 2, 2)]
+
+
+def assert_step_is_the_full_forward(full, step, ref, ids, pieces, kv_heads: int, head_width: int,
+                                    layers: int) -> None:
+    """A decoder-only step module with the full module's weights: the prompt `ids` fed in
+    `pieces` with the key/value caches ([L, B, kv_heads, P, Dh], empty at first) carried
+    gives the logits of the full forward and of the reference `ref`, to 1e-5, and caches
+    holding every position."""
+    import torch
+
+    load_full_weights(step, full)
+    batch, n = ids.shape
+    empty = [torch.zeros(layers, batch, kv_heads, 0, head_width)] * 2
+    with torch.no_grad():
+        got, (k, v) = in_pieces(step, ids, pieces, empty)
+        whole, want = full(ids), ref(ids)
+    assert k.shape == (layers, batch, kv_heads, n, head_width) == v.shape
+    torch.testing.assert_close(got, whole, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from decoding import PIECES, in_pieces, load_full_weights
+from decoding import PIECES, assert_step_is_the_full_forward
 from test_model_falcon import _pairs, _reference
 from torch_shapes import checked, module, same_random_weights
 
@@ -36,13 +36,6 @@ def test_prefill_and_steps_give_the_full_forwards_logits(sizes, pieces):
     step, _ = module(_spec("falcon_7b_step.shape"), "falcon_step", **sizes)
     ref = _reference(torch, **sizes)
     same_random_weights(zip(full.parameters(), _pairs(ref)))
-    load_full_weights(step, full)
-    B, N, Dh = 2, sum(pieces), sizes["D"] // sizes["H"]
-    ids = torch.randint(0, sizes["V"], (B, N), generator=torch.Generator().manual_seed(7))
-    empty = [torch.zeros(sizes["L"], B, 1, 0, Dh)] * 2
-    with torch.no_grad():
-        got, (k, v) = in_pieces(step, ids, pieces, empty)
-        whole, want = full(ids), ref(ids)
-    assert k.shape == (sizes["L"], B, 1, N, Dh) == v.shape
-    torch.testing.assert_close(got, whole, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    ids = torch.randint(0, sizes["V"], (2, sum(pieces)), generator=torch.Generator().manual_seed(7))
+    assert_step_is_the_full_forward(full, step, ref, ids, pieces, 1, sizes["D"] // sizes["H"],
+                                    sizes["L"])
