@@ -96,6 +96,20 @@ def same_random_weights(pairs, seed: int = 0) -> None:
             p.copy_(q)
 
 
+def outputs_match(model, ref, ids, shape: tuple, tolerance: float = 1e-5):
+    """The generated `model` and the reference `ref` on the same `ids`: outputs of `shape`,
+    at most `tolerance` apart. Returns both outputs."""
+    import torch
+
+    with torch.no_grad():
+        out, expected = model(ids), ref(ids)
+    assert out.shape == shape, (tuple(out.shape), shape)
+    diff = (out - expected).abs().max().item()
+    print(f"max difference {diff:.2e}")
+    assert diff <= tolerance, diff
+    return out, expected
+
+
 def renamed(name: str, rules) -> str:
     """A reference model's parameter name as the spec's module names it: `rules` are
     (regex, replacement) pairs applied in order."""
