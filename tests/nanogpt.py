@@ -1,7 +1,9 @@
-"""A nanoGPT-style GPT (the structure of nanoGPT's model.py, with flash attention): the
-reference the codegen and import tests compare generated modules with."""
+"""A nanoGPT-style GPT (the structure of nanoGPT's model.py, with flash attention, and its
+manual attention path where `flash` is off): the reference the codegen and import tests
+compare generated modules with."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -31,6 +33,8 @@ class LayerNorm(nn.Module):
 
 
 class CausalSelfAttention(nn.Module):
+    flash = True     # nanoGPT's switch: without flash, a registered causal buffer and masked_fill
+
     def __init__(self, config):
         super().__init__()
         self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
@@ -44,8 +48,13 @@ class CausalSelfAttention(nn.Module):
         k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=None,
-                                           dropout_p=self.dropout if self.training else 0, is_causal=True)
+        if self.flash:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=None,
+                                               dropout_p=self.dropout if self.training else 0, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+            y = F.softmax(att, dim=-1) @ v
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.resid_dropout(self.c_proj(y))
 
