@@ -257,3 +257,22 @@ def test_a_negative_decimal_is_an_operation_argument_and_a_keyword_value():
             "d": x * -0.5, "e": x - 1.5, "g": torch.where(x > 0, x, -0.5)}
     for name, value in want.items():
         torch.testing.assert_close(got[name], value, msg=name)
+
+
+@pytest.mark.parametrize("S", [3, 6])
+def test_a_size_as_a_fill_value_is_an_int_as_in_pytorch(S):
+    # `full([S], S - 2)` is torch.full((S,), S - 2): a Python int fills an int64 tensor
+    torch = pytest.importorskip("torch")
+    spec = checked("dim S\nexample S=4\nf: full([S], S - 2)\nw: where(arange(S) > 1, S - 1, 0)\n"
+                   "c: arange(S) -> clamp max=(S - 2)\nh: full([S], S / 2)\n")
+    want = {"f": torch.full((S,), S - 2), "w": torch.where(torch.arange(S) > 1, S - 1, 0),
+            "c": torch.arange(S).clamp(max=S - 2), "h": torch.full((S,), S / 2)}
+    types = {b.names[0]: b.types[0] for b in spec.bindings}
+    kind = {torch.int64: "int", torch.float32: "float"}
+    for name, value in want.items():
+        assert types[name].dtype == kind[value.dtype], name
+    model, _ = module(spec, f"fill_{S}", S=S)
+    with torch.no_grad():
+        got = model()
+    for name, value in want.items():
+        assert got[name].dtype == value.dtype and torch.equal(got[name], value), name

@@ -29,9 +29,11 @@ def promote(*dtypes) -> str:
 
 
 def scalar_dtype(value) -> str:
+    """A fill value's dtype: `true` is bool; a whole number or a size (`S - 2`, a Python int
+    in PyTorch code) is int; anything else float."""
     if value is True or value is False:
         return "bool"
-    return "int" if getattr(value, "is_Integer", False) else "float"
+    return dtypes.scalar_dtype(value)
 
 
 def fill_value(c, node):
@@ -271,8 +273,7 @@ def clamp(c, x, a):
             a.tensors.append(v[0])
             bounds.append((name, None))
         else:
-            # a size such as `S - 2` is an int, as the Python int it is at run time
-            operands.append((scalar_dtype(v) if v is True or v is False else dtypes.scalar_dtype(v), 2))
+            operands.append((scalar_dtype(v), 2))
             bounds.append((name, v))
     shape = broadcast(c, shapes, ["the input"] + [f"`{n}=`" for n, _ in given], a.op.span) \
         if len(shapes) > 1 else x.shape
