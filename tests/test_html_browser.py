@@ -16,9 +16,18 @@ SPECS = sorted((ROOT / "specs").glob("*.shape"))
 
 webdriver = require()
 
-GEOMETRY = """
+# "expand all", then two animation frames before measuring: the steps of the bindings that start
+# closed are laid out only once the browser has drawn them open.
+EXPAND = """
+const done = arguments[arguments.length - 1];
 document.querySelector('[data-toggle="open"]').click();
-const boxes = Array.from(document.querySelectorAll('rect.axis')).map(r => r.getBoundingClientRect());
+requestAnimationFrame(() => requestAnimationFrame(() => done(true)));
+"""
+
+GEOMETRY = """
+const where = r => { const b = r.closest('[data-binding]'); return b ? b.getAttribute('data-binding') : '?'; };
+const rects = Array.from(document.querySelectorAll('rect.axis'));
+const boxes = rects.map(r => Object.assign(r.getBoundingClientRect().toJSON(), {binding: where(r)}));
 const page = document.documentElement.scrollWidth;
 const out = {boxes: boxes.length, empty: 0, outside: 0, overlaps: [], pageWidth: page,
              viewWidth: window.innerWidth, bindings: []};
@@ -31,7 +40,7 @@ for (let i = 0; i < boxes.length; i++) {
     const b = boxes[j];
     const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
     const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
-    if (w > 0.5 && h > 0.5) out.overlaps.push([i, j]);
+    if (w > 0.5 && h > 0.5) out.overlaps.push([a.binding, b.binding]);
   }
 }
 document.querySelectorAll('[data-binding]').forEach(e => {
@@ -62,6 +71,7 @@ def _load(driver, spec, tmp_path, name):
     page.write_text(trace_html(spec), encoding="utf-8")
     driver.get_log("browser")                     # forget what earlier pages logged
     driver.get(page.as_uri())
+    driver.execute_async_script(EXPAND)
     got = driver.execute_script(GEOMETRY)
     return got, console_errors(driver)
 
@@ -75,7 +85,8 @@ def test_spec_page_in_the_browser(driver, path, tmp_path):
     missing = _names(spec) - {n for n, ok in drawn.items() if ok}
     assert not missing, f"not drawn: {sorted(missing)}"
     assert got["boxes"] > 0 and got["empty"] == 0
-    assert got["overlaps"] == [], f"{len(got['overlaps'])} pairs of axis boxes overlap"
+    assert got["overlaps"] == [], (
+        f"{len(got['overlaps'])} pairs of axis boxes overlap, first in {got['overlaps'][:3]}")
     assert got["outside"] == 0 and got["pageWidth"] <= got["viewWidth"]
 
 
