@@ -16,12 +16,14 @@ SPECS = sorted((ROOT / "specs").glob("*.shape"))
 
 webdriver = require()
 
-# "expand all", then two animation frames before measuring: the steps of the bindings that start
-# closed are laid out only once the browser has drawn them open.
+# "expand all", pressed until every binding is open: under load the driver can hand back the
+# page before its script has wired the button, and the steps of a closed binding still report
+# boxes (where they would be drawn), which then sit on top of each other.
 EXPAND = """
-const done = arguments[arguments.length - 1];
-document.querySelector('[data-toggle="open"]').click();
-requestAnimationFrame(() => requestAnimationFrame(() => done(true)));
+const b = document.querySelector('[data-toggle="open"]');
+if (location.href !== arguments[0] || document.readyState !== 'complete' || b === null) return false;
+b.click();
+return document.querySelectorAll('.shapelang-trace details:not([open])').length === 0;
 """
 
 GEOMETRY = """
@@ -71,7 +73,9 @@ def _load(driver, spec, tmp_path, name):
     page.write_text(trace_html(spec), encoding="utf-8")
     driver.get_log("browser")                     # forget what earlier pages logged
     driver.get(page.as_uri())
-    driver.execute_async_script(EXPAND)
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 30, poll_frequency=0.05).until(lambda d: d.execute_script(EXPAND, page.as_uri()))
     got = driver.execute_script(GEOMETRY)
     return got, console_errors(driver)
 
