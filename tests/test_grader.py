@@ -317,7 +317,9 @@ def test_unfilled_and_emptied_blanks():
 
 # ------------------------------------------------------------------ hostile submissions
 
-def _fast(fn, limit=1.0):
+def _fast(fn, limit=3.0):
+    """fn() returns well within `limit` seconds: a hang detector (an unbounded case runs for
+    minutes), with room for a loaded machine; not a performance test."""
     start = time.perf_counter()
     out = fn()
     assert time.perf_counter() - start < limit
@@ -352,14 +354,14 @@ def test_ten_thousand_nested_brackets_are_rejected_quickly():
 def test_a_slow_submission_is_stopped_by_the_time_limit():
     g = Grader(exercise_text(), SOLUTION, time_limit=0.5)
     slow = "view [B, S, H, (B+S+D+H+1)**16*(B+S+D+H+2)**16]"
-    res = _fast(lambda: g.grade_text(fill({**RIGHT, "split": slow})), limit=2.0)
+    res = _fast(lambda: g.grade_text(fill({**RIGHT, "split": slow})), limit=4.0)
     assert blank(res, "split").status in ("wrong", "not graded")
     if res.error:
         assert "time limit" in res.error
     # the guard really interrupts: a grader stuck in a loop is stopped too
     stuck = Grader(exercise_text(), SOLUTION, time_limit=0.2)
     stuck._grade = lambda *a: time.sleep(5)
-    res = _fast(lambda: stuck.grade_text(fill(RIGHT)), limit=1.5)
+    res = _fast(lambda: stuck.grade_text(fill(RIGHT)), limit=3.0)
     assert "time limit" in res.error and res.score == 0
     assert grader().grade_text(fill(RIGHT)).score == 6      # later submissions are unaffected
 
