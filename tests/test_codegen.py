@@ -302,7 +302,7 @@ def test_hyper_parameters_and_runtime_sizes():
     assert "D: int = 512" in config and "H: int = 8" in config
     assert "B:" not in config and "S:" not in config          # read from the input
     assert "def Dh(self) -> int:\n        return self.D // self.H" in config
-    assert 'assert cfg.D % cfg.H == 0, "assume D % H == 0"' in source
+    assert "if self.D % self.H != 0:" in config and "D % H == 0 is needed" in config
     assert "B, S, D = X.shape" in source
     assert "Qh = Q.view(B, S, H, Dh).transpose(1, 2)  # (B, H, S, Dh)" in source
     assert "self.cfg" not in source and "H, Dh = self.H, self.Dh" in source

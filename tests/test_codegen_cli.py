@@ -36,9 +36,9 @@ def spec_path(tmp_path) -> Path:
 def test_a_module_that_fails_to_build_is_a_finding(spec_path):
     pytest.importorskip("torch")
     spec = check_file(str(spec_path))
-    rep = runner.run_spec(spec, {"B": 2, "D": 3})       # breaks `assume D % 2 == 0` inside __init__
-    assert not rep.ok and rep.error.startswith("building the module failed: AssertionError")
-    assert "D % 2 == 0" in rep.error
+    rep = runner.run_spec(spec, {"B": 2, "D": 3})       # breaks `assume D % 2 == 0`: the config refuses it
+    assert not rep.ok and rep.error.startswith("building the module failed: ValueError")
+    assert "D % 2 == 0 is needed (D=3)" in rep.error
     assert "building the module failed" in runner.report_text(rep)
 
 

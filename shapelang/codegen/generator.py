@@ -26,6 +26,7 @@ import tempfile
 
 from ..checker.ir import CheckedSpec
 from .attrs import NAMING
+from .config_checks import config_checks, post_init
 from .emit import FUNCTIONAL, Emitter
 from .layout import fit, signature
 from .naming import (
@@ -127,10 +128,6 @@ class Generator:
             return
         own = "".join(f", {self.sizes.dim_py[s]}: int" for s in unit.size_args)
         lines += ["", f"    def __init__(self, cfg: {self.config_name}{own}):", "        super().__init__()"]
-        if is_top:
-            for a, cmp, b, stmt in self.sizes.init_asserts:
-                p = Printer(lambda x: "cfg." + self.sizes.dim_py[x])
-                lines += self._lines([f"assert {p(a)} {cmp} {p(b)}, {py_str(stmt.text)}"], 8)
         for a, cmp, b, stmt in self.sizes.size_asserts(unit):
             p = Printer(lambda x: ("" if x in unit.size_args else "cfg.") + self.sizes.dim_py[x])
             lines += self._lines([f"assert {p(a)} {cmp} {p(b)}, {py_str(stmt.text)}"], 8)
@@ -259,6 +256,9 @@ class Generator:
             p = Printer(lambda x: "self." + sizes.dim_py[x])
             out += ["", "    @property", f"    def {sizes.dim_py[sizes.syms[n]]}(self) -> int:",
                     f"        return {p(sizes.definitions[sizes.syms[n]])}"]
+        checks = config_checks(spec, {n for n, _py in fields},
+                               lambda n: n in sizes.syms and sizes._in_config(sizes.syms[n], sizes.fields))
+        out += post_init(checks, lambda n: sizes.dim_py[sizes.syms[n]])
         if self.emitter.uses_causal:
             out += ["", "", "def causal_mask(rows: int, cols: int, device: torch.device) -> torch.Tensor:",
                     '    """True above the diagonal: the keys a query may not look at."""',
@@ -300,7 +300,8 @@ class Generator:
                  f"Sizes: the hyper-parameters in `{self.config_name}` are the sizes that fix",
                  "a weight or buffer shape, a layer width, an embedding table or a stack depth,",
                  "plus any size that no input shows. Every other size is read from the inputs",
-                 "in forward, e.g. `B, S, D = x.shape`. Each assumption is an `assert`.",
+                 "in forward, e.g. `B, S, D = x.shape`. Each assumption is checked: by the",
+                 "config when it is about hyper-parameters only, else by an `assert`.",
                  f"`shapelang run {doc_text(self.file_name)}` runs this code and compares every shape",
                  "with the one the checker proved.",
                  "", "Inputs:"]
