@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from ..syntax import brackets
 from ..syntax.diagnostics import Diagnostic
 from ..syntax.nodes import Span
 from ..syntax.parser import ParseFailure, parse
@@ -54,22 +55,7 @@ def _code_end(line: str) -> int:
 
 def _pipes(text: str) -> list[tuple[int, int]]:
     """(start, end) of the pieces of `text` between top-level `->`."""
-    out, depth, quoted, start, k = [], 0, False, 0, 0
-    while k < len(text):
-        ch = text[k]
-        if ch == '"':
-            quoted = not quoted
-        elif not quoted and ch in "([{":
-            depth += 1
-        elif not quoted and ch in ")]}":
-            depth -= 1
-        elif not quoted and depth == 0 and text.startswith("->", k):
-            out.append((start, k))
-            start = k + 2
-            k += 1
-        k += 1
-    out.append((start, len(text)))
-    return out
+    return brackets.pieces(text, ("->",))
 
 
 def rewrite_line(line: str) -> tuple[int, int, str, list[Habit]] | None:

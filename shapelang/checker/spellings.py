@@ -15,6 +15,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from ..syntax import brackets
+
 MAX_TEXT = 400   # longer expressions are not read (bounds the work of hostile input)
 MAX_DEPTH = 16   # brackets nested deeper are not read
 
@@ -408,38 +410,9 @@ def translate_operation(name: str, rest: str) -> str | None:
 
 def _closing(text: str, start: int) -> int:
     """The index of the bracket that closes the one at `start`, or -1."""
-    depth, quoted = 0, False
-    for k in range(start, len(text)):
-        ch = text[k]
-        if ch == '"':
-            quoted = not quoted
-        elif quoted:
-            continue
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                return k
-    return -1
+    return brackets.closing(text, start)
 
 
 def split_top(text: str, separators: str) -> list[str]:
     """`text` cut at top-level `separators` (outside brackets and quotes), empty pieces dropped."""
-    out, depth, quoted, cur = [], 0, False, ""
-    for ch in text:
-        if ch == '"':
-            quoted = not quoted
-        elif not quoted and ch in "([{":
-            depth += 1
-        elif not quoted and ch in ")]}":
-            depth -= 1
-        if ch in separators and depth == 0 and not quoted:
-            if cur:
-                out.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    if cur:
-        out.append(cur)
-    return out
+    return [text[a:b] for a, b in brackets.pieces(text, tuple(separators)) if b > a]

@@ -16,6 +16,7 @@ import sympy as sp
 
 from ..checker import dtypes
 from ..checker.ir import BlockIR, CheckedSpec, Step
+from ..syntax import brackets
 from . import attention as attention_pattern
 from . import hoist, steps_layers, steps_tables  # noqa: F401  (they register their emitters in EMITTERS)
 from .attrs import AttrTree
@@ -35,19 +36,8 @@ def _primary(rhs: str) -> bool:
     call can follow without brackets; not an operator expression or a free function's call."""
     if rhs.startswith((FUNCTIONAL, "torch.", "-")):
         return False
-    depth, quote = 0, None
-    for c in rhs:
-        if quote:
-            quote = None if c == quote else quote
-        elif c in "\"'":
-            quote = c
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif depth == 0 and not (c.isalnum() or c in "_."):
-            return False
-    return True
+    return all(quoted or depth or c in "()[]{}" or c.isalnum() or c in "_."
+               for _k, c, depth, quoted in brackets.scan(rhs, "\"'"))
 
 __all__ = ["BINARY", "EMITTERS", "FUNCTIONAL", "STEPS", "UNARY", "Emitter", "Scope"]
 

@@ -7,6 +7,8 @@ arguments on one indented line, or one per line with a trailing comma).
 """
 from __future__ import annotations
 
+from ..syntax import brackets
+
 WIDTH = 88
 
 
@@ -46,46 +48,12 @@ def _split(stmt: str, col: int) -> list[str]:
 
 def _opening(stmt: str) -> int | None:
     """Where the bracket that closes the statement opens."""
-    depth, quote = 0, None
-    for k in range(len(stmt) - 1, -1, -1):
-        c = stmt[k]
-        if quote:
-            if c == quote and (k == 0 or stmt[k - 1] != "\\"):
-                quote = None
-            continue
-        if c in "\"'":
-            quote = c
-        elif c in ")]}":
-            depth += 1
-        elif c in "([{":
-            depth -= 1
-            if depth == 0:
-                return k
-    return None
+    return brackets.last_opening(stmt, "\"'", escapes=True)
 
 
 def _top_level(body: str) -> list[str]:
     """`body` split at its top-level commas (not inside brackets or strings)."""
-    parts, depth, quote, start, k = [], 0, None, 0, 0
-    while k < len(body):
-        c = body[k]
-        if quote:
-            if c == "\\":
-                k += 1
-            elif c == quote:
-                quote = None
-        elif c in "\"'":
-            quote = c
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(body[start:k])
-            start = k + 1
-        k += 1
-    parts.append(body[start:])
-    return parts
+    return [body[a:b] for a, b in brackets.pieces(body, (",",), "\"'", escapes=True)]
 
 
 # ------------------------------------------------------------------ the spec's comments
