@@ -80,77 +80,15 @@ def _generated(layers: int):
 
 
 def _nanogpt(sizes: dict):
-    """nanoGPT's model.py (flash attention branch, tied LM head), in eval mode."""
-    torch = _torch()
-    nn, F = torch.nn, torch.nn.functional
-    n_embd, n_head = sizes["D"], sizes["H"]
+    """nanoGPT's model.py (bench/nanogpt.py: flash attention, tied LM head, dropout 0.1), in eval mode."""
+    _torch().manual_seed(1)
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from bench.nanogpt import GPT, GPTConfig
 
-    class CausalSelfAttention(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.c_attn = nn.Linear(n_embd, 3 * n_embd)
-            self.c_proj = nn.Linear(n_embd, n_embd)
-            self.resid_dropout = nn.Dropout(0.1)
-            self.dropout = 0.1
-
-        def forward(self, x):
-            B, T, C = x.size()
-            q, k, v = self.c_attn(x).split(n_embd, dim=2)
-            k = k.view(B, T, n_head, C // n_head).transpose(1, 2)
-            q = q.view(B, T, n_head, C // n_head).transpose(1, 2)
-            v = v.view(B, T, n_head, C // n_head).transpose(1, 2)
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=None,
-                                               dropout_p=self.dropout if self.training else 0,
-                                               is_causal=True)
-            y = y.transpose(1, 2).contiguous().view(B, T, C)
-            return self.resid_dropout(self.c_proj(y))
-
-    class MLP(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.c_fc = nn.Linear(n_embd, 4 * n_embd)
-            self.gelu = nn.GELU()
-            self.c_proj = nn.Linear(4 * n_embd, n_embd)
-            self.dropout = nn.Dropout(0.1)
-
-        def forward(self, x):
-            return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln_1 = nn.LayerNorm(n_embd)
-            self.attn = CausalSelfAttention()
-            self.ln_2 = nn.LayerNorm(n_embd)
-            self.mlp = MLP()
-
-        def forward(self, x):
-            x = x + self.attn(self.ln_1(x))
-            return x + self.mlp(self.ln_2(x))
-
-    class GPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.transformer = nn.ModuleDict({
-                "wte": nn.Embedding(sizes["V"], n_embd),
-                "wpe": nn.Embedding(sizes["Ctx"], n_embd),
-                "drop": nn.Dropout(0.1),
-                "h": nn.ModuleList([Block() for _ in range(sizes["L"])]),
-                "ln_f": nn.LayerNorm(n_embd),
-            })
-            self.lm_head = nn.Linear(n_embd, sizes["V"], bias=False)
-            self.transformer.wte.weight = self.lm_head.weight
-
-        def forward(self, idx):
-            t = idx.size(1)
-            pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
-            x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
-            for block in self.transformer.h:
-                x = block(x)
-            return self.lm_head(self.transformer.ln_f(x))
-
-    torch.manual_seed(1)
-    return GPT().eval()
+    config = GPTConfig(block_size=sizes["Ctx"], vocab_size=sizes["V"], n_layer=sizes["L"],
+                       n_head=sizes["H"], n_embd=sizes["D"], dropout=0.1)
+    return GPT(config).eval()
 
 
 # ---------------------------------------------------------------- timing

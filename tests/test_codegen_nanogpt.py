@@ -19,8 +19,8 @@ torch = pytest.importorskip("torch")
 nn, F = torch.nn, torch.nn.functional
 torch_compat = pytest.importorskip("shapelang.codegen.torch_compat")
 
-import nanogpt
-from nanogpt import GPT
+from bench import nanogpt
+from bench.nanogpt import GPT
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "specs").glob("*.shape")) + sorted((ROOT / "specs" / "pytorch").glob("*.shape"))

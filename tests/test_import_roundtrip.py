@@ -13,10 +13,10 @@ import math
 import pytest
 
 torch = pytest.importorskip("torch")
-import nanogpt
-from nanogpt import GPTConfig
 from torch import nn
 
+from bench import nanogpt
+from bench.nanogpt import GPTConfig
 from shapelang import api
 from shapelang.codegen import runner
 from shapelang.importer import copy_weights, import_module
@@ -181,25 +181,15 @@ def test_minimum_maximum_clamp_and_amin(tmp_path):
     text = round_trip(tmp_path, Bounded(), ["x=2x8x16"], _floats(lambda b, s: [(b, s, 16)]))
     for written in ("minimum(", "maximum(", "clamp min=(-0.5) max=2.0", "amin -1 keepdim", "clamp max=1"):
         assert written in text, text
+
+
 # ------------------------------------------------------------------ nanoGPT's manual attention path
-
-class ManualAttention(nanogpt.CausalSelfAttention):
-    """nanoGPT's attention without flash: the registered causal buffer, `masked_fill(bias == 0)`."""
-
-    flash = False
-
-    def __init__(self, config):
-        super().__init__(config)
-        self.register_buffer("bias", torch.tril(torch.ones(config.block_size, config.block_size))
-                             .view(1, 1, config.block_size, config.block_size))
 
 
 def test_gpt_with_nanogpts_manual_attention_round_trip(tmp_path):
     """The comparison with the causal buffer is a step of the spec (`s == 0`), not opaque;
     the scale after the product reads 1/sqrt(Dh); the spec checks clean and round-trips."""
-    gpt = GPT(GPTConfig())
-    for block in gpt.transformer.h:
-        block.attn = ManualAttention(GPTConfig())
+    gpt = GPT(GPTConfig(flash=False))
     torch.manual_seed(1)
     for p in gpt.parameters():
         nn.init.normal_(p, 0.0, 0.3)

@@ -1,6 +1,7 @@
-"""A nanoGPT-style GPT (the structure of nanoGPT's model.py, with flash attention, and its
-manual attention path where `flash` is off): the reference the codegen and import tests
-compare generated modules with."""
+"""nanoGPT's GPT (the structure and forward of its model.py, eval mode), with flash attention,
+and its manual attention path (the registered causal buffer and masked_fill) where the config's
+`flash` is off: the reference that the forward benchmark times and that the codegen, import and
+GPT-2 tests compare generated modules with."""
 from __future__ import annotations
 
 import math
@@ -20,6 +21,7 @@ class GPTConfig:
     n_embd: int = 48
     dropout: float = 0.0
     bias: bool = True
+    flash: bool = True       # nanoGPT's choice of F.scaled_dot_product_attention (else the manual path)
 
 
 class LayerNorm(nn.Module):
@@ -33,14 +35,16 @@ class LayerNorm(nn.Module):
 
 
 class CausalSelfAttention(nn.Module):
-    flash = True     # nanoGPT's switch: without flash, a registered causal buffer and masked_fill
-
     def __init__(self, config):
         super().__init__()
         self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
         self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
         self.resid_dropout = nn.Dropout(config.dropout)
         self.n_head, self.n_embd, self.dropout = config.n_head, config.n_embd, config.dropout
+        self.flash = config.flash
+        if not self.flash:
+            n = config.block_size
+            self.register_buffer("bias", torch.tril(torch.ones(n, n)).view(1, 1, n, n))
 
     def forward(self, x):
         B, T, C = x.size()
