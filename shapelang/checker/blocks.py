@@ -188,7 +188,8 @@ class BlockCalls:
     def stack(self, op, x, ref) -> list:
         c = self.c
         first = next((k for k in op.kwargs if k.name == "first"), None)
-        kwargs = [k for k in op.kwargs if k.name != "first"]
+        shared = self._shared(next((k for k in op.kwargs if k.name == "shared"), None))
+        kwargs = [k for k in op.kwargs if k.name not in ("first", "shared")]
         if kwargs and not isinstance(op.args[-1] if op.args else None, (Call, Name)):
             raise ShapeError("E110", f"`{kwargs[0].name}=`: `stack` takes a count and a block",
                              span=kwargs[0].span)
@@ -239,10 +240,21 @@ class BlockCalls:
         # a block returning several tensors is scanned: the first is handed on to the next
         # layer, the others are collected, one slice per layer, into [N, ..] results
         collected = tuple(t.with_shape((count,) + tuple(t.shape)) for t in ir.outputs[1:])
-        detail.update(sliced=tuple(sliced), collected=len(collected))
-        res = ops.Result((ir.output,) + collected, params=sp.expand(count * ir.total_params),
+        detail.update(sliced=tuple(sliced), collected=len(collected), shared=shared)
+        # `shared=true`: one layer's weights applied `count` times (ALBERT; Perceiver's tied layers)
+        res = ops.Result((ir.output,) + collected, params=sp.expand((1 if shared else count) * ir.total_params),
                          flops=sp.expand(count * ir.total_flops), detail=detail)
         return c.emit("stack", op.text, op.span, [ref] + [r for _, r in extra], res, block=ir)
+
+    @staticmethod
+    def _shared(k) -> bool:
+        """`shared=true`: every layer of the stack is one module, its weights shared."""
+        if k is None:
+            return False
+        if isinstance(k.value, Name) and k.value.name in ("true", "false", "True", "False"):
+            return k.value.name.lower() == "true"
+        raise ShapeError("E110", "`shared=` takes true or false: `stack L Layer shared=true` applies one "
+                         "layer's weights L times", span=k.span)
 
     def _block_name(self, target) -> str:
         c = self.c

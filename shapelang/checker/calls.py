@@ -33,9 +33,32 @@ def call(c, node: Call):
     if node.func == "stack":
         raise ShapeError("E002", "`stack(..)` is not a function: `stack N Block` repeats a block",
                          span=node.func_span, help="torch.stack of tensors is `stack_tensors(-1, A, B)`")
+    if node.func in ops.TABLE and node.args:     # `softmax(x, -1)`: an operation written as a call
+        raise _operation_called(c, node)
     known = list(c.blocks) + list(ops.CALLS) + ["sqrt", "min", "max"]
     raise ShapeError("E002", f"unknown function or block `{node.func}`", span=node.func_span,
                      help=c._did_you_mean(node.func, known))
+
+
+def _operation_called(c, node: Call) -> ShapeError:
+    """E002 for `softmax(x, -1)`: the operations of the table take the piped tensor, so the
+    candidate is `x -> softmax -1` (in brackets inside a larger expression), shown once proved."""
+    def arg(a) -> str:
+        text = c.source_of(a)
+        text = text.strip()
+        return f"({text})" if " " in text and text[0] not in "[(\"" else text
+
+    first = c.source_of(node.args[0])
+    rest = [arg(a) for a in node.args[1:]] + [f"{k.name}={arg(k.value)}" for k in node.kwargs]
+    piped = " ".join([f"{first} -> {node.func}"] + rest)
+    line = c.spec.source.split("\n")[node.span.line - 1] if node.span.line == node.span.end_line else ""
+    before, after = line[:node.span.column - 1], line[node.span.end_column - 1:]
+    whole = before.rstrip().endswith(":") and not after.split("#")[0].strip()
+    text = piped if whole else f"({piped})"
+    return ShapeError("E002", f"`{node.func}` is an operation, not a function: the tensor is piped into it",
+                      span=node.func_span, help=f"write `{text}`",
+                      fixes=((node.span, text, "pipe the tensor into it"),)
+                      if node.span.line == node.span.end_line else ())
 
 
 # the call forms that make a new tensor take `dtype=` as torch.arange / torch.full do

@@ -305,7 +305,12 @@ def _stack(o: Op) -> list[str]:
         head = o.em.unit_for(first.block)
         given = "".join(f", {o.cfg(first.block.size_args[k])}" for k in head.size_args)
         layers, rest = f"[\x00C{head.key}\x00(cfg{given})] + {layers}", "[1:]"
-    o.unit.init.append(f"self.{o.attr} = nn.ModuleList({layers})")
+    shared = o.d.get("shared")
+    if shared:      # `shared=true`: one module (after the first one) applied count times
+        one = f"\x00C{child.key}\x00(cfg{_sizes_given(o, child)})"
+        layers = f"[{layers[1:].split('] + ')[0]}, {one}]" if rest else one
+    o.unit.init.append(f"self.{o.attr} = nn.ModuleList({layers})" if not shared or rest
+                       else f"self.{o.attr} = {layers}")
     pre, hoisted = o.em.hoisted_args(o.unit, child)   # built once, shared by every layer
     layer = o.em.scope.names.claim("layer")
     sliced = o.d.get("sliced", ())
@@ -314,7 +319,11 @@ def _stack(o: Op) -> list[str]:
     # and the tensors collected into lists, stacked into [N, ..] after the loop
     carry, *lists = o.out.split(", ")
     lines = pre + ([] if carry == o.x else [f"{carry} = {o.x}"])
-    if any(sliced):
+    if shared:
+        i = o.em.scope.names.claim("i") if any(sliced) else "_"
+        head = f"for {i} in range({o.local(o.d['count'])}):"
+        layer = f"self.{o.attr}" + ("[1]" if rest else "")
+    elif any(sliced):
         i = o.em.scope.names.claim("i")
         head = f"for {i}, {layer} in enumerate(self.{o.attr}):"
     else:

@@ -32,7 +32,9 @@ Z: X -> transpose 1 2
         means="""
 A name is used that no `dim`, `input`, `param`, `buffer` or binding above it
 defines. Names are case-sensitive, and a binding can only use the ones defined
-before it. The help suggests the closest name that exists.""",
+before it. The help suggests the closest name that exists. An operation written
+as PyTorch's functional call (`softmax(x, -1)`, `attention(q, k, v)`) is E002
+too: operations take the piped tensor, so the help proposes `x -> softmax -1`.""",
         matters="""
 An unknown size cannot be proved equal to anything, so every step that uses it
 would fail; the typo is the one thing to fix.""",

@@ -135,10 +135,11 @@ _ENTRIES = [
     OpDef("block", "Block | Block(A, B)", "applies a block; the piped tensor is its first input",
           None, family="blocks", provenance="block"),
     OpDef("stack", "stack N Block | stack N Block(A)", "N copies of a block, each with its own weights; "
-          "`first=Dense`: layer 0 is another block; an input with a leading axis of N is handed out one "
+          "`first=Dense`: layer 0 is another block; `shared=true`: one set of weights applied N times "
+          "(ALBERT); an input with a leading axis of N is handed out one "
           "slice per layer (copy e of a stack of experts gets mask[e]), and a block's results after the "
           "first are collected into [N, ..] (`h, ks: x -> stack N Block(past)`)",
-          None, family="blocks", provenance="block", kwargs=("first",)),
+          None, family="blocks", provenance="block", kwargs=("first", "shared")),
 ]
 
 # operations of whole layers, tables and masks computed in the spec (rules in their own modules)
