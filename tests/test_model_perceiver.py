@@ -191,79 +191,13 @@ def test_the_generated_module_matches_the_reference(sizes):
 
 
 # ------------------------------------------------------------------ weight_tie_layers=True
-# shapelang has no shared-weights construct (every block call and every copy in `stack`
-# owns its weights), so the shared layer is a block whose weights are its inputs:
-# layernorm without affine times g plus b, `@` with weights stored [in, out]. Written for
-# self_per_cross_attn = 2 (two self-attention blocks spelled out).
-
-CROSS = [("g", "[D]"), ("b", "[D]"), ("gc", "[Ci]"), ("bc", "[Ci]"), ("wq", "[D, Hc*Dh]"),
-         ("wkv", "[Ci, 2*Hc*Dh]"), ("wo", "[Hc*Dh, D]"), ("bo", "[D]")]
-SELF = [("g", "[D]"), ("b", "[D]"), ("wq", "[D, Hl*Dh]"), ("wkv", "[D, 2*Hl*Dh]"), ("wo", "[Hl*Dh, D]"),
-        ("bo", "[D]")]
-FF = [("g", "[D]"), ("b", "[D]"), ("w1", "[D, 8*D]"), ("b1", "[8*D]"), ("w2", "[4*D, D]"), ("b2", "[D]")]
-# the shared layer's weights: (prefix, list) in the order TiedLayer takes them
-GROUPS = [("ca", CROSS), ("cf", FF), ("sa0", SELF), ("sf0", FF), ("sa1", SELF), ("sf1", FF)]
-
-
-def _sig(ws, prefix=""):
-    return ", ".join(f"{prefix}{n}: {s}" for n, s in ws)
-
-
-def _names(ws, prefix):
-    return ", ".join(f"{prefix}{n}" for n, _ in ws)
-
-
-def _heads(t, h):
-    return f'{t} -> rearrange "b n (h d) -> (b h) n d" h={h}'
-
-
-BLOCKS = f"""
-block TiedCrossAttention(x: [B, Nl, D], ctx: [B, M, Ci], {_sig(CROSS)}):
-  h: (x -> layernorm elementwise_affine=false) * g + b
-  c: (ctx -> layernorm elementwise_affine=false) * gc + bc
-  q: {_heads("h @ wq", "Hc")}
-  k, v: c @ wkv -> chunk 2 -1
-  attn: q -> einsum "b i d, b j d -> b i j" ({_heads("k", "Hc")}) -> scale 1/sqrt(Dh) -> softmax -1
-  out: attn -> einsum "b i j, b j d -> b i d" ({_heads("v", "Hc")}) -> rearrange "(b h) n d -> b n (h d)" h=Hc
-  return out @ wo + bo
-end
-
-block TiedSelfAttention(x: [B, Nl, D], {_sig(SELF)}):
-  h: (x -> layernorm elementwise_affine=false) * g + b
-  q: {_heads("h @ wq", "Hl")}
-  k, v: h @ wkv -> chunk 2 -1
-  attn: q -> einsum "b i d, b j d -> b i j" ({_heads("k", "Hl")}) -> scale 1/sqrt(Dh) -> softmax -1
-  out: attn -> einsum "b i j, b j d -> b i d" ({_heads("v", "Hl")}) -> rearrange "(b h) n d -> b n (h d)" h=Hl
-  return out @ wo + bo
-end
-
-block TiedFeedForward(x: [B, Nl, D], {_sig(FF)}):
-  a, gates: ((x -> layernorm elementwise_affine=false) * g + b) @ w1 + b1 -> chunk 2 -1
-  return (a * (gates -> gelu)) @ w2 + b2
-end
-
-block TiedLayer(x: [B, Nl, D], ctx: [B, M, Ci], {", ".join(_sig(ws, p + "_") for p, ws in GROUPS)}):
-  h: TiedCrossAttention(x, ctx, {_names(CROSS, "ca_")}) + x
-  h1: TiedFeedForward(h, {_names(FF, "cf_")}) + h
-  h2: TiedSelfAttention(h1, {_names(SELF, "sa0_")}) + h1
-  h3: TiedFeedForward(h2, {_names(FF, "sf0_")}) + h2
-  h4: TiedSelfAttention(h3, {_names(SELF, "sa1_")}) + h3
-  return TiedFeedForward(h4, {_names(FF, "sf1_")}) + h4
-end
-
-"""
-
+# the layers after the first share one set of weights: `first=` gives layer 0 its own,
+# `shared=true` one set for the others; the generated list holds two layers, as the
+# reference's named_parameters lists layers.0 and layers.1 (the shared one) once each
 
 def _tied_text() -> str:
-    """The spec with weight_tie_layers=True: the first layer written out, the other L - 1
-    calls of one weightless layer given the same weights (declared once) as inputs."""
-    text = SPEC.read_text()
-    params = "\n".join(f"param t_{p}_{n}: {s}" for p, ws in GROUPS for n, s in ws)
-    args = ", ".join(f"t_{p}_{n}" for p, ws in GROUPS for n, _ in ws)
-    forward = (f"assume L >= 2\n{params}\nx1: x -> Layer(tokens)\n"
-               f"hidden: x1 -> stack (L - 1) TiedLayer(tokens, {args})\n")
-    text = text.replace("# --- The forward ---", BLOCKS + "# --- The forward ---", 1)
-    return text.replace("hidden: x -> stack L Layer(tokens)\n", forward, 1)
+    tied = "hidden: x -> stack L Layer(tokens) first=Layer(tokens) shared=true\n"
+    return SPEC.read_text().replace("hidden: x -> stack L Layer(tokens)\n", tied, 1)
 
 
 def _tied_spec():
@@ -280,29 +214,6 @@ def test_tied_layers_count_the_shared_weights_once():
     assert total == 131_072 + 2 * 11_625_146 + 514_024        # latents, two layers' weights, head
 
 
-ATT = {"norm.weight": ("g", False), "norm.bias": ("b", False), "norm_context.weight": ("gc", False),
-       "norm_context.bias": ("bc", False), "fn.to_q.weight": ("wq", True), "fn.to_kv.weight": ("wkv", True),
-       "fn.to_out.weight": ("wo", True), "fn.to_out.bias": ("bo", False)}
-FFW = {"norm.weight": ("g", False), "norm.bias": ("b", False), "fn.w1.weight": ("w1", True),
-       "fn.w1.bias": ("b1", False), "fn.w2.weight": ("w2", True), "fn.w2.bias": ("b2", False)}
-
-
-def _tied_name(name: str) -> tuple[str, bool]:
-    """The generated parameter of a reference parameter, and whether it is stored transposed."""
-    if name.startswith("layers.0."):
-        return renamed(name, RULES).replace("hidden.0.", "x1.", 1), False
-    if not name.startswith("layers.1."):
-        return renamed(name, RULES), False
-    rest = name[len("layers.1."):]
-    for prefix, (group, table) in {"0.": ("ca", ATT), "1.": ("cf", FFW), "2.0.0.": ("sa0", ATT),
-                                   "2.0.1.": ("sf0", FFW), "2.1.0.": ("sa1", ATT),
-                                   "2.1.1.": ("sf1", FFW)}.items():
-        if rest.startswith(prefix) and rest[len(prefix):] in table:
-            key, transposed = table[rest[len(prefix):]]
-            return f"t_{group}_{key}", transposed
-    raise KeyError(name)
-
-
 TIED_SIZES = [REDUCED["perceiver"][0], {**REDUCED["perceiver"][1], "Sp": 2, "L": 3}]
 
 
@@ -315,9 +226,16 @@ def test_tied_layers_match_the_reference_with_weight_tie_layers(sizes):
     ref = _reference(torch, **arch, tie=True)
     assert ref.layers[1] is ref.layers[-1] and ref.layers[0] is not ref.layers[1]
     got = dict(model.named_parameters())
-    pairs = {_tied_name(n): q for n, q in ref.named_parameters()}     # shared ones listed once
-    assert sorted(n for n, _ in pairs) == sorted(got)
-    same_random_weights([(got[n], q.T if t else q) for (n, t), q in pairs.items()], seed=5)
+    want = {renamed(n, RULES): q for n, q in ref.named_parameters()}     # shared ones listed once
+    assert sorted(got) == sorted(want) and len(model.hidden) == 2
+    same_random_weights([(got[n], want[n]) for n in sorted(got)], seed=5)
     data = torch.randn(sizes["B"], sizes["Hi"], sizes["Wi"], sizes["C"], generator=torch.Generator().manual_seed(6))
     with torch.no_grad():
         assert (model(data) - ref(data)).abs().max() <= 1e-5
+        # the shared layer really runs L - 1 times: the untied forward with copies of it agrees
+        untied, _ = module(_spec(), "perceiver_untied", **sizes)
+        for k, layer in enumerate(untied.hidden):
+            layer.load_state_dict(model.hidden[min(k, 1)].state_dict())
+        untied.load_state_dict({**untied.state_dict(), **{n: q for n, q in model.state_dict().items()
+                                                          if not n.startswith("hidden.")}})
+        assert (untied(data) - model(data)).abs().max() <= 1e-5
