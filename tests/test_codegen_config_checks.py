@@ -111,3 +111,10 @@ def test_the_block_size_config_keeps_every_size_free_that_its_proof_allows():
     assert config(D=16, E=6, L=3).E == 6
     with pytest.raises(ValueError, match=r"E % 2 == 0 is needed \(E=5\)"):
         config(E=5)
+
+
+def test_each_check_is_written_once():
+    # Llama-2 assumes D % H == 0 itself and its quotient dim Dh = D / H needs it too
+    spec = checked((ROOT / "specs" / "llama2_7b.shape").read_text(), "llama2_7b.shape")
+    source = codegen.generate(spec).source
+    assert source.count("if self.D % self.H != 0:") == 1 and source.count("if self.Dh % 2 != 0:") == 1

@@ -122,10 +122,12 @@ def config_checks(spec, fields: set[str], in_config) -> ConfigChecks:
     pinned = tuple((n, int(v)) for n, v in spec.definitions.items()
                    if n in fields and not v.free_symbols)
     assumptions, fixed = _find(spec.source, spec.path, pinned) if pinned else (spec.assumptions, {})
-    own = []
+    own, seen = [], set()
     for a, cmp, b, stmt in assumptions:
         names = {str(s) for s in sp.sympify(a).free_symbols | sp.sympify(b).free_symbols}
-        if names and all(in_config(n) for n in names):
+        key = (sp.srepr(sp.sympify(a)), cmp, sp.srepr(sp.sympify(b)))
+        if names and all(in_config(n) for n in names) and key not in seen:
+            seen.add(key)
             own.append((a, cmp, b, stmt.text))
     return ConfigChecks(tuple(own), tuple(sorted(fixed.items())))
 
