@@ -43,7 +43,7 @@ def test_the_step_with_a_cache_is_a_loop_over_the_layers():
 def test_prefill_and_steps_give_the_full_forwards_logits(pieces):
     _, full = _built("gpt2_small.shape")
     _, step = _built("gpt2_small_step.shape")
-    ref = _nanogpt(torch, **SMALL)
+    ref = _nanogpt(**SMALL)
     g = torch.Generator().manual_seed(3)
     with torch.no_grad():
         for p, q in zip(full.parameters(), ref.parameters()):
