@@ -274,3 +274,19 @@ def test_grading_tells_a_dropped_keyword_apart():
     assert score("rmsnorm eps=0.000001", "gelu approximate=tanh") == 2
     assert score("rmsnorm", 'gelu approximate="tanh"') == 1
     assert score("rmsnorm eps=1e-6", "gelu") == 1
+
+
+def test_dropout_written_as_an_integer_is_a_float_field_that_scripts(tmp_path):
+    """`dropout 0` (ALBERT's hidden_dropout_prob) types the field float, as nn.Dropout needs."""
+    torch = pytest.importorskip("torch")
+    from torch_shapes import formatted_module
+
+    _spec, gen, _model = _generated(GPT2.replace("dropout p=0.1", "dropout 0"))
+    assert "    dropout: float = 0.0\n" in gen.source
+    mod = formatted_module(gen, tmp_path / f"{gen.module_name}.py", f"kw_{gen.module_name}")
+    cfg = getattr(mod, gen.config_class)(**{py: {"B": 2, "S": 5, "D": 8}[n] for n, py in gen.fields})
+    model = getattr(mod, gen.top_class)(cfg).eval()
+    scripted = torch.jit.script(model)
+    x = torch.randn(2, 5, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(_out(scripted(x)), _out(model(x)))

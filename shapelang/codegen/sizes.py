@@ -44,7 +44,12 @@ class Sizes:
     # -------------------------------------------------------------- helpers
     def hparam(self, kind: str, value, typ: str = "float") -> str:
         """The config field holding a dropout probability or a norm's eps, by value:
-        `dropout` for the first value, `dropout_2` for a second one, ..."""
+        `dropout` for the first value, `dropout_2` for a second one, ...
+
+        A float field holds a float even when the spec writes `dropout 0`: an int default
+        would type the field int, which torch.jit.script then refuses in `nn.Dropout`."""
+        if typ == "float":
+            value = float(value)
         key = (kind, typ, value)
         if key not in self._extra_key:
             n = sum(1 for k in self._extra_key if k[0] == kind)
