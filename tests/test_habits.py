@@ -61,7 +61,23 @@ CASES = [
     ("s: (Q @ (K -> transpose -2 -1)).masked_fill(mask, float('-inf'))",
      "(Q @ (K -> transpose -2 -1)).masked_fill(mask, float('-inf'))",
      "Q @ (K -> transpose -2 -1) -> mask mask", "s: Q @ (K -> transpose -2 -1) -> mask mask"),
-    ("s: Q @ (K -> transpose -2 -1)[..., :4]", None, None, None),
+    # indexing: `None`, an integer, `a:b`, `...`
+    ("s: Q @ (K -> transpose -2 -1)[..., :S]", "(K -> transpose -2 -1)[..., :S]",
+     "K -> transpose -2 -1 -> slice -1 0 S", "s: Q @ (K -> transpose -2 -1 -> slice -1 0 S)"),
+    ("last: X[:, -1]", "X[:, -1]", "X -> select 1 -1", "last: X -> select 1 -1"),
+    ("m: mask[:, 0, 0]", "mask[:, 0, 0]", "mask -> select 1 0 -> select 1 0",
+     "m: mask -> select 1 0 -> select 1 0"),
+    ("y: X[:, None, :, :Dh]", "X[:, None, :, :Dh]", "X -> unsqueeze 1 -> slice 3 0 Dh",
+     "y: X -> unsqueeze 1 -> slice 3 0 Dh"),
+    ("y: Q[:, 0, ..., -1]", "Q[:, 0, ..., -1]", "Q -> select 1 0 -> select -1 -1",
+     "y: Q -> select 1 0 -> select -1 -1"),
+    ("y: Q[..., None, :Dh]", "Q[..., None, :Dh]", "Q -> slice -1 0 Dh -> unsqueeze -2",
+     "y: Q -> slice -1 0 Dh -> unsqueeze -2"),
+    ("y: X + X[:, :1]", "X[:, :1]", "X -> slice 1 0 1", "y: X + (X -> slice 1 0 1)"),
+    ("y: X[:, S - 1]", None, None, None),       # an index that is not a number: a tensor?
+    ("y: X[:, [-1]]", None, None, None),        # a list: advanced indexing
+    ("y: X[:, ::2]", None, None, None),         # a step
+    ("y: X[:, 1:]", None, None, None),          # an open end: the axis' size is not known here
     ("g: F.gelu(X @ torch.ones(D, D))", None, None, None),
     ("y: X -> transpose(1, 2) -> softmax(dim=-1)  # keep this comment", "softmax(dim=-1)",
      "softmax -1", "y: X -> transpose(1, 2) -> softmax -1"),
@@ -100,6 +116,15 @@ def test_the_spelling_is_named_but_no_line_is_proposed_when_the_line_would_not_c
     assert "write it as" not in text
 
 
+def test_an_index_past_what_the_sizes_allow_is_spelled_but_not_proposed():
+    # `[..., :4]` keeps 4 positions of an axis of S; S = 3 is allowed, where PyTorch would
+    # quietly keep 3 and shapelang's slice refuses: the spelling, and no line to copy
+    d, text = only(HEAD + "s: Q @ (K -> transpose -2 -1)[..., :4]\n")
+    assert d.help == "in shapelang this is `K -> transpose -2 -1 -> slice -1 0 4`", text
+    assert d.fix is None and "write it as" not in text
+    assert "`x[:, None]` is `x -> unsqueeze 1`" in text
+
+
 def test_a_translation_that_is_not_shapelang_is_not_shown():
     d, text = only(HEAD + "y: X.frobnicate(1)\n")
     assert "PyTorch" not in d.message and d.help is None or "frobnicate" not in (d.help or ""), text
@@ -134,7 +159,8 @@ def test_habits_agree_with_pytorch_on_the_shape():
     sizes = {"B": 2, "S": 5, "H": 4, "Dh": 8, "D": 32}
     env = {"torch": torch, "F": F, "math": __import__("math"), **sizes,
            "X": torch.randn(2, 5, 32), "A": torch.randn(2, 5, 32),
-           "Q": torch.randn(2, 4, 5, 8), "K": torch.randn(2, 4, 5, 8)}
+           "Q": torch.randn(2, 4, 5, 8), "K": torch.randn(2, 4, 5, 8),
+           "mask": torch.ones(2, 1, 1, 5, dtype=torch.bool)}
     for line, habit, _, rewritten in CASES:
         if rewritten is None or "->" in line.split(":", 1)[1]:
             continue

@@ -90,6 +90,17 @@ def test_positivity():
     assert p.positive(C - S).ok
 
 
+def test_rounded_sizes_are_bounded_by_what_they_round():
+    # `S // 2` keeps at most S positions; `2 * ceil(S / 2)` is at least S; the reverse fails
+    p, (S, C) = prover("S", "C")
+    assert p.leq(sp.floor(S / 2), S).ok
+    assert p.leq(S, 2 * sp.ceiling(S / 2)).ok
+    p.assume(S, "<=", C, "assume S <= C")
+    assert p.leq(sp.floor(S / 2) + sp.floor(S / 3), C).ok
+    v = p.leq(S, sp.floor(S / 2))
+    assert v.status == "refuted" and v.counterexample["S"] > v.counterexample["S"] // 2
+
+
 def test_unknown_when_true_but_not_provable():
     # (D*D) % H == 0 does not give D % H == 0 in general, but with it as the only
     # constraint the search finds nothing: the verdict must be unknown, not proved
@@ -145,6 +156,9 @@ CONDITIONS = [
     ("leq", lambda Z, N: (2 * N, Z)), ("leq", lambda Z, N: (Z, N)), ("whole", lambda Z, N: (Z / N,)),
     ("whole", lambda Z, N: (Z / 2,)), ("positive", lambda Z, N: (Z - N,)),
     ("positive", lambda Z, N: (N - Z,)),
+    ("leq", lambda Z, N: (sp.floor(Z / 2), Z)), ("leq", lambda Z, N: (sp.floor(Z / N), N)),
+    ("leq", lambda Z, N: (Z, 2 * sp.ceiling(Z / 2))), ("leq", lambda Z, N: (sp.ceiling(Z / N), Z)),
+    ("leq", lambda Z, N: (Z, sp.floor(Z / 2) + 1)),
 ]
 HOLDS = {"equal": lambda a, b: a == b, "leq": lambda a, b: a <= b,
          "whole": lambda a: a.denominator == 1, "positive": lambda a: a > 0}

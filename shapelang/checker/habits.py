@@ -32,6 +32,9 @@ NOTES = {
     "operator": "shapelang writes the opposite of a bool mask (PyTorch's `~mask`) as "
                 "`mask -> logical_not`",
     "constant": "shapelang names its constants without a module: `pi` (math.pi) in a scalar",
+    "indexing": "shapelang writes PyTorch's indexing as operations: `x[:, None]` is "
+                "`x -> unsqueeze 1`, `x[:, 0]` is `x -> select 1 0`, `x[..., :k]` is "
+                "`x -> slice -1 0 k`",
     "arguments": "an operation's arguments follow its name, separated by spaces, without "
                  "parentheses or commas: `transpose 1 2`, `softmax -1`, `mean -1 keepdim`",
 }

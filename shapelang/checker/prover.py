@@ -347,7 +347,8 @@ class Prover:
                      "<": r.right - r.left - 1, ">": r.left - r.right - 1}.get(r.cmp)
             if slack is not None and _shift_nonneg(sp.expand(d - slack)):
                 return True
-        return False
+        bound = _without_rounding(d)
+        return bound is not None and self._prove_leq(sp.Integer(0), bound)
 
     def _leq_by_bounds(self, d: sp.Expr) -> bool:
         """d >= 0 where d is linear in the data-dependent sizes: each with a positive
@@ -469,3 +470,23 @@ class Prover:
             if not focus and not expr.free_symbols:
                 return None, tried   # a condition on numbers: one try decides it
         return None, tried
+
+
+def _without_rounding(d: sp.Expr) -> sp.Expr | None:
+    """A lower bound of `d` with each `floor(x)` and `ceiling(x)` (`S // 2`, a conv's output
+    length) replaced by `x` or `x -+ 1`, whichever keeps it a lower bound: floor(x) <= x <
+    floor(x) + 1 and ceiling(x) - 1 < x <= ceiling(x). None when `d` has none, or one that
+    is not a term of its own with a numeric coefficient."""
+    rounded = d.atoms(sp.floor, sp.ceiling)
+    if not rounded:
+        return None
+    for f in rounded:
+        c = d.coeff(f)
+        if not c.is_Number or c == 0 or f.args[0].has(sp.floor, sp.ceiling):
+            return None
+        x = f.args[0]
+        if isinstance(f, sp.floor):
+            d = d.xreplace({f: x if c < 0 else x - 1})
+        else:
+            d = d.xreplace({f: x if c > 0 else x + 1})
+    return sp.expand(d)

@@ -61,7 +61,7 @@ DEFAULT_DIM = {"chunk": "0", "split": "0", "flatten": None}
 
 @dataclass(frozen=True)
 class Habit:
-    kind: str          # "attribute", "constant", "method", "function", "arguments"
+    kind: str          # "attribute", "constant", "method", "function", "indexing", "arguments"
     pytorch: str       # the learner's text
     shapelang: str     # the same in shapelang
     start: int         # offsets in the text that was read
@@ -137,7 +137,8 @@ class Translator:
 
     # ------------------------------------------------------------ expressions
     def expr(self, node) -> Piece:
-        if not any(isinstance(n, (ast.Attribute, ast.keyword)) or _inverts(n) for n in ast.walk(node)):
+        if not any(isinstance(n, (ast.Attribute, ast.keyword, ast.Subscript)) or _inverts(n)
+                   for n in ast.walk(node)):
             return self._plain(node)
         if _inverts(node):   # `~mask`: the opposite of a bool mask
             return self._record("operator", node, self._chain(self.expr(node.operand), "logical_not"))
@@ -151,6 +152,8 @@ class Translator:
             return self._record(kind, node, self._attribute(node))
         if isinstance(node, ast.Call):
             return self._call(node)
+        if isinstance(node, ast.Subscript):
+            return self._record("indexing", node, self._index(node))
         if isinstance(node, (ast.List, ast.Tuple)):
             return Piece("[" + ", ".join(self.expr(e).top() for e in node.elts) + "]", 5)
         raise Unknown(type(node).__name__)
@@ -190,6 +193,56 @@ class Translator:
         if node.attr == "pi" and _dotted(node.value) in ("math", "torch", "np", "numpy"):
             return Piece("pi", 5)
         raise Unknown(node.attr)
+
+    def _index(self, node: ast.Subscript) -> Piece:
+        """PyTorch's basic indexing as operations: `None` -> `unsqueeze`, an integer ->
+        `select`, `a:b` -> `slice`, `:` keeps an axis, `...` the axes it stands for. Items
+        after `...` count from the end. A tensor, a list, a step or an open end: unknown."""
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        dots = [k for k, item in enumerate(items) if isinstance(item, ast.Constant) and item.value is Ellipsis]
+        if len(dots) > 1:
+            raise Unknown("...")
+        head, tail = (items[:dots[0]], items[dots[0] + 1:]) if dots else (items, [])
+        ops: list[str] = []
+        axis = 0
+        for item in head:                      # from the front: positive axes
+            op, keeps = self._index_item(item, axis)
+            ops += [op] if op else []
+            axis += keeps
+        front = ops
+        ops, axis = [], -1
+        for item in reversed(tail):            # from the back: negative axes
+            op, keeps = self._index_item(item, axis)
+            ops += [op] if op else []
+            axis -= keeps
+        if not front + ops:
+            raise Unknown("x[:]")
+        piece = self.expr(node.value)
+        for op in front + ops:
+            piece = self._chain(piece, op)
+        return piece
+
+    def _index_item(self, item, axis: int) -> tuple[str | None, int]:
+        """One index as (the operation on axis `axis`, or None; how many axes it leaves in
+        place of the one it read: 1 for `:`, `None` and a slice, 0 for an integer)."""
+        if isinstance(item, ast.Constant) and item.value is None:
+            return f"unsqueeze {axis}", 1
+        number = item.operand if isinstance(item, ast.UnaryOp) and isinstance(item.op, ast.USub) else item
+        if isinstance(number, ast.Constant) and type(number.value) is int:
+            return f"select {axis} {self.segment(item).replace(' ', '')}", 0
+        if not isinstance(item, ast.Slice) or item.step is not None:
+            raise Unknown("index")             # a tensor or list index, or a step
+        if item.lower is None and item.upper is None:
+            return None, 1
+        if item.upper is None:
+            raise Unknown("open end")          # the end is the axis' size, unknown here
+        start = "0" if item.lower is None else self._bound(item.lower)
+        return f"slice {axis} {start} {self._bound(item.upper)}", 1
+
+    def _bound(self, node) -> str:
+        """A slice bound as one argument: parenthesised when it has spaces."""
+        text = self._arg(node)
+        return text if " " not in text else f"({text})"
 
     def _chain(self, base: Piece, op: str) -> Piece:
         if base.ops:
