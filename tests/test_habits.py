@@ -74,6 +74,16 @@ CASES = [
     ("y: Q[..., None, :Dh]", "Q[..., None, :Dh]", "Q -> slice -1 0 Dh -> unsqueeze -2",
      "y: Q -> slice -1 0 Dh -> unsqueeze -2"),
     ("y: X + X[:, :1]", "X[:, :1]", "X -> slice 1 0 1", "y: X + (X -> slice 1 0 1)"),
+    # a module where its operation goes
+    ("Y: X -> nn.Linear(D, 4*D, bias=False)", "nn.Linear(D, 4*D, bias=False)", "linear 4*D bias=false",
+     "Y: X -> linear 4*D bias=false"),
+    ("N: nn.LayerNorm(D, eps=1e-6)(X)", "nn.LayerNorm(D, eps=1e-6)(X)", "X -> layernorm eps=1e-6",
+     "N: X -> layernorm eps=1e-6"),
+    ("W: X -> torch.nn.Softmax(dim=-1)", "torch.nn.Softmax(dim=-1)", "softmax -1", "W: X -> softmax -1"),
+    ('G: X -> nn.GELU(approximate="tanh") -> nn.Dropout()', 'nn.GELU(approximate="tanh")',
+     'gelu approximate="tanh"', 'G: X -> gelu approximate="tanh" -> dropout 0.5'),
+    ("y: X -> nn.Linear(D)", None, None, None),                  # no out-features: no guess
+    ("y: X -> nn.MultiheadAttention(D, H)", None, None, None),   # not one operation
     ("y: X[:, S - 1]", None, None, None),       # an index that is not a number: a tensor?
     ("y: X[:, [-1]]", None, None, None),        # a list: advanced indexing
     ("y: X[:, ::2]", None, None, None),         # a step
@@ -114,6 +124,47 @@ def test_the_spelling_is_named_but_no_line_is_proposed_when_the_line_would_not_c
     d, text = only(HEAD + "s: torch.matmul(Q, K)\n")
     assert d.help == "in shapelang this is `Q @ K`" and d.fix is None, text
     assert "write it as" not in text
+
+
+MODULES = [   # the learner's module, and the same built by PyTorch at HEAD's example sizes
+    ("Y: X -> nn.Linear(D, 4*D, bias=False)", lambda nn: nn.Linear(32, 128, bias=False)),
+    ("N: nn.LayerNorm(D, eps=1e-6)(X)", lambda nn: nn.LayerNorm(32, eps=1e-6)),
+    ('G: X -> nn.GELU(approximate="tanh") -> nn.Dropout()', lambda nn: nn.GELU(approximate="tanh")),
+    ("C: X -> transpose 1 2 -> nn.Conv1d(D, 2*D, 3, padding=1)",
+     lambda nn: nn.Sequential(nn.Identity(), nn.Conv1d(32, 64, 3, padding=1))),
+]
+
+
+@pytest.mark.parametrize("line, build", MODULES, ids=[m[0] for m in MODULES])
+def test_modules_become_operations_with_pytorchs_shapes_and_parameters(line, build):
+    torch = pytest.importorskip("torch")
+    d, text = only(HEAD + line + "\n")
+    assert d.fix is not None, text
+    fixed = check(HEAD + d.fix[2] + "\n")
+    assert fixed.ok, render_check(fixed)
+    module = build(torch.nn)
+    x = torch.randn(2, 5, 32)
+    if "transpose" in line:
+        x = x.transpose(1, 2)
+    got = fixed.bindings[-1].steps[-1].out.shape
+    assert [fixed.example_value(n) for n in got] == list(module(x).shape), text
+    assert fixed.example_value(fixed.total_params) == sum(p.numel() for p in module.parameters())
+
+
+def test_python_assignment_is_a_binding_with_a_colon():
+    text = HEAD + "P = X -> linear D\nT = X.transpose(1, 2)\nblock F(x: [B, S, D]):\n  y = x -> relu\n" \
+        "  return y\nend\n"
+    spec = check(text)
+    found = [d for d in spec.diagnostics if d.code == "E001"]
+    assert [d.message for d in found] == ["a binding is written `P: ...`, not `P = ...`",
+                                          "a binding is written `T: ...`, not `T = ...`",
+                                          "a binding is written `y: ...`, not `y = ...`"], render_check(spec)
+    assert [d.fix[2] for d in found] == ["P: X -> linear D", "T: X -> transpose 1 2", "y: x -> relu"]
+    fixed = text.replace("P =", "P:").replace("T = X.transpose(1, 2)", "T: X -> transpose 1 2") \
+        .replace("y =", "y:")
+    assert check(fixed).ok
+    # `==` and keywords are not assignments
+    assert "binding is written" not in render_check(check(HEAD + "assume D == 4*H\ny: X -> layernorm eps = 1e-5\n"))
 
 
 def test_an_index_past_what_the_sizes_allow_is_spelled_but_not_proposed():
@@ -157,7 +208,7 @@ def test_habits_agree_with_pytorch_on_the_shape():
     import torch.nn.functional as F
 
     sizes = {"B": 2, "S": 5, "H": 4, "Dh": 8, "D": 32}
-    env = {"torch": torch, "F": F, "math": __import__("math"), **sizes,
+    env = {"torch": torch, "F": F, "nn": torch.nn, "math": __import__("math"), **sizes,
            "X": torch.randn(2, 5, 32), "A": torch.randn(2, 5, 32),
            "Q": torch.randn(2, 4, 5, 8), "K": torch.randn(2, 4, 5, 8),
            "mask": torch.ones(2, 1, 1, 5, dtype=torch.bool)}

@@ -128,7 +128,7 @@ def _build(node: Expr, lookup: Callable[[Name], sp.Expr], allow_real: bool = Fal
     if isinstance(node, BinOp) and node.op != "@":
         a, ta, pa = sub(node.left)
         b, tb, pb = sub(node.right)
-        e = _combine(node, a, b)
+        e = _combine(node, a, b, allow_real)
         prec = _OPS[node.op]
         if node.op == "**":
             text = f"{ta if pa > POW else f'({ta})'}**{tb if pb >= POW else f'({tb})'}"
@@ -162,7 +162,7 @@ def _build(node: Expr, lookup: Callable[[Name], sp.Expr], allow_real: bool = Fal
                      help="a size is built from numbers, dims, + - * / // % and **")
 
 
-def _combine(node: BinOp, a: sp.Expr, b: sp.Expr) -> sp.Expr:
+def _combine(node: BinOp, a: sp.Expr, b: sp.Expr, allow_real: bool = False) -> sp.Expr:
     if node.op == "+":
         return a + b
     if node.op == "-":
@@ -175,12 +175,27 @@ def _combine(node: BinOp, a: sp.Expr, b: sp.Expr) -> sp.Expr:
         if node.op == "/":
             return a / b
         return sp.floor(a / b) if node.op == "//" else sp.Mod(a, b)
-    if not (b.is_Integer and 0 <= int(b) <= MAX_EXPONENT):
+    if allow_real:
+        b = _scalar_exponent(node, b)
+    elif not (b.is_Integer and 0 <= int(b) <= MAX_EXPONENT):
         raise ShapeError("E004", f"exponent `{b}` is not allowed here", span=node.right.span,
-                         help=f"exponents are whole numbers from 0 to {MAX_EXPONENT}")
+                         help=f"exponents of sizes are whole numbers from 0 to {MAX_EXPONENT}")
     if a.is_Number and abs(a) > 2 ** 64:
         raise ShapeError("E004", "number is too large", span=node.span)
     return a ** b
+
+
+def _scalar_exponent(node: BinOp, b: sp.Expr) -> sp.Expr:
+    """The exponent of a scalar (`scale D**-0.5`, `x ** 2`), exact: a whole or half number
+    of at most MAX_EXPONENT either way (0.5 is sqrt)."""
+    if b.is_Float and math.isfinite(float(b)) and float(2 * b).is_integer():
+        b = sp.Rational(int(2 * b), 2)
+    if not (b.is_Rational and (2 * b).is_Integer and abs(b) <= MAX_EXPONENT):
+        shown = float_text(float(b)) if b.is_Float else str(b)
+        raise ShapeError("E004", f"exponent `{shown}` is not allowed here", span=node.right.span,
+                         help=f"exponents of scalars are whole or half numbers from "
+                              f"-{MAX_EXPONENT} to {MAX_EXPONENT} (`D**-0.5` is 1/sqrt(D))")
+    return b
 
 
 def unfilled(node: Hole) -> ShapeError:

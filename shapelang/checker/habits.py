@@ -35,11 +35,17 @@ NOTES = {
     "indexing": "shapelang writes PyTorch's indexing as operations: `x[:, None]` is "
                 "`x -> unsqueeze 1`, `x[:, 0]` is `x -> select 1 0`, `x[..., :k]` is "
                 "`x -> slice -1 0 k`",
+    "module": "shapelang names the operation a module computes, not the module: "
+              "`nn.Linear(D, 4*D)` is `linear 4*D` (the in-features are read off the tensor, "
+              "and the weights are made for it)",
+    "assignment": "shapelang binds a name with `:` (`Q: X -> linear D`): the line states what "
+                  "the name is, once; `=` gives keywords (`eps=1e-6`) and `==` compares",
     "arguments": "an operation's arguments follow its name, separated by spaces, without "
                  "parentheses or commas: `transpose 1 2`, `softmax -1`, `mean -1 keepdim`",
 }
 _BINDING = re.compile(r"^(\s*(?:[A-Za-z_]\w*'?\s*,\s*)*[A-Za-z_]\w*'?\s*:\s*)")
 _RETURN = re.compile(r"^(\s*return\s+)")
+_ASSIGN = re.compile(r"^(\s*)((?:[A-Za-z_]\w*'?\s*,\s*)*[A-Za-z_]\w*'?)\s*=(?!=)\s*")
 _OP = re.compile(r"^\s*([A-Za-z_]\w*)(.*)$", re.DOTALL)
 _MARKS = re.compile(r"[,=(]|\.(?!\d)")
 STAR_HELP = "did you mean `@`? `*` multiplies element by element; `@` is the matrix product"
@@ -68,16 +74,22 @@ def rewrite_line(line: str) -> tuple[int, int, str, list[Habit]] | None:
     code = line[:end]
     if len(code) > MAX_TEXT:   # bounds the work a hostile line causes
         return None
+    assign = None
+    habits: list[Habit] = []
     if code.lstrip().startswith("->"):
         start = len(code) - len(code.lstrip())
     else:
         m = _BINDING.match(code) or _RETURN.match(code)
         if not m:
-            return None
+            m = assign = _ASSIGN.match(code)   # `Q = X -> linear D`: Python's assignment
+            if not m or not code[m.end():].strip():
+                return None
+            names = re.sub(r"\s*,\s*", ", ", m.group(2))
+            habits.append(Habit("assignment", code[m.start(2):m.end()].rstrip(), f"{names}:",
+                                m.start(2), m.end()))
         start = m.end()
     rhs = code[start:]
     pieces = _pipes(rhs)
-    habits: list[Habit] = []
     out: list[str] = []
     for n, (a, b) in enumerate(pieces):
         text = rhs[a:b]
@@ -102,10 +114,13 @@ def rewrite_line(line: str) -> tuple[int, int, str, list[Habit]] | None:
             continue
         out.append(new)
         lead = len(text) - len(text.lstrip())
-        habits.append(Habit("arguments", text.strip(), new, start + a + lead, start + a + len(text.rstrip())))
+        kind = "module" if m.group(2).lstrip().startswith(".") else "arguments"
+        habits.append(Habit(kind, text.strip(), new, start + a + lead, start + a + len(text.rstrip())))
     if not habits:
         return None
     new_rhs = " -> ".join(out) if out[0] else "-> " + " -> ".join(out[1:])
+    if assign:
+        return assign.start(2), end, f"{habits[0].shapelang} {new_rhs}", habits
     return start, end, new_rhs, habits
 
 
@@ -149,11 +164,16 @@ def _syntax(text: str, d: Diagnostic) -> Diagnostic:
         if h.shapelang.startswith(habit.shapelang + " -> "):
             habit = h
     row = d.span.line
+    message = f"`{habit.pytorch}` is PyTorch syntax, not shapelang"
+    help_ = f"in shapelang this is `{habit.shapelang}`"
+    if habit.kind == "assignment":
+        message = f"a binding is written `{habit.shapelang} ...`, not `{habit.pytorch} ...`"
+        help_ = "a binding takes `:`"
     return replace(
-        d, message=f"`{habit.pytorch}` is PyTorch syntax, not shapelang",
+        d, message=message,
         span=Span(row, habit.start + 1, row, habit.end + 1),
         notes=(NOTES[habit.kind],) + tuple(n for n in d.notes if n not in NOTES.values()),
-        help=f"in shapelang this is `{habit.shapelang}`",
+        help=help_,
         fixes=((Span(row, start + 1, row, end + 1), new_rhs),) + tuple(d.fixes))
 
 

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from ..syntax import brackets
+from . import spell_modules
 
 MAX_TEXT = 400   # longer expressions are not read (bounds the work of hostile input)
 MAX_DEPTH = 16   # brackets nested deeper are not read
@@ -61,7 +62,8 @@ DEFAULT_DIM = {"chunk": "0", "split": "0", "flatten": None}
 
 @dataclass(frozen=True)
 class Habit:
-    kind: str          # "attribute", "constant", "method", "function", "indexing", "arguments"
+    kind: str          # "attribute", "constant", "method", "function", "indexing", "module",
+    #                    "arguments"
     pytorch: str       # the learner's text
     shapelang: str     # the same in shapelang
     start: int         # offsets in the text that was read
@@ -253,6 +255,11 @@ class Translator:
 
     def _call(self, node: ast.Call) -> Piece:
         func = node.func
+        if isinstance(func, ast.Call) and spell_modules.module_name(func.func):
+            # `nn.LayerNorm(D)(x)`: the module built and applied at once
+            if len(node.args) != 1 or node.keywords:
+                raise Unknown("module call")
+            return self._record("module", node, self._chain(self.expr(node.args[0]), self.module(func)))
         if isinstance(func, ast.Name):
             if node.keywords:
                 raise Unknown(func.id)   # a block or shapelang call form with keywords
@@ -326,6 +333,13 @@ class Translator:
             raise Unknown("clamp")
         return "clamp " + " ".join(f"{k}=({v})" if v.startswith("-") and not v[1:].isdigit() else f"{k}={v}"
                                    for k, v in bounds)
+
+    def module(self, call: ast.Call) -> str:
+        """`nn.Linear(D, 4*D)` as the operation it computes, `linear 4*D`."""
+        try:
+            return spell_modules.module_op(call, self._arg, lambda n: self._plain(n).text)
+        except spell_modules.Unknown as err:
+            raise Unknown(str(err)) from None
 
     def op(self, name: str, args: list, keywords: list) -> str:
         """`name(args, keywords)` as a shapelang operation."""
@@ -444,6 +458,14 @@ def _hide_pipelines(text: str) -> tuple[str, dict[str, str]]:
 def translate_operation(name: str, rest: str) -> str | None:
     """`softmax(dim=-1)`, `mean dim=-1 keepdim=True`, `transpose 1, 2` as a shapelang operation."""
     rest = rest.strip()
+    if rest.startswith("."):   # `-> nn.Linear(D, 4*D)`: a module where its operation goes
+        node = _parse(name + rest)
+        if not isinstance(node, ast.Call):
+            return None
+        try:
+            return Translator(name + rest).module(node)
+        except (Unknown, RecursionError):
+            return None
     if rest.startswith("(") and _closing(rest, 0) == len(rest) - 1:
         call = name + rest
     else:

@@ -12,8 +12,9 @@ the rest of the file is still checked, so every broken line is reported at
 once. PyTorch spellings are named and translated:
 `K.T` is `K -> transpose -2 -1`, `x.view(B, S, D)` is `x -> view [B, S, D]`,
 `softmax(dim=-1)` is `softmax -1`, `transpose 1, 2` is `transpose 1 2`,
-`torch.matmul(Q, K)` is `Q @ K`, and `x[:, None, :k]` is
-`x -> unsqueeze 1 -> slice 2 0 k`.""",
+`torch.matmul(Q, K)` is `Q @ K`, `x[:, None, :k]` is
+`x -> unsqueeze 1 -> slice 2 0 k`, `-> nn.Linear(D, F)` is `-> linear F`, and
+`Q = ...` is `Q: ...`.""",
         matters="""
 Nothing on a broken line is checked, and names it defines are unknown to the
 lines after it, so a syntax error hides the shape errors behind it.""",
