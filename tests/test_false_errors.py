@@ -1,6 +1,7 @@
-"""False errors of issue 12, each a regression test checked against PyTorch where it can
-compute the shape: a parenthesised argument after a name argument, a mask that broadcasts
-the input, and dims bound at block calls (trace and `run`)."""
+"""False errors, each a regression test checked against PyTorch where it can compute the
+shape. Issue 12: a parenthesised argument after a name argument, a mask that broadcasts the
+input, and dims bound at block calls (trace and `run`). Found while writing whole models
+(Mistral, Pythia, BLOOM): sizes with `min`/`max` in them (a sliding-window cache)."""
 from __future__ import annotations
 
 import warnings
@@ -122,3 +123,56 @@ def test_a_dim_used_outside_the_blocks_is_still_needed():
     spec = check(text)
     assert [d.code for d in spec.diagnostics] == ["W201"]
     assert "N" in spec.diagnostics[0].message
+
+
+# ------------------------------------------------------------------ sizes with min / max
+
+WINDOW = """\
+dim B, S, T, W
+dim P = min(T, W - 1)
+assume W >= 2
+example B=1, S=2, T=5, W=4
+input past: [B, P, 3]
+x: [B, S, 3]
+keys: concat(1, past, x)
+kept: keys -> slice 1 (P + S - min(T + S, W - 1)) (P + S)
+"""
+
+
+def test_a_size_with_min_is_whole_positive_and_bounds_a_slice():
+    """Mistral's sliding-window cache: the last min(P + S, W - 1) positions. These were E104
+    (`min(T, W - 1)` not proved whole), E109 (nor at least 1) and E105 (the slice start not
+    proved >= 0); each holds in every branch of the min."""
+    torch = pytest.importorskip("torch")
+    spec = check(WINDOW)
+    assert [d.code for d in spec.diagnostics] == [], render_check(spec)
+    kept = spec.bindings[-1].types[0].shape
+    for t, s, w in [(5, 2, 4), (1, 1, 9), (1, 7, 2), (9, 3, 9), (2, 2, 3)]:
+        p = min(t, w - 1)
+        keys = torch.zeros(1, p + s, 3)
+        want = keys[:, p + s - min(t + s, w - 1):p + s].shape
+        env = spec.prover.user_env({"B": 1, "S": s, "T": t, "W": w})
+        assert [int(spec.prover.value(d, env)) for d in kept] == list(want)
+
+
+def test_a_slice_that_min_does_not_save_is_still_refused():
+    spec = check("dim B, S, P, W\nassume P >= 0\nexample B=1, S=2, P=5, W=4\n"
+                 "input keys: [B, P + S, 3]\nkept: keys -> slice 1 (W - min(P + S, W - 1)) (P + S)\n")
+    text = render_check(spec)
+    assert [d.code for d in spec.errors()] == ["E109"]
+    assert "is not always positive" in text and "counterexample: P=5, S=2, W=16" in text
+    # at the counterexample torch gives an empty slice where the spec promised 7 - 9 rows
+    torch = pytest.importorskip("torch")
+    assert torch.zeros(1, 7, 3)[:, 16 - 7:7].shape[1] == 0
+
+
+def test_max_minus_one_of_its_arguments_may_be_zero():
+    spec = check("dim B, S, W\nexample B=1, S=2, W=4\nm: [B, max(S, W) - W, 3]\n")
+    assert [d.code for d in spec.errors()] == ["E109"]
+    assert "counterexample: S=1, W=4" in render_check(spec)
+
+
+def test_without_the_assumption_the_min_may_be_zero():
+    spec = check(WINDOW.replace("assume W >= 2\n", ""))
+    assert [d.code for d in spec.errors()] == ["E109", "E109"]
+    assert "`P = min(T, W - 1)` is not always positive" in render_check(spec)
