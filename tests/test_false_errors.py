@@ -1,7 +1,8 @@
 """False errors, each a regression test checked against PyTorch where it can compute the
 shape. Issue 12: a parenthesised argument after a name argument, a mask that broadcasts the
 input, and dims bound at block calls (trace and `run`). Found while writing whole models
-(Mistral, Pythia, BLOOM): sizes with `min`/`max` in them (a sliding-window cache)."""
+(Mistral, Pythia, BLOOM): sizes with `min`/`max` in them (a sliding-window cache); and a
+missed error, an ALiBi bias laid out along the queries, which softmax cancels (W308)."""
 from __future__ import annotations
 
 import warnings
@@ -176,3 +177,43 @@ def test_without_the_assumption_the_min_may_be_zero():
     spec = check(WINDOW.replace("assume W >= 2\n", ""))
     assert [d.code for d in spec.errors()] == ["E109", "E109"]
     assert "`P = min(T, W - 1)` is not always positive" in render_check(spec)
+
+
+# ------------------------------------------------------------------ a bias softmax cancels (missed)
+
+ALIBI = """\
+dim B, S, H, Dh
+example B=2, S=5, H=4, Dh=8
+input q: [B, H, S, Dh]
+input k: [B, H, S, Dh]
+slopes: 2.0 ** (-8.0 * arange(1, H + 1) / H)
+alibi: outer(slopes, arange(S))
+weights: q @ (k -> transpose -2 -1) + (alibi -> unsqueeze {axis}) -> softmax -1
+"""
+
+
+def test_an_alibi_bias_along_the_queries_is_reported():
+    """BLOOM's bias `[H, 1, S]` written as `[H, S, 1]` checked silently: every score of a
+    query's row moves by the same amount, and PyTorch's softmax gives back the unbiased
+    weights."""
+    torch = pytest.importorskip("torch")
+    wrong, right = check(ALIBI.format(axis=2)), check(ALIBI.format(axis=1))
+    assert right.diagnostics == []
+    assert [(d.code, d.span.line, d.span.column) for d in wrong.diagnostics] == [("W308", 7, 10)]
+    assert wrong.diagnostics[0].message == (
+        "`q @ (k -> transpose -2 -1) + (alibi -> unsqueeze 2)` shifts the attention scores by a term "
+        "that is the same for every key (size 1 on axis -1, where the scores have the keys, S), so "
+        "`softmax -1` on line 7 cancels it")
+    s = torch.randn(2, 4, 5, 5)
+    slopes = 2.0 ** (-8.0 * torch.arange(1, 5) / 4)
+    table = slopes[:, None] * torch.arange(5)
+    torch.testing.assert_close((s + table[:, :, None]).softmax(-1), s.softmax(-1))     # cancelled
+    assert ((s + table[:, None, :]).softmax(-1) - s.softmax(-1)).abs().max() > 1e-2
+
+
+def test_scores_from_a_matmul_with_a_key_bias_stay_silent():
+    spec = check("dim B, S, H, Dh\nexample B=1, S=4, H=2, Dh=8\ninput q: [B, H, S, Dh]\n"
+                 "input k: [B, H, S, Dh]\ninput pad: [B, S]\n"
+                 "w: q @ (k -> transpose -2 -1) + (pad -> view [B, 1, 1, S]) -> softmax -1\n"
+                 "u: q @ (k -> transpose -2 -1) + (pad -> view [B, 1, S, 1]) -> softmax -1\n")
+    assert [(d.code, d.span.line) for d in spec.diagnostics] == [("W308", 7)]
