@@ -1,6 +1,8 @@
-"""False errors of issue 12, each a regression test checked against PyTorch where it can
-compute the shape: a parenthesised argument after a name argument, a mask that broadcasts
-the input, and dims bound at block calls (trace and `run`)."""
+"""False errors, each a regression test checked against PyTorch where it can compute the
+shape. Issue 12: a parenthesised argument after a name argument, a mask that broadcasts the
+input, and dims bound at block calls (trace and `run`). Found while writing whole models
+(Mistral, Pythia, BLOOM): sizes with `min`/`max` in them (a sliding-window cache); and a
+missed error, an ALiBi bias laid out along the queries, which softmax cancels (W308)."""
 from __future__ import annotations
 
 import warnings
@@ -122,3 +124,96 @@ def test_a_dim_used_outside_the_blocks_is_still_needed():
     spec = check(text)
     assert [d.code for d in spec.diagnostics] == ["W201"]
     assert "N" in spec.diagnostics[0].message
+
+
+# ------------------------------------------------------------------ sizes with min / max
+
+WINDOW = """\
+dim B, S, T, W
+dim P = min(T, W - 1)
+assume W >= 2
+example B=1, S=2, T=5, W=4
+input past: [B, P, 3]
+x: [B, S, 3]
+keys: concat(1, past, x)
+kept: keys -> slice 1 (P + S - min(T + S, W - 1)) (P + S)
+"""
+
+
+def test_a_size_with_min_is_whole_positive_and_bounds_a_slice():
+    """Mistral's sliding-window cache: the last min(P + S, W - 1) positions. These were E104
+    (`min(T, W - 1)` not proved whole), E109 (nor at least 1) and E105 (the slice start not
+    proved >= 0); each holds in every branch of the min."""
+    torch = pytest.importorskip("torch")
+    spec = check(WINDOW)
+    assert [d.code for d in spec.diagnostics] == [], render_check(spec)
+    kept = spec.bindings[-1].types[0].shape
+    for t, s, w in [(5, 2, 4), (1, 1, 9), (1, 7, 2), (9, 3, 9), (2, 2, 3)]:
+        p = min(t, w - 1)
+        keys = torch.zeros(1, p + s, 3)
+        want = keys[:, p + s - min(t + s, w - 1):p + s].shape
+        env = spec.prover.user_env({"B": 1, "S": s, "T": t, "W": w})
+        assert [int(spec.prover.value(d, env)) for d in kept] == list(want)
+
+
+def test_a_slice_that_min_does_not_save_is_still_refused():
+    spec = check("dim B, S, P, W\nassume P >= 0\nexample B=1, S=2, P=5, W=4\n"
+                 "input keys: [B, P + S, 3]\nkept: keys -> slice 1 (W - min(P + S, W - 1)) (P + S)\n")
+    text = render_check(spec)
+    assert [d.code for d in spec.errors()] == ["E109"]
+    assert "is not always positive" in text and "counterexample: P=5, S=2, W=16" in text
+    # at the counterexample torch gives an empty slice where the spec promised 7 - 9 rows
+    torch = pytest.importorskip("torch")
+    assert torch.zeros(1, 7, 3)[:, 16 - 7:7].shape[1] == 0
+
+
+def test_max_minus_one_of_its_arguments_may_be_zero():
+    spec = check("dim B, S, W\nexample B=1, S=2, W=4\nm: [B, max(S, W) - W, 3]\n")
+    assert [d.code for d in spec.errors()] == ["E109"]
+    assert "counterexample: S=1, W=4" in render_check(spec)
+
+
+def test_without_the_assumption_the_min_may_be_zero():
+    spec = check(WINDOW.replace("assume W >= 2\n", ""))
+    assert [d.code for d in spec.errors()] == ["E109", "E109"]
+    assert "`P = min(T, W - 1)` is not always positive" in render_check(spec)
+
+
+# ------------------------------------------------------------------ a bias softmax cancels (missed)
+
+ALIBI = """\
+dim B, S, H, Dh
+example B=2, S=5, H=4, Dh=8
+input q: [B, H, S, Dh]
+input k: [B, H, S, Dh]
+slopes: 2.0 ** (-8.0 * arange(1, H + 1) / H)
+alibi: outer(slopes, arange(S))
+weights: q @ (k -> transpose -2 -1) + (alibi -> unsqueeze {axis}) -> softmax -1
+"""
+
+
+def test_an_alibi_bias_along_the_queries_is_reported():
+    """BLOOM's bias `[H, 1, S]` written as `[H, S, 1]` checked silently: every score of a
+    query's row moves by the same amount, and PyTorch's softmax gives back the unbiased
+    weights."""
+    torch = pytest.importorskip("torch")
+    wrong, right = check(ALIBI.format(axis=2)), check(ALIBI.format(axis=1))
+    assert right.diagnostics == []
+    assert [(d.code, d.span.line, d.span.column) for d in wrong.diagnostics] == [("W308", 7, 10)]
+    assert wrong.diagnostics[0].message == (
+        "`q @ (k -> transpose -2 -1) + (alibi -> unsqueeze 2)` shifts the attention scores by a term "
+        "that is the same for every key (size 1 on axis -1, where the scores have the keys, S), so "
+        "`softmax -1` on line 7 cancels it")
+    s = torch.randn(2, 4, 5, 5)
+    slopes = 2.0 ** (-8.0 * torch.arange(1, 5) / 4)
+    table = slopes[:, None] * torch.arange(5)
+    torch.testing.assert_close((s + table[:, :, None]).softmax(-1), s.softmax(-1))     # cancelled
+    assert ((s + table[:, None, :]).softmax(-1) - s.softmax(-1)).abs().max() > 1e-2
+
+
+def test_scores_from_a_matmul_with_a_key_bias_stay_silent():
+    spec = check("dim B, S, H, Dh\nexample B=1, S=4, H=2, Dh=8\ninput q: [B, H, S, Dh]\n"
+                 "input k: [B, H, S, Dh]\ninput pad: [B, S]\n"
+                 "w: q @ (k -> transpose -2 -1) + (pad -> view [B, 1, 1, S]) -> softmax -1\n"
+                 "u: q @ (k -> transpose -2 -1) + (pad -> view [B, 1, S, 1]) -> softmax -1\n")
+    assert [(d.code, d.span.line) for d in spec.diagnostics] == [("W308", 7)]

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "provenance"
 BUGS = sorted(p for p in (CORPUS / "bugs").glob("*.shape") if not p.name.endswith(".fixed.shape"))
 CLEAN = sorted((CORPUS / "clean").glob("*.shape"))
-CODES = [f"W30{i}" for i in range(1, 8)]
+CODES = [f"W30{i}" for i in range(1, 9)]
 MARK = re.compile(r"#\s*W:\s*(\S+)")
 
 
@@ -314,6 +314,23 @@ def ref_gated(i, w, sz):
     return _merge((scores.softmax(-1) * scores.sigmoid()) @ v) @ w["W_o"]
 
 
+def ref_mha_bias(i, w, sz, bias="alibi"):
+    """Multi-head attention with a float bias on the scores laid out along the keys: ALiBi
+    slopes times the key position, a padding bias [B, S], or a learned key bias [H, S]."""
+    import torch
+
+    x, h, s = i["x"], sz["H"], sz["S"]
+    q, k, v = (_heads(x @ w[n], h) for n in ("W_q", "W_k", "W_v"))
+    if bias == "alibi":
+        slopes = 2.0 ** (-8.0 * torch.arange(1, h + 1, dtype=x.dtype) / h)
+        mask = (slopes[:, None] * torch.arange(s, dtype=x.dtype))[:, None, :]
+    elif bias == "padding":
+        mask = i["pad_bias"][:, None, None, :]
+    else:
+        mask = -w["key_bias"][:, None, :]
+    return _merge(_sdpa(q, k, v, attn_mask=mask)) @ w["W_o"]
+
+
 CAUSAL = {"causal": True}
 CROSS_SINGLE = {"queries": "dec", "keys": "enc"}
 REFERENCES = {
@@ -349,6 +366,9 @@ REFERENCES = {
     "w307_differential_attention_transposed": (ref_differential, {}),
     "w307_gate_from_transposed_scores": (ref_gated, {}),
     "w307_weights_plus_transpose": (ref_single_head, {}),
+    "w308_alibi_along_queries": (ref_mha_bias, {}),
+    "w308_padding_bias_on_queries": (ref_mha_bias, {"bias": "padding"}),
+    "w308_key_bias_unsqueezed_last": (ref_mha_bias, {"bias": "key"}),
 }
 
 

@@ -4,6 +4,7 @@ data-dependent size (which may be 0) is never treated as one of them."""
 from __future__ import annotations
 
 import functools
+import itertools
 
 import sympy as sp
 
@@ -87,3 +88,35 @@ def numeric_product(values: tuple) -> int:
     for v in values:
         out *= v
     return out
+
+
+MAX_CASE_ATOMS = 4   # 2**4 cases at most: a size with more min/max terms stays unproved
+
+
+def minmax_cases(e: sp.Expr):
+    """The branches of a size with `min`/`max` in it: each term replaced by one of its two
+    arguments, with the condition under which it is that one (`min(a, b)` is a where
+    b - a >= 0). The size equals one branch's value for every assignment, so what holds for
+    every branch (under its conditions) holds for the size. None when there are too many."""
+    atoms = sorted(e.atoms(sp.Min, sp.Max), key=sp.default_sort_key)
+    if len(atoms) > MAX_CASE_ATOMS or any(len(m.args) != 2 for m in atoms):
+        return None
+    if any(a.has(sp.Min, sp.Max) for m in atoms for a in m.args):
+        return None    # nested: innermost first would be needed; rare in shapes
+    cases = []
+    for picks in itertools.product((0, 1), repeat=len(atoms)):
+        chosen, conditions = {}, []
+        for m, k in zip(atoms, picks):
+            this, other = m.args[k], m.args[1 - k]
+            chosen[m] = this
+            conditions.append(other - this if isinstance(m, sp.Min) else this - other)
+        cases.append((e.xreplace(chosen), conditions))
+    return cases
+
+
+def nonneg_given(d: sp.Expr, conditions: list[sp.Expr]) -> bool:
+    """Sufficient test that d >= 0 for all sizes >= 1 where every condition is >= 0: d, or d
+    minus one condition, or d minus all of them, is non-negative as a polynomial."""
+    d = sp.expand(d)
+    tries = [d] + [d - c for c in conditions] + ([d - sum(conditions)] if len(conditions) > 1 else [])
+    return any(_shift_nonneg(sp.expand(t)) for t in tries)

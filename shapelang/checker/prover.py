@@ -17,6 +17,8 @@ from .polys import (  # noqa: F401  # noqa: F401
     _root_divisor,
     _shift_nonneg,
     divisor_alternatives,
+    minmax_cases,
+    nonneg_given,
     numeric_product,
 )
 
@@ -307,7 +309,19 @@ class Prover:
             return True
         return sp.cancel(sp.together(d)) == 0
 
+    @staticmethod
+    def _by_cases(e: sp.Expr, prove) -> bool | None:
+        """A size with `min`/`max` in it: `prove(branch, conditions)` for each of its branches
+        (polys.minmax_cases); None when it has none."""
+        if not e.has(sp.Min, sp.Max):
+            return None
+        cases = minmax_cases(e)
+        return cases is not None and all(prove(branch, conds) for branch, conds in cases)
+
     def _prove_whole(self, e: sp.Expr) -> bool:
+        split = self._by_cases(e, lambda branch, _conds: self._prove_whole(branch))
+        if split is not None:
+            return split
         num, den = sp.fraction(sp.cancel(sp.together(e)))
         if den.is_Integer:
             try:
@@ -330,6 +344,10 @@ class Prover:
         return False
 
     def _prove_positive(self, e: sp.Expr) -> bool:
+        split = self._by_cases(e, lambda branch, conds: self._prove_positive(branch)
+                               or nonneg_given(branch - 1, conds))
+        if split is not None:
+            return split
         num, den = sp.fraction(sp.cancel(sp.together(e)))
         for n, d in ((num, den), (-num, -den)):
             if _shift_nonneg(n, strict=True) and _shift_nonneg(d, strict=True):
@@ -337,6 +355,10 @@ class Prover:
         return den.is_Number and den > 0 and self._prove_leq(sp.Integer(1), num)
 
     def _prove_leq(self, a: sp.Expr, b: sp.Expr) -> bool:
+        split = self._by_cases(b - a, lambda branch, conds: self._prove_leq(sp.Integer(0), branch)
+                               or nonneg_given(branch, conds))
+        if split is not None:
+            return split
         d = sp.expand(b - a)
         if _shift_nonneg(d):
             return True

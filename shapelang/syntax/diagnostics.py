@@ -42,6 +42,7 @@ CODES: dict[str, str] = {
     "W305": "causal mask on scores whose query and key lengths are unrelated",
     "W306": "scores scaled by a size other than the one they contracted",
     "W307": "elementwise op between tensors whose same-sized axes are swapped",
+    "W308": "a bias added to attention scores that is the same for every key (softmax cancels it)",
 }
 
 

@@ -1,4 +1,4 @@
-"""Explanations of where values come from (W301-W307): shapes that all check while the
+"""Explanations of where values come from (W301-W308): shapes that all check while the
 numbers end up in the wrong places. The wrong and right examples follow the test corpus in
 tests/provenance/ (bugs/ and their fixed twins)."""
 from __future__ import annotations
@@ -266,5 +266,28 @@ q: x @ W_q
 k: x @ W_k
 w0: q @ (k -> transpose 1 2) -> scale 1/sqrt(Dk) -> softmax -1
 w: w0 + w0 -> scale 0.5
+"""),
+    "W308": Explanation(
+        means="""
+A bias added to attention scores `[B, H, S, S]` (a position bias such as ALiBi
+or T5's, or a padding mask as a float) must vary along the keys, the last axis
+that the softmax normalises. A bias laid out along the queries, `[H, S, 1]` or a
+mask `[B, 1, S, 1]`, shifts every score of a query's row by the same amount,
+and softmax(s + c) = softmax(s): the bias is silently a no-op.
+
+```
+alibi: outer(slopes, arange(S)) -> unsqueeze 2   # wrong: [H, S, 1], constant along the keys
+alibi: outer(slopes, arange(S)) -> unsqueeze 1   # right: [H, 1, S], one value per key
+```""",
+        matters="""
+The model runs and trains, but without its position bias (or its padding mask):
+no error, no NaN, only a model that cannot tell positions apart.""",
+        wrong=_HEADS + """slopes: 2.0 ** (-8.0 * arange(1, H + 1) / H)
+alibi: outer(slopes, arange(S)) -> unsqueeze 2
+scores: (q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh)) + alibi -> softmax -1
+""",
+        right=_HEADS + """slopes: 2.0 ** (-8.0 * arange(1, H + 1) / H)
+alibi: outer(slopes, arange(S)) -> unsqueeze 1
+scores: (q @ (k -> transpose -2 -1) -> scale 1/sqrt(Dh)) + alibi -> softmax -1
 """),
 }

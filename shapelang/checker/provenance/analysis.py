@@ -15,7 +15,8 @@ shapes miss (codes W301-W307, see docs/diagnostics.md):
 - W304 normalisation statistics over an axis other than the features;
 - W305 a causal mask on scores whose query and key lengths are unrelated;
 - W306 `scale 1/sqrt(X)` where X is not the size the scores contracted;
-- W307 an elementwise op between tensors whose same-sized axes are swapped.
+- W307 an elementwise op between tensors whose same-sized axes are swapped;
+- W308 a bias added to scores that is constant along the keys (softmax cancels it).
 
 Every decision about sizes goes through the prover, so it holds for all sizes
 that satisfy the assumptions. Where the pass does not know an operation, the
@@ -320,4 +321,10 @@ class Provenance(LayerRules):
         ordered = [base] + [t for t in ts if t is not base]
         padded = [((),) * (rank - len(t.axes)) + t.axes for t in ordered]
         axes = tuple(next((p[k] for p in padded if p[k]), ()) for k in range(rank))
-        return (base.carry(axes),)
+        out = base.carry(axes)
+        if out.keys is not None and out.flat_bias is None and s.op in ("add", "sub") and len(padded) == 2 \
+                and out.keys and out.keys in padded[0]:
+            k = padded[0].index(out.keys)
+            if not padded[1][k] and any(padded[1]):   # a term that varies, but not along the keys
+                out.flat_bias = s
+        return (out,)

@@ -38,18 +38,21 @@ Axis = tuple  # of Atom, outermost first; () for an axis of size 1
 
 class TP:
     """A tensor's provenance: one Axis per dim, plus what attention scores carry:
-    `keys`, their key axis, and `contracted`, the axis the score product summed over."""
-    __slots__ = ("axes", "contracted", "keys")
+    `keys`, their key axis, `contracted`, the axis the score product summed over, and
+    `flat_bias`, the step that added a term constant along the keys (a softmax over the
+    keys cancels it)."""
+    __slots__ = ("axes", "contracted", "flat_bias", "keys")
 
-    def __init__(self, axes: tuple, keys: Axis | None = None, contracted: Axis | None = None):
-        self.axes, self.keys, self.contracted = axes, keys, contracted
+    def __init__(self, axes: tuple, keys: Axis | None = None, contracted: Axis | None = None,
+                 flat_bias=None):
+        self.axes, self.keys, self.contracted, self.flat_bias = axes, keys, contracted, flat_bias
 
     def carry(self, axes) -> TP:
         """Same scores markers if the key axis survives."""
         axes = tuple(axes)
         if self.keys is None or self.keys not in axes:
             return TP(axes)
-        return TP(axes, self.keys, self.contracted)
+        return TP(axes, self.keys, self.contracted, self.flat_bias)
 
 
 def label_of(axis: Axis) -> str:

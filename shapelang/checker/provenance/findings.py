@@ -1,4 +1,4 @@
-"""The findings of the provenance pass (W301-W307), in the learner's terms, each with
+"""The findings of the provenance pass (W301-W308), in the learner's terms, each with
 candidate fixes that shapelang.checker.fixes proves before they are shown."""
 from __future__ import annotations
 
@@ -58,6 +58,7 @@ class Findings:
             return
         d = s.detail["dim"]
         if x.axes[d] == x.keys:
+            self.check_flat_bias(s, x)
             return
         k = x.axes.index(x.keys)
         rank = len(x.axes)
@@ -68,6 +69,21 @@ class Findings:
                   fix=(s, f"{s.op} {right}"),
                   notes=(("the key axis is the one that came from the columns of the right operand "
                          "of the product that made the scores"),))
+
+    def check_flat_bias(self, softmax, x: TP) -> None:
+        """A term added to the scores that does not vary along the keys shifts every score of
+        a query's row by the same amount, which the softmax over the keys takes away."""
+        add = x.flat_bias
+        if add is None:
+            return
+        k = len(x.axes) - 1 - x.axes.index(x.keys)
+        self.warn(add, "W308", f"`{add.text}` shifts the attention scores by a term that is the same "
+                  f"for every key (size 1 on axis {-k - 1}, where the scores have the keys, "
+                  f"{label_of(x.keys)}), so `{softmax.text}` on line {softmax.span.line} cancels it",
+                  help="lay the bias (a position bias, or a padding mask) out along the keys: "
+                  "size 1 on the query axis, the key length on the last",
+                  notes=(("softmax(s + c) = softmax(s) for any c that is constant along the axis "
+                          "it normalises"),))
 
     def check_features(self, s, x: TP, d: int, verb: str) -> None:
         if not x.axes or d >= len(x.axes):
