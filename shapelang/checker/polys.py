@@ -120,3 +120,23 @@ def nonneg_given(d: sp.Expr, conditions: list[sp.Expr]) -> bool:
     d = sp.expand(d)
     tries = [d] + [d - c for c in conditions] + ([d - sum(conditions)] if len(conditions) > 1 else [])
     return any(_shift_nonneg(sp.expand(t)) for t in tries)
+
+
+def without_rounding(d: sp.Expr) -> sp.Expr | None:
+    """A lower bound of `d` with each `floor(x)` and `ceiling(x)` (`S // 2`, a conv's output
+    length) replaced by `x` or `x -+ 1`, whichever keeps it a lower bound: floor(x) <= x <
+    floor(x) + 1 and ceiling(x) - 1 < x <= ceiling(x). None when `d` has none, or one that
+    is not a term of its own with a numeric coefficient."""
+    rounded = d.atoms(sp.floor, sp.ceiling)
+    if not rounded:
+        return None
+    for f in rounded:
+        c = d.coeff(f)
+        if not c.is_Number or c == 0 or f.args[0].has(sp.floor, sp.ceiling):
+            return None
+        x = f.args[0]
+        if isinstance(f, sp.floor):
+            d = d.xreplace({f: x if c < 0 else x - 1})
+        else:
+            d = d.xreplace({f: x if c > 0 else x + 1})
+    return sp.expand(d)

@@ -11,7 +11,7 @@ import sympy as sp
 
 from .dims import _CMP, SEARCH_BUDGET, as_int, dim_symbol, evaluate
 from .notation import Notation
-from .polys import (  # noqa: F401  # noqa: F401
+from .polys import (  # noqa: F401
     _linear_bound,
     _monomial,
     _root_divisor,
@@ -20,6 +20,7 @@ from .polys import (  # noqa: F401  # noqa: F401
     minmax_cases,
     nonneg_given,
     numeric_product,
+    without_rounding,
 )
 
 
@@ -369,7 +370,7 @@ class Prover:
                      "<": r.right - r.left - 1, ">": r.left - r.right - 1}.get(r.cmp)
             if slack is not None and _shift_nonneg(sp.expand(d - slack)):
                 return True
-        bound = _without_rounding(d)
+        bound = without_rounding(d)
         return bound is not None and self._prove_leq(sp.Integer(0), bound)
 
     def _leq_by_bounds(self, d: sp.Expr) -> bool:
@@ -493,22 +494,3 @@ class Prover:
                 return None, tried   # a condition on numbers: one try decides it
         return None, tried
 
-
-def _without_rounding(d: sp.Expr) -> sp.Expr | None:
-    """A lower bound of `d` with each `floor(x)` and `ceiling(x)` (`S // 2`, a conv's output
-    length) replaced by `x` or `x -+ 1`, whichever keeps it a lower bound: floor(x) <= x <
-    floor(x) + 1 and ceiling(x) - 1 < x <= ceiling(x). None when `d` has none, or one that
-    is not a term of its own with a numeric coefficient."""
-    rounded = d.atoms(sp.floor, sp.ceiling)
-    if not rounded:
-        return None
-    for f in rounded:
-        c = d.coeff(f)
-        if not c.is_Number or c == 0 or f.args[0].has(sp.floor, sp.ceiling):
-            return None
-        x = f.args[0]
-        if isinstance(f, sp.floor):
-            d = d.xreplace({f: x if c < 0 else x - 1})
-        else:
-            d = d.xreplace({f: x if c > 0 else x + 1})
-    return sp.expand(d)
