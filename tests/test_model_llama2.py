@@ -40,10 +40,12 @@ def test_llama2_70b_is_the_same_spec_with_grouped_heads():
 
 # ------------------------------------------------------------------ a hand-written reference
 
-def _reference(torch, V, D, H, G, F, L, eps=1e-5, theta=10000.0, mlp=None, mlp_name="mlp"):
+def _reference(torch, V, D, H, G, F, L, eps=1e-5, theta=10000.0, mlp=None, mlp_name="mlp", window=None):
     """HF's LlamaForCausalLM forward in eval mode, written from modeling_llama.py. `mlp`
     (a function giving a layer's MLP module, stored as `mlp_name`) replaces LlamaMLP: Mixtral
-    is this model with its sparse mixture of experts there and theta 1e6."""
+    is this model with its sparse mixture of experts there and theta 1e6. `window`: Mistral,
+    HF's sliding-window overlay on the causal mask (key j is seen by query i when j <= i and
+    i - j < window)."""
     nn = torch.nn
     Dh = D // H
 
@@ -82,6 +84,9 @@ def _reference(torch, V, D, H, G, F, L, eps=1e-5, theta=10000.0, mlp=None, mlp_n
             k, v = repeat_kv(k, H // G), repeat_kv(v, H // G)
             scores = q @ k.transpose(2, 3) / math.sqrt(Dh)
             causal = torch.ones(s, s, dtype=torch.bool).triu(1)
+            if window is not None:
+                q_idx, kv_idx = torch.arange(s)[:, None], torch.arange(s)[None, :]
+                causal = ~((kv_idx <= q_idx) & (q_idx - kv_idx < window))
             weights = scores.masked_fill(causal, float("-inf")).softmax(-1, dtype=torch.float32)
             out = (weights @ v).transpose(1, 2).reshape(b, s, -1)
             return self.o_proj(out)
