@@ -12,6 +12,7 @@ from dataclasses import replace
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import Expect, Hole
 from . import dims as dimlib
+from . import dtypes
 
 
 def check(c, s: Expect) -> None:
@@ -36,15 +37,29 @@ def check(c, s: Expect) -> None:
         c.need_shape_equal(got[0].shape, want, span=s.shape.span, code="E107",
                            message=lambda: f"`{s.name}` is {c.show(got[0])}, but the spec expects "
                                    f"{c.show_shape(want)}")
+        if s.dtype is not None:
+            _check_dtype(s, got[0].dtype)
     except ShapeError as err:
         where = c.scope.spans.get(s.name)
         if err.code == "E107" and where is not None and where.line != s.span.line:
             verb = "declared" if any(d.name == s.name for d in c.scope.decls) else "computed"
-            err = replace(err, labels=tuple(err.labels) + (
-                (where, f"`{s.name}` is {verb} here: {c.show(got[0])}"),))
+            what = f"{dtypes.show(got[0].dtype)} values" if err.span == s.dtype_span else c.show(got[0])
+            err = replace(err, labels=tuple(err.labels) + ((where, f"`{s.name}` is {verb} here: {what}"),))
         c.report(err.at(s.span))
         return
     c.out.expects.append((s.name, tuple(want), s.span))
+
+
+def _check_dtype(s: Expect, got: str) -> None:
+    """`expect m: [S, S] bool`: the dtype too (spelled as in an `input`: `long` is `int`)."""
+    want = dtypes.canonical(s.dtype)
+    if want is None:
+        raise dtypes.unknown(s.dtype, s.dtype_span)
+    if want != got:
+        raise ShapeError("E107", f"`{s.name}` holds {dtypes.show(got)} values, but the spec expects "
+                                 f"{dtypes.show(want)}", span=s.dtype_span,
+                         help=f"cast it where it is computed (`-> to {want}`), or expect "
+                              f"{dtypes.show(got)}")
 
 
 def data_names(prover) -> dict:

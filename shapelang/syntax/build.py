@@ -200,7 +200,10 @@ class NodeBuilder:
         return Binding(_span(c[0], c[-1]), tuple(str(n) for n in c[0:-2:2]), c[-1])
 
     def expect_stmt(self, c):
-        return Expect(_span(c[0], c[-1]), str(c[1]), tok_span(c[1]), node(c[3]))
+        dtype = c[4] if len(c) > 4 else None
+        return Expect(_span(c[0], c[-1]), str(c[1]), tok_span(c[1]), node(c[3]),
+                      str(dtype) if dtype is not None else None,
+                      tok_span(dtype) if dtype is not None else None)
 
     def return_stmt(self, c):
         return Return(_span(c[0], c[-1]), c[1], tuple(c[1::2]))

@@ -151,6 +151,8 @@ class Expect(Stmt):
     name: str
     name_span: Span
     shape: ShapeLit | Hole
+    dtype: str | None = None          # `expect keep: [S, S] bool`
+    dtype_span: Span | None = None
 
 
 @dataclass(frozen=True)
