@@ -68,3 +68,16 @@ def test_check_and_trace_help_describe_the_command():
         text = " ".join(r.stdout.split())
         assert says in text and "Exit status: 0 clean" in text and "a .shape spec" in text
         assert "text: for people" in text
+
+
+def test_output_cut_short_by_a_pipe_is_not_a_traceback(tmp_path):
+    """`shapelang fmt --diff big.shape | head -3`: the reader leaves early; no traceback."""
+    big = tmp_path / "big.shape"        # a diff of ~300 kB: more than a pipe holds
+    big.write_text("".join(f"dim   X{i}     # a size that is long enough\n" for i in range(3000)))
+    proc = subprocess.Popen([sys.executable, "-m", "shapelang", "fmt", "--diff", str(big)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.read(40)       # a few bytes, then the pipe closes
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=60)
+    assert first.startswith(b"--- ")
+    assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()

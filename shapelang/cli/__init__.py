@@ -226,9 +226,12 @@ def entry() -> None:
     """
     import os
 
-    status = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        status = main()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:   # `shapelang trace big.shape | head`: the reader has gone
+        os._exit(0)
     os._exit(status)
 
 
