@@ -320,6 +320,13 @@ def _accumulate(c, x, a, res):
     return [want] if want else _sum(c, x, a, res)
 
 
+def _softmin(c, x, a, res):
+    """softmin is softmax of -x, and PyTorch does not negate bools (with `dtype=` or not)."""
+    if x.dtype == "bool":
+        negate(x, a.op.span, c.show(x))
+    return _softmax(c, x, a, res)
+
+
 def _index(c, x, a, res):
     """argmax, argmin: int64 positions; PyTorch refuses bool values."""
     _no_bool(c, x, a, res)
@@ -348,7 +355,7 @@ def _fill(c, x, a, res):
 # rules named in the table's entries (`dtype="float_only"`)
 RULES.update({"same": _same, "float_only": _float_only, "to_float": _to_float, "no_bool": _no_bool,
               "bool": lambda c, x, a, r: ["bool"] * len(r.outputs), "index": _index, "sum": _sum,
-              "accumulate": _accumulate, "softmin": _softmax, "rounding": _rounding, "fill": _fill,
+              "accumulate": _accumulate, "softmin": _softmin, "rounding": _rounding, "fill": _fill,
               "like": _fill})
 
 
