@@ -320,6 +320,16 @@ def _accumulate(c, x, a, res):
     return [want] if want else _sum(c, x, a, res)
 
 
+def _channel_norm(c, x, a, res):
+    """groupnorm, batchnorm: float32 weights (and running statistics) take float16 and bfloat16
+    inputs; PyTorch refuses float64 ones with them on the CPU."""
+    need_float(f"`{a.op.name}`", x, a.op.span, c.show(x))
+    if x.dtype == "float64" and (a.op.name == "batchnorm" or res.detail.get("affine", True)):
+        raise refuse(f"`{a.op.name}` of float64 values with float32 weights: PyTorch refuses mixed dtypes "
+                     "here", a.op.span, f"cast the input: `-> to {DEFAULT}`", _input_cast(DEFAULT))
+    return [x.dtype]
+
+
 def _softmin(c, x, a, res):
     """softmin is softmax of -x, and PyTorch does not negate bools (with `dtype=` or not)."""
     if x.dtype == "bool":
@@ -356,7 +366,7 @@ def _fill(c, x, a, res):
 RULES.update({"same": _same, "float_only": _float_only, "to_float": _to_float, "no_bool": _no_bool,
               "bool": lambda c, x, a, r: ["bool"] * len(r.outputs), "index": _index, "sum": _sum,
               "accumulate": _accumulate, "softmin": _softmin, "rounding": _rounding, "fill": _fill,
-              "like": _fill})
+              "like": _fill, "channel_norm": _channel_norm})
 
 
 def set_outputs(res, dts):

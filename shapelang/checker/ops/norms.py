@@ -56,7 +56,8 @@ def groupnorm(c, x, a):
     g = a.dim_at(0)
     c.need_positive(g, a.pos[0].span)
     c.need_whole(ch / g, span=a.op.span,
-                 what=lambda: f"`groupnorm {c.sz(g)}` of {c.show(x)}: each group holds C/G = {c.sz(ch / g)} channels")
+                 what=lambda: f"`groupnorm {c.sz(g)}` of {c.show(x)}: each of the {c.sz(g)} groups would hold "
+                                 f"{c.sz(ch / g)} channels")
     affine = a.kw_bool("affine", True)
     eps = a.kw_number("eps", None, positive=True)
     return Result((fresh(x.shape, x.dtype),), params=2 * ch if affine else 0,
@@ -89,10 +90,10 @@ ENTRIES = [
           family="tables", provenance="new", kwargs=("dtype",)),
     OpDef("groupnorm", "groupnorm G [eps=1e-05] [affine=false]", "nn.GroupNorm(G, C) on [B, C, ..]: "
           "C proved divisible by G; 2*C parameters (none with `affine=false`)", groupnorm,
-          provenance="same", positional=("num_groups",), kwargs=("eps", "affine"), dtype="float_only",
+          provenance="same", positional=("num_groups",), kwargs=("eps", "affine"), dtype="channel_norm",
           values=("groups", "eps", "affine")),
     OpDef("batchnorm", "batchnorm [eps=1e-05] [momentum=0.1]", "nn.BatchNorm1d/2d/3d on [B, C, ..] "
           "(eval mode: running mean and variance, buffers of C each); 2*C parameters",
-          batchnorm, provenance="same", kwargs=("eps", "momentum", "affine"), dtype="float_only",
+          batchnorm, provenance="same", kwargs=("eps", "momentum", "affine"), dtype="channel_norm",
           values=("eps", "affine")),
 ]
