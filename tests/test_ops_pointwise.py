@@ -13,6 +13,12 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 INF = float("inf")
 
+
+
+def _torch_fn(name: str):
+    return lambda x, y, m: getattr(torch, name)(x)
+
+
 CASES = [
     ("r: x -> masked_fill m -inf", lambda x, y, m: x.masked_fill(m, -INF)),
     ("r: x -> masked_fill m 0", lambda x, y, m: x.masked_fill(m, 0)),
@@ -29,7 +35,7 @@ CASES = [
     ("r: x -> logsigmoid", lambda x, y, m: F.logsigmoid(x)),
     ("r: x -> glu", lambda x, y, m: F.glu(x)),
     ("r: x -> glu 1", lambda x, y, m: F.glu(x.narrow(1, 0, 2), 1)),
-    *[(f"r: x -> {n}", (lambda n: lambda x, y, m: getattr(torch, n)(x))(n))
+    *[(f"r: x -> {n}", _torch_fn(n))
       for n in ("erf", "sign", "reciprocal", "log1p", "expm1", "log2", "trunc", "round", "isnan", "isinf",
                 "isfinite", "nan_to_num")],
     ("r: x -> round decimals=2", lambda x, y, m: torch.round(x, decimals=2)),

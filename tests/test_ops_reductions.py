@@ -131,9 +131,21 @@ def _reference(x, y, m):
 
 def test_generated_module_computes_what_torch_computes_and_scripts(tmp_path):
     ins = tensors("float")
-    model, gen = run_module(SPEC, "reductions", _reference(**ins), ins)
+    _model, gen = run_module(SPEC, "reductions", _reference(**ins), ins)
     assert "x.std(dim=-1, keepdim=True, correction=0)" in gen.source
     assert "torch.linalg.vector_norm(x, ord=1.0, dim=-1)" in gen.source
     got = scripted(gen, tmp_path, "reductions")(*ins.values())
     for name, want in _reference(**ins).items():
         torch.testing.assert_close(got[name], want, msg=name)
+
+
+@pytest.mark.parametrize("pytorch, shapelang", [
+    ("x.argmax(dim=-1)", "x -> argmax -1"),
+    ("x.cumsum(-1, dtype=torch.float64)", "x -> cumsum -1 dtype=float64"),
+    ("x.std(dim=1, keepdim=True)", "x -> std 1 keepdim"),
+    ("torch.logsumexp(x, dim=-1)", "x -> logsumexp -1"),
+])
+def test_pytorch_spellings_of_the_new_operations_are_answered_from_the_table(pytorch, shapelang):
+    spec = check(f"dim B, S\ninput x: [B, S]\ny: {pytorch}\n")
+    [err] = spec.errors()
+    assert f"write it as `y: {shapelang}`" in err.help, render_check(spec)

@@ -152,8 +152,8 @@ EMITTERS.update({
     "flip": lambda o: [f"{o.out} = {o.x}.flip({list(o.d['dims'])})"],
     "roll": _roll,
     "narrow": lambda o: [f"{o.out} = {o.x}.narrow({o.d['dim']}, {o.local(o.d['start'])}, {o.local(o.d['length'])})"],
-    "unflatten": lambda o: [f"{o.out} = {o.x}.unflatten({o.axis(o.d['dim'])}, "
-                            f"[{o.sizes(o.d['sizes'], o.d.get('infer'))}])"],
+    "unflatten": lambda o: [(f"{o.out} = {o.x}.unflatten({o.axis(o.d['dim'])}, "
+                             f"[{o.sizes(o.d['sizes'], o.d.get('infer'))}])")],
     "unbind": lambda o: [f"{o.out} = {o.x}.unbind({o.d['dim']}){_only(o)}"],
     "expand_as": lambda o: [f"{o.out} = {o.x}.expand_as({o.args[1]})"],
     "tile": lambda o: [f"{o.out} = {o.x}.tile({_ints(o, o.d['reps'])})"],

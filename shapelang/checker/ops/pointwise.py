@@ -5,7 +5,6 @@ halves an axis), and the normalising pair `normalize` / `cosine_similarity`; wit
 table entries. dtypes follow PyTorch (shapelang.checker.dtypes, keys named in the entries)."""
 from __future__ import annotations
 
-from ...syntax.diagnostics import ShapeError
 from .. import dtypes
 from ..layout import dense_like, fresh
 from .args import Result

@@ -8,16 +8,29 @@ so that the checker never imports codegen), and its axis-provenance rule when
 it has one. docs/language.md's operation table is generated from here
 (`python -m shapelang.checker.ops`), and a test keeps the two equal.
 
-Adding an operation: one entry here (with its rule in the module of its family)
-plus its emitter.
+Adding an operation: one entry (here, or in the `ENTRIES` of the module of its
+family: reductions, pointwise, arrange, norms) with its rule, plus its emitter. The
+lists other stages keep of operations (the reductions, the ones whose numbers are axes,
+the arguments that change values, the PyTorch spellings) come from the entries' flags.
 """
 from __future__ import annotations
 
 from .. import dtypes
-from . import arrange, attention, combine, conv, indexing, norms, pointwise, reductions, reshaping, tables, values
+from . import (
+    arrange,
+    attention,
+    combine,
+    conv,
+    indexing,
+    norms,
+    pointwise,
+    reductions,
+    reshaping,
+    tables,
+    values,
+)
 from .args import Args
 from .opdef import OpDef
-
 
 UNARY = ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt", "rsqrt", "log", "abs",
          "softplus", "neg", "square")
