@@ -122,3 +122,9 @@ def test_generated_module_computes_what_torch_computes_and_scripts(tmp_path):
     got = scripted(gen, tmp_path, "pointwise")(*ins.values())
     for name, want in _reference(**ins).items():
         torch.testing.assert_close(got[name], want, equal_nan=True, msg=name)
+
+
+def test_the_pytorch_spelling_of_masked_fill_with_a_value_is_answered():
+    spec = check("dim B, S\ninput x: [B, S]\ninput m: [B, S] bool\ny: x.masked_fill(m, 0.0)\n")
+    [err] = spec.errors()
+    assert "write it as `y: x -> masked_fill m 0.0`" in err.help, render_check(spec)

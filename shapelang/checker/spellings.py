@@ -323,7 +323,8 @@ class Translator:
             elif key == "value":
                 text = self.segment(node)
                 if "inf" not in text and not text.lstrip().startswith("-"):
-                    raise Unknown("masked_fill value")   # shapelang's mask fills with -inf
+                    out[0] = "masked_fill"     # `mask` fills with -inf; another value is masked_fill's
+                    out.append(self._arg(node))
             else:
                 out.append(self._arg(node))
         if name == "flatten" and len(out) == 1:
