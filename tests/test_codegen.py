@@ -105,6 +105,24 @@ ms1: x -> masked_select (x > 0) -> unsqueeze -1 -> linear 2
 nzt: x -> index_add 1 nzs (x -> index_select 1 nzs)
 cw: x -> unsqueeze 1 -> conv2d 2 [1, 2] stride=[1, 2] padding="valid"
 fc: x * 3 -> floor -> ceil -> clamp -1 1 -> clamp min=0 -> clamp max=(D - 1)
+rd1: x -> std -1 keepdim -> prod 1 -> logsumexp -1
+rd2: x -> argmax -1 keepdim -> argmin -> any -> all
+rd3: x -> norm -1 p=1 -> nansum 1 -> nanmean 0
+rd4: x -> median 1 -> kthvalue 1 -1
+rd5: x -> cumsum 1 -> cumprod 0 -> cummax 2 -> cummin 1 -> logcumsumexp -1 -> softmin -1
+rd6, rd7: x -> sort 1 descending=true
+rd8: x -> argsort -1
+pw1: x -> masked_fill (x > 0) -inf -> leaky_relu -> elu -> selu -> celu -> mish -> hardswish
+pw2: x -> hardsigmoid -> relu6 -> logsigmoid -> glu -> erf -> sign -> reciprocal -> log1p
+pw3: x -> expm1 -> log2 -> trunc -> round -> clamp_min 0 -> clamp_max 1 -> nan_to_num
+pw4: x -> isnan -> logical_and (x -> isinf) -> logical_or (x -> isfinite) -> logical_xor (x > 0)
+pw5: x -> normalize -1 -> cosine_similarity x -1
+ly1: x -> flip 1 -> roll -G 1 -> narrow 1 0 1 -> swapaxes 1 2 -> swapdims 1 2 -> expand_as y
+ly2: x -> unflatten -1 [H, Dh] -> tile [1, 2, 1, 1] -> pad [1, 1] value=-inf -> slice 1 0 (2*S) step=2
+ly3, ly4: x -> unflatten -1 [2, -1] -> unbind 2
+ly5: x -> zeros_like -> ones_like dtype=int -> full_like 2
+ly6: eye(S) @ (x -> select 0 0)
+nm1: x -> transpose 1 2 -> groupnorm G -> batchnorm
 block Inner(z: [B, T, D]):
   dead: z -> relu
   u, w: z -> chunk 2 -1
@@ -247,7 +265,7 @@ def test_every_operation(tmp_path):
     spec = spec_from_text(tmp_path, "all_ops", ALL_OPS)
     used = _all_ops(spec.bindings)
     # `opaque` stands for code shapelang cannot write: codegen refuses it (tests/test_import_opaque.py)
-    wanted = (set(ops.RULES) - {"opaque"}) | {"matmul", "add", "sub", "mul", "div", "neg", "pow", "floordiv", "mod",
+    wanted = ({ops.TABLE[n].ir_name for n in ops.RULES} - {"opaque"}) | {"matmul", "add", "sub", "mul", "div", "neg", "pow", "floordiv", "mod",
                                "concat", "einsum", "block", "stack", "input", "mask causal",
                                "mask tensor"}
     assert wanted <= used, f"the test spec misses {sorted(wanted - used)}"

@@ -24,8 +24,6 @@ import sympy as sp
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import Assume, DimDecl, Name, Span
 
-REDUCTIONS = {"sum", "mean", "var", "std", "amax", "amin", "max", "min", "prod", "argmax",
-              "argmin", "logsumexp", "norm"}
 MAX_MASK_CANDIDATES = 3
 
 
@@ -68,7 +66,7 @@ def lost_axis(checker, ref: str, name: str):
     label = (step.span, (f"{name} loses {where} here: {checker.show_shape(src.shape)} becomes "
                         f"{checker.show_shape(step.out.shape)}"))
     fixes = []
-    if step.op in REDUCTIONS and "keepdim" not in step.text:
+    if checker.takes_axis_away(step.op) and "keepdim" not in step.text:
         fixes.append((step.span, f"{step.text} keepdim",
                       f"keep the reduced axis as size 1 with `keepdim`, so that `{name}` lines up"))
     return label, fixes

@@ -324,7 +324,7 @@ class Checker(Facts):
                 raise err if err.span else replace(err, span=op.span) from None
             extra = [self._arg_ref(a) for a in list(op.args) + [k.value for k in op.kwargs]
                      if self._is_tensor_arg(a)]
-            return self.emit(op.name, op.text, op.span, [ref] + extra, result)
+            return self.emit(ops.TABLE[op.name].ir_name, op.text, op.span, [ref] + extra, result)
         if op.name == "stack":
             return self.block_calls.stack(op, x, ref)
         if op.name in self.skipped:
@@ -439,6 +439,11 @@ class Checker(Facts):
         t, ref = self.tensor_value(node)
         self._tensor_refs[id(node)] = ref
         return t
+
+    def takes_axis_away(self, op: str) -> bool:
+        """A reduction (the table's `reduces`), which `keepdim` would keep as size 1."""
+        d = ops.TABLE.get(op)
+        return d is not None and d.reduces
 
     def is_tensor_name(self, name: str) -> bool:
         return self.scope.values.get(name) is not None

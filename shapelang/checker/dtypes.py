@@ -314,6 +314,61 @@ RULES = {
 }
 
 
+def _accumulate(c, x, a, res):
+    """prod, cumsum, cumprod: in `dtype=` when given, else int and bool give int64."""
+    want = res.detail.get("dtype")
+    return [want] if want else _sum(c, x, a, res)
+
+
+def _channel_norm(c, x, a, res):
+    """groupnorm, batchnorm: float32 weights (and running statistics) take float16 and bfloat16
+    inputs; PyTorch refuses float64 ones with them on the CPU."""
+    need_float(f"`{a.op.name}`", x, a.op.span, c.show(x))
+    if x.dtype == "float64" and (a.op.name == "batchnorm" or res.detail.get("affine", True)):
+        raise refuse(f"`{a.op.name}` of float64 values with float32 weights: PyTorch refuses mixed dtypes "
+                     "here", a.op.span, f"cast the input: `-> to {DEFAULT}`", _input_cast(DEFAULT))
+    return [x.dtype]
+
+
+def _softmin(c, x, a, res):
+    """softmin is softmax of -x, and PyTorch does not negate bools (with `dtype=` or not)."""
+    if x.dtype == "bool":
+        negate(x, a.op.span, c.show(x))
+    return _softmax(c, x, a, res)
+
+
+def _index(c, x, a, res):
+    """argmax, argmin: int64 positions; PyTorch refuses bool values."""
+    _no_bool(c, x, a, res)
+    return ["int"]
+
+
+def _rounding(c, x, a, res):
+    """round: bool refused; with `decimals=` only floating-point values."""
+    if res.detail.get("decimals"):
+        need_float(f"`{a.op.name} decimals=`", x, a.op.span, c.show(x))
+    return _no_bool(c, x, a, res)
+
+
+def _fill(c, x, a, res):
+    """masked_fill, pad, full_like: the input's dtype (or `dtype=`), which must hold the value."""
+    want = res.detail.get("dtype") or x.dtype
+    v = res.detail.get("value")
+    if kind(want) == "int" and v is not None and v is not True and v is not False \
+            and getattr(v, "is_infinite", False):
+        raise refuse(f"`{a.op.name}` with an infinite value, which {show(want)} values cannot hold",
+                     a.op.span, f"cast it first, to a dtype that holds it: `-> to {DEFAULT}`",
+                     _input_cast(DEFAULT))
+    return [want]
+
+
+# rules named in the table's entries (`dtype="float_only"`)
+RULES.update({"same": _same, "float_only": _float_only, "to_float": _to_float, "no_bool": _no_bool,
+              "bool": lambda c, x, a, r: ["bool"] * len(r.outputs), "index": _index, "sum": _sum,
+              "accumulate": _accumulate, "softmin": _softmin, "rounding": _rounding, "fill": _fill,
+              "like": _fill, "channel_norm": _channel_norm})
+
+
 def set_outputs(res, dts):
     res.outputs = tuple(t if t.dtype == d else replace(t, dtype=d) for t, d in zip(res.outputs, dts))
     return res

@@ -12,6 +12,7 @@ message can name it. Anything this module does not know gives None: no guess.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 
@@ -22,34 +23,25 @@ MAX_TEXT = 400   # longer expressions are not read (bounds the work of hostile i
 MAX_DEPTH = 16   # brackets nested deeper are not read
 
 # PyTorch method / function -> (shapelang operation, its arguments in PyTorch's order);
-# an argument ending in `?` may be left out.
-OPS: dict[str, tuple[str, list[str]]] = {
+# an argument ending in `?` may be left out. The operations whose PyTorch method has the
+# shapelang name come from the table's `pytorch`; these are the other spellings.
+_RENAMED: dict[str, tuple[str, list[str]]] = {
     "transpose": ("transpose", ["dim0", "dim1"]),
     "swapaxes": ("transpose", ["axis0", "axis1"]),
     "swapdims": ("transpose", ["dim0", "dim1"]),
-    "softmax": ("softmax", ["dim", "dtype?"]),
-    "log_softmax": ("log_softmax", ["dim", "dtype?"]),
     "to": ("to", ["dtype"]),
     "type": ("to", ["dtype"]),
-    "mean": ("mean", ["dim", "keepdim?"]),
-    "sum": ("sum", ["dim", "keepdim?"]),
-    "var": ("var", ["dim", "keepdim?"]),
-    "amax": ("amax", ["dim", "keepdim?"]),
-    "unsqueeze": ("unsqueeze", ["dim"]),
-    "squeeze": ("squeeze", ["dim?"]),
-    "flatten": ("flatten", ["start_dim?", "end_dim?"]),
-    "movedim": ("movedim", ["source", "destination"]),
-    "chunk": ("chunk", ["chunks", "dim?"]),
-    "split": ("split", ["split_size_or_sections", "dim?"]),
-    "repeat_interleave": ("repeat_interleave", ["repeats", "dim"]),
     "masked_fill": ("mask", ["mask", "value"]),
     "contiguous": ("contiguous", []),
-    "scale": ("scale", ["factor"]),
-    "dropout": ("dropout", ["p"]),
-    "amin": ("amin", ["dim", "keepdim?"]),
-    "minimum": ("minimum", ["other"]),
-    "maximum": ("maximum", ["other"]),
 }
+
+
+@functools.cache
+def _ops() -> dict[str, tuple[str, list[str]]]:
+    from .ops.table import TABLE
+    return {**{name: (name, list(d.pytorch)) for name, d in TABLE.items() if d.pytorch}, **_RENAMED}
+
+
 SHAPES = {"view", "reshape", "expand", "permute"}   # sizes or axes as varargs or one list
 UNARY = {"relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt", "rsqrt", "log", "abs",
          "neg", "square", "softplus", "logical_not"}
@@ -360,6 +352,7 @@ class Translator:
                 else f"{name} [{', '.join(texts)}]"
         if name in ("clamp", "clip"):
             return self._clamp(args, keywords)
+        OPS = _ops()
         if name not in OPS:
             raise Unknown(name)
         op, params = OPS[name]
@@ -397,7 +390,8 @@ class Translator:
             elif key == "value":
                 text = self.segment(node)
                 if "inf" not in text and not text.lstrip().startswith("-"):
-                    raise Unknown("masked_fill value")   # shapelang's mask fills with -inf
+                    out[0] = "masked_fill"     # `mask` fills with -inf; another value is masked_fill's
+                    out.append(self._arg(node))
             else:
                 out.append(self._arg(node))
         if name == "flatten" and len(out) == 1:

@@ -18,7 +18,7 @@ from ..checker import dtypes
 from ..checker.ir import BlockIR, CheckedSpec, Step
 from ..syntax import brackets
 from . import attention as attention_pattern
-from . import hoist, steps_layers, steps_tables  # noqa: F401  (they register their emitters in EMITTERS)
+from . import hoist, steps_layers, steps_more, steps_tables  # noqa: F401  (they register their emitters in EMITTERS)
 from .attrs import AttrTree
 from .layout import WIDTH, comment_line, comments_above, trailing_comment
 from .naming import CodegenError, Namer, _snake, _symbols_in, comment_text, py_str

@@ -245,9 +245,11 @@ _PLAIN = re.compile(r"-?[A-Za-z_]\w*|-?\d[\w.]*")
 def _slice(o: Op) -> list[str]:
     start = o.local(o.d["start"]) if o.d["start"] != 0 else ""
     end = o.local(o.d["end"])
+    step = o.local(o.d["step"]) if o.d.get("step", 1) != 1 else ""
     # ruff format spaces the colon when a bound is more than a name or a number: `H : H + 1`
-    plain = all(_PLAIN.fullmatch(b) for b in (start, end) if b)
-    bounds = f"{start}:{end}" if plain else f"{start} : {end}".strip()
+    plain = all(_PLAIN.fullmatch(b) for b in (start, end, step) if b)
+    sep = ":" if plain else " : "
+    bounds = (f"{start}{sep}{end}" if plain else f"{start} : {end}".strip()) + (sep + step if step else "")
     index = [":"] * o.d["dim"] + [bounds]
     return [f"{o.out} = {o.x}[{', '.join(index)}]"]
 

@@ -91,6 +91,9 @@ def node(x):
             return Num(tok_span(x), float(x), str(x))
         if t == "STRING":
             return Str(tok_span(x), x[1:-1])
+        if t == "SIGNED_NAME":     # `-Sh`, `-inf` among an operation's arguments
+            span = tok_span(x)
+            return Neg(span, Name(Span(span.line, span.column + 1, span.end_line, span.end_column), str(x)[1:]))
         if t == "HOLE":
             return Hole(tok_span(x), x[1:])
         raise AssertionError(t)

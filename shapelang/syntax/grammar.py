@@ -25,7 +25,7 @@ KEYWORDS = {"dim", "assume", "example", "input", "param", "buffer", "expect", "b
 
 # lark terminal names -> words a learner knows
 _TOKEN_WORDS = {
-    "NAME": "a name", "INT": "a number", "SIGNED_INT": "a negative number",
+    "NAME": "a name", "INT": "a number", "SIGNED_INT": "a negative number", "SIGNED_NAME": "a negated name",
     "DECIMAL": "a decimal number", "SIGNED_DECIMAL": "a negative number", "STRING": "a quoted pattern", "HOLE": "a blank `?`", "_NL": "end of line",
     "CMP": "a comparison (==, <=, ...)", "COLON": "`:`", "COMMA": "`,`", "LSQB": "`[`",
     "RSQB": "`]`", "LPAR": "`(`", "CALL_OPEN": "`(`", "KW_COMMA": "`,`", "RPAR": "`)`", "EQUAL": "`=`", "PLUS": "`+`",

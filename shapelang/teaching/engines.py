@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..checker.ops import TABLE
 from ..syntax.diagnostics import Diagnostic
 from ..syntax.nodes import Expect, Name, Span, Spec
 from ..syntax.parser import ParseFailure, parse
@@ -26,19 +27,8 @@ __all__ = ["CACHE_LIMIT", "FastEngine", "FullEngine", "Reference", "Run", "Unit"
 
 CACHE_LIMIT = 200_000
 _MISSING = object()
-# the arguments of an operation that change values (not only shapes)
-_SIG_DETAILS = {
-    "softmax": ("dim", "dtype"), "log_softmax": ("dim", "dtype"), "scale": ("factor",),
-    "dropout": ("p",), "mask": ("kind",), "sum": ("dim", "keepdim"), "mean": ("dim", "keepdim"),
-    "var": ("dim", "keepdim", "correction"), "amax": ("dim", "keepdim"), "select": ("dim", "index"),
-    "slice": ("dim", "start", "end"), "layernorm": ("bias", "eps", "affine"),
-    "rmsnorm": ("eps", "affine"), "linear": ("bias", "dtype"), "gelu": ("approximate",),
-    "embed": ("dtype", "padding_idx"), "to": ("dtype",),
-    "concat": ("dim",), "split": ("dim",), "chunk": ("dim", "chunks"), "block": ("block",),
-    "stack": ("block", "count", "sliced"),
-    "index_add": ("dim", "alpha"), "scatter_add": ("dim",), "scatter": ("dim", "value"),
-    "nonzero": ("as_tuple",),
-}
+# the arguments of an operation that change values (not only shapes): the table's `values`
+_SIG_DETAILS = {name: d.values for name, d in TABLE.items() if d.values}
 
 
 @dataclass

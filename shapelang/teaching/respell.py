@@ -29,9 +29,7 @@ from .template import lex
 
 ARITH = {"*", "/", "//", "+", "-", "**", "%"}
 # operations whose numeric arguments are axes or counts, never sizes
-AXIS_OPS = {"transpose", "permute", "movedim", "softmax", "log_softmax", "sum", "mean", "var",
-            "amax", "select", "slice", "unsqueeze", "squeeze", "flatten", "chunk", "split",
-            "concat", "dropout", "mask", "layernorm", "rmsnorm"}
+AXIS_OPS = {name for name, d in TABLE.items() if d.axes or d.reduces}
 WHY = {
     "grouping": "shapelang reads an argument with `+` or `-` only in parentheses",
     "power": "shapelang has no negative or fractional exponents; `/` is exact division "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Neg, Num, Str
-from . import tables
+from . import norms, tables
 from .args import Result
 from .combine import concat_types, einsum_types, stack_types
 
@@ -58,4 +58,5 @@ def stack_tensors(c, node):
     return "stack_tensors", [v[1] for v in vals], Result((t,), detail={"dim": d})
 
 
-CALLS = {"concat": concat, "cat": concat, "einsum": einsum, "stack_tensors": stack_tensors, **tables.CALLS}
+CALLS = {"concat": concat, "cat": concat, "einsum": einsum, "stack_tensors": stack_tensors, "eye": norms.eye_call,
+         **tables.CALLS}

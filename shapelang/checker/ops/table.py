@@ -8,37 +8,29 @@ so that the checker never imports codegen), and its axis-provenance rule when
 it has one. docs/language.md's operation table is generated from here
 (`python -m shapelang.checker.ops`), and a test keeps the two equal.
 
-Adding an operation: one entry here (with its rule in the module of its family)
-plus its emitter.
+Adding an operation: one entry (here, or in the `ENTRIES` of the module of its
+family: reductions, pointwise, arrange, norms) with its rule, plus its emitter. The
+lists other stages keep of operations (the reductions, the ones whose numbers are axes,
+the arguments that change values, the PyTorch spellings) come from the entries' flags.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
 from .. import dtypes
-from . import attention, combine, conv, indexing, reshaping, tables, values
+from . import (
+    arrange,
+    attention,
+    combine,
+    conv,
+    indexing,
+    norms,
+    pointwise,
+    reductions,
+    reshaping,
+    tables,
+    values,
+)
 from .args import Args
-
-
-@dataclass(frozen=True)
-class OpDef:
-    name: str
-    usage: str                      # how it is written, e.g. "transpose A B"
-    doc: str                        # one line for docs/language.md
-    rule: Callable | None           # (checker context, tensor, Args) -> Result; None: the checker's own
-    flops: str = ""                 # what the FLOP count is; empty: none
-    emitter: str | None = None      # key in shapelang.codegen.emit.EMITTERS (default: the name)
-    family: str = "values"          # docs section: layout, values, combine, blocks
-    provenance: str | None = None   # key in shapelang.checker.provenance's rules (None: unknown)
-    kwargs: tuple = ()              # keywords it takes besides its positional ones (`eps`, `bias`)
-    positional: tuple = ()          # names of its positional arguments, each may be given as `name=`
-    dtype: str | Callable | None = None   # its dtype rule (shapelang.checker.dtypes; None: by name)
-
-    @property
-    def emitter_key(self) -> str:
-        return self.emitter or self.name
-
+from .opdef import OpDef
 
 UNARY = ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt", "rsqrt", "log", "abs",
          "softplus", "neg", "square")
@@ -54,21 +46,21 @@ _ENTRIES = [
     OpDef("reshape", "reshape [S1, S2, ..]", "as `view`, copying when the strides do not allow a view",
           reshaping.reshape, family="layout", provenance="regroup"),
     OpDef("transpose", "transpose A B", "swaps two axes", reshaping.transpose, family="layout",
-          provenance="permute", positional=("dim0", "dim1")),
+          provenance="permute", positional=("dim0", "dim1"), axes=True),
     OpDef("permute", "permute A B C ..", "reorders all axes", reshaping.permute, family="layout",
-          provenance="permute"),
+          provenance="permute", axes=True),
     OpDef("unsqueeze", "unsqueeze A", "inserts an axis of size 1 at A", reshaping.unsqueeze,
-          family="layout", provenance="unsqueeze", positional=("dim",)),
+          family="layout", provenance="unsqueeze", positional=("dim",), axes=True, pytorch=('dim',)),
     OpDef("squeeze", "squeeze A", "removes axis A, which must be 1 (without A: every axis that is 1)",
-          reshaping.squeeze, family="layout", provenance="squeeze", positional=("dim",)),
+          reshaping.squeeze, family="layout", provenance="squeeze", positional=("dim",), axes=True, pytorch=('dim?',)),
     OpDef("movedim", "movedim A B", "moves axis A to position B, keeping the order of the others",
-          reshaping.movedim, family="layout", provenance="permute", positional=("source", "destination")),
+          reshaping.movedim, family="layout", provenance="permute", positional=("source", "destination"), axes=True, pytorch=('source', 'destination')),
     OpDef("flatten", "flatten A B", "merges axes A..B into one (`flatten A`: to the end)",
-          reshaping.flatten, family="layout", provenance="regroup", positional=("start_dim", "end_dim")),
+          reshaping.flatten, family="layout", provenance="regroup", positional=("start_dim", "end_dim"), axes=True, pytorch=('start_dim?', 'end_dim?')),
     OpDef("expand", "expand [S1, S2, ..]", "broadcasts size-1 axes to the sizes given; `-1` keeps an axis",
           reshaping.expand, family="layout", provenance="expand"),
     OpDef("repeat_interleave", "repeat_interleave N A", "repeats each element of axis A N times",
-          reshaping.repeat_interleave, family="layout", provenance="repeat", positional=("repeats", "dim")),
+          reshaping.repeat_interleave, family="layout", provenance="repeat", positional=("repeats", "dim"), pytorch=('repeats', 'dim')),
     OpDef("rearrange", 'rearrange "b s (h d) -> b h s d" h=H',
           "einops' rearrange; several sizes as `h=H, d=Dk`", reshaping.rearrange, family="layout",
           provenance="rearrange"),
@@ -76,19 +68,19 @@ _ENTRIES = [
           family="layout", provenance="same"),
     # values: the same shape, new values
     OpDef("softmax", "softmax A [dtype=float32]", "softmax along axis A (computed in `dtype` when "
-          "given)", values.softmax, provenance="same", positional=("dim",), kwargs=("dtype",)),
+          "given)", values.softmax, provenance="same", positional=("dim",), kwargs=("dtype",), axes=True, values=('dim', 'dtype'), pytorch=('dim', 'dtype?')),
     OpDef("log_softmax", "log_softmax A [dtype=float32]", "log of softmax along axis A",
-          values.softmax, provenance="same", positional=("dim",), kwargs=("dtype",)),
+          values.softmax, provenance="same", positional=("dim",), kwargs=("dtype",), axes=True, values=('dim', 'dtype'), pytorch=('dim', 'dtype?')),
     OpDef("scale", "scale S", "multiplies by a scalar size expression, e.g. `scale 1/sqrt(Dk)`",
-          values.scale, provenance="same"),
+          values.scale, provenance="same", values=('factor',), pytorch=('factor',)),
     OpDef("mask", "mask causal | mask M", "causal mask on the last two axes, or masked_fill where the "
-          "boolean M is True (out of place: the input and M broadcast together)", values.mask, provenance="same"),
+          "boolean M is True (out of place: the input and M broadcast together)", values.mask, provenance="same", axes=True, values=('kind',)),
     OpDef("dropout", "dropout P", "zeroes elements with probability P while training", values.dropout,
-          provenance="same", positional=("p",)),
+          provenance="same", positional=("p",), axes=True, values=('p',), pytorch=('p',)),
     *[OpDef(name, name, "elementwise", values.elementwise, emitter="unary", provenance="same",
-            kwargs=UNARY_KWARGS.get(name, ())) for name in UNARY],
+            kwargs=UNARY_KWARGS.get(name, ()), values=UNARY_KWARGS.get(name, ())) for name in UNARY],
     OpDef("to", "to DTYPE", "casts to a dtype: `to float`, `to bfloat16`, `to int` (see Dtypes)",
-          values.cast, provenance="same", positional=("dtype",)),
+          values.cast, provenance="same", positional=("dtype",), values=('dtype',)),
     *[OpDef(name, name, f"Tensor.{name}(): casts to {dtype}", values.cast, provenance="same")
       for name, dtype in CASTS.items()],
     OpDef("opaque", 'opaque "what" [S1, S2, ..]', "an operation shapelang does not model, kept with "
@@ -97,49 +89,50 @@ _ENTRIES = [
           values.opaque),
     OpDef("layernorm", "layernorm [eps=1e-05] [bias=false]", "normalises the last axis; learned "
           "gamma and beta (2*D parameters, D without bias, none with `elementwise_affine=false`)",
-          values.norm, provenance="norm", kwargs=("eps", "bias", "elementwise_affine")),
+          values.norm, provenance="norm", kwargs=("eps", "bias", "elementwise_affine"), axes=True, values=('bias', 'eps', 'affine')),
     OpDef("rmsnorm", "rmsnorm [eps=1e-06]", "RMS-normalises the last axis; learned gamma (D "
           "parameters); eps defaults to the dtype's machine epsilon, as in nn.RMSNorm",
-          values.norm, provenance="norm", kwargs=("eps", "elementwise_affine")),
+          values.norm, provenance="norm", kwargs=("eps", "elementwise_affine"), axes=True, values=('eps', 'affine')),
     OpDef("sum", "sum A [keepdim]", "sums over axis A (kept as size 1 with `keepdim`)",
-          values.reduce, provenance="reduce", positional=("dim",), kwargs=("keepdim",)),
+          values.reduce, provenance="reduce", positional=("dim",), kwargs=("keepdim",), reduces=True, axes=True, values=('dim', 'keepdim'), pytorch=('dim', 'keepdim?')),
     OpDef("mean", "mean A [keepdim]", "mean over axis A", values.reduce,
-          provenance="reduce", positional=("dim",), kwargs=("keepdim",)),
+          provenance="reduce", positional=("dim",), kwargs=("keepdim",), reduces=True, axes=True, values=('dim', 'keepdim'), pytorch=('dim', 'keepdim?')),
     OpDef("var", "var A [keepdim] [correction=0]", "variance over axis A (`correction=0`: the "
           "biased one)", values.reduce, provenance="reduce", positional=("dim",),
-          kwargs=("keepdim", "correction")),
+          kwargs=("keepdim", "correction"), reduces=True, axes=True, values=('dim', 'keepdim', 'correction'), pytorch=('dim', 'keepdim?')),
     OpDef("amax", "amax A [keepdim]", "maximum over axis A", values.reduce,
-          provenance="reduce", positional=("dim",), kwargs=("keepdim",)),
+          provenance="reduce", positional=("dim",), kwargs=("keepdim",), reduces=True, axes=True, values=('dim', 'keepdim'), pytorch=('dim', 'keepdim?')),
     OpDef("select", "select A I", "picks position I of axis A (the axis goes)", values.select,
-          provenance="select", positional=("dim", "index")),
-    OpDef("slice", "slice A START END", "keeps positions START..END-1 of axis A", values.slice_,
-          provenance="slice", positional=("dim", "start", "end")),
+          provenance="select", positional=("dim", "index"), axes=True, values=('dim', 'index')),
+    OpDef("slice", "slice A START END [step=K]", "keeps positions START..END-1 of axis A (every K-th "
+          "with `step=K`: ceil((END - START) / K) of them)", values.slice_,
+          provenance="slice", positional=("dim", "start", "end"), kwargs=("step",), axes=True, values=('dim', 'start', 'end', 'step')),
     # combine: learned maps and several tensors
     OpDef("linear", "linear OUT [bias=false] [dtype=bfloat16]", "nn.Linear on the last axis; "
           "in-features inferred; `dtype` of its weights (float32 by default)",
           combine.linear, flops="out elements × in-features", family="combine", provenance="linear",
-          positional=("out_features",), kwargs=("bias", "dtype")),
+          positional=("out_features",), kwargs=("bias", "dtype"), values=('bias', 'dtype')),
     OpDef("embed", "embed W | embed V D", "token ids [..] with a table W: [V, D] give [.., D]; "
           "`embed V D` owns its table (`dtype=` of the table, `padding_idx=`)", combine.embed,
-          family="combine", provenance="embed", kwargs=("dtype", "padding_idx")),
+          family="combine", provenance="embed", kwargs=("dtype", "padding_idx"), values=('dtype', 'padding_idx')),
     OpDef("concat", "concat A T1 T2 ..", "joins the piped tensor with T1, T2, .. along axis A",
-          combine.concat, family="combine", provenance="concat"),
+          combine.concat, family="combine", provenance="concat", axes=True, values=('dim',)),
     OpDef("split", "split S A | split [S1, S2, ..] A", "cuts axis A into pieces of size S (or the "
           "sizes given), bound to several names", combine.split, family="combine", provenance="split",
-          positional=("split_size", "dim")),
+          positional=("split_size", "dim"), axes=True, values=('dim',), pytorch=('split_size_or_sections', 'dim?')),
     OpDef("chunk", "chunk N A", "cuts axis A into N equal pieces", combine.chunk, family="combine",
-          provenance="split", positional=("chunks", "dim")),
+          provenance="split", positional=("chunks", "dim"), axes=True, values=('dim', 'chunks'), pytorch=('chunks', 'dim?')),
     OpDef("einsum", 'einsum "bhqd,bhkd->bhqk" K', "the piped tensor is the first operand",
           combine.einsum, flops="product of all index sizes", family="combine", provenance="einsum"),
     # blocks
     OpDef("block", "Block | Block(A, B)", "applies a block; the piped tensor is its first input",
-          None, family="blocks", provenance="block"),
+          None, family="blocks", provenance="block", values=('block',)),
     OpDef("stack", "stack N Block | stack N Block(A)", "N copies of a block, each with its own weights; "
           "`first=Dense`: layer 0 is another block; `shared=true`: one set of weights applied N times "
           "(ALBERT); an input with a leading axis of N is handed out one "
           "slice per layer (copy e of a stack of experts gets mask[e]), and a block's results after the "
           "first are collected into [N, ..] (`h, ks: x -> stack N Block(past)`)",
-          None, family="blocks", provenance="block", kwargs=("first", "shared")),
+          None, family="blocks", provenance="block", kwargs=("first", "shared"), values=('block', 'count', 'sliced')),
 ]
 
 # operations of whole layers, tables and masks computed in the spec (rules in their own modules)
@@ -172,16 +165,16 @@ _ENTRIES += [
           family="indexing", provenance="one_hot"),
     OpDef("index_add", "index_add A idx src [alpha=S]", "torch.index_add: adds the rows of src "
           "[.., N, ..] into the input at the int indices idx [N] along axis A; the input's shape",
-          indexing.index_add, family="indexing", provenance="write", kwargs=("alpha",)),
+          indexing.index_add, family="indexing", provenance="write", kwargs=("alpha",), values=('dim', 'alpha')),
     OpDef("scatter_add", "scatter_add A idx src", "torch.scatter_add: adds src[i] at position idx[i] "
           "of axis A; idx, src and the input have one rank, idx no larger than src (nor than the "
-          "input off axis A)", indexing.scatter_add, family="indexing", provenance="write"),
+          "input off axis A)", indexing.scatter_add, family="indexing", provenance="write", values=('dim',)),
     OpDef("scatter", "scatter A idx src", "torch.scatter: writes src (a tensor or a number) at the "
-          "int indices idx along axis A; rules as `scatter_add`", indexing.scatter_add, family="indexing", provenance="write"),
+          "int indices idx along axis A; rules as `scatter_add`", indexing.scatter_add, family="indexing", provenance="write", values=('dim', 'value')),
     OpDef("nonzero", "nonzero [as_tuple=true] | where(M)", "the indices of the nonzero entries: "
           "[N, rank] int, or one [N] int per axis (`as_tuple=true`, and `where(M)` as torch.where); "
           "N depends on the values: a fresh size, 0 <= N <= numel (see Data-dependent sizes)",
-          indexing.nonzero, family="indexing", provenance="data", kwargs=("as_tuple",)),
+          indexing.nonzero, family="indexing", provenance="data", kwargs=("as_tuple",), values=('as_tuple',)),
     OpDef("masked_select", "masked_select M", "the entries where the bool M (broadcast with the "
           "input) is True, as a vector [N]; N is a fresh data-dependent size", indexing.masked_select,
           family="indexing", provenance="data"),
@@ -230,23 +223,23 @@ _ENTRIES += [
 _ENTRIES += [
     OpDef("minimum", "minimum(A, B) | minimum B", "the smaller of two tensors element by element "
           "(the shapes broadcast, the dtypes promote; `min(A, B)` of two tensors is the same)",
-          tables.extremum, family="tables", provenance="where"),
+          tables.extremum, family="tables", provenance="where", pytorch=('other',)),
     OpDef("maximum", "maximum(A, B) | maximum B", "the larger of two tensors element by element "
           "(`max(A, B)` of two tensors is the same)", tables.extremum, family="tables",
-          provenance="where"),
+          provenance="where", pytorch=('other',)),
     OpDef("clamp", "clamp [min=LO] [max=HI]", "bounds each element by LO below and HI above "
           "(numbers or tensors that broadcast; `clamp LO HI` also)", tables.clamp, family="tables",
           provenance="where", kwargs=("min", "max")),
     OpDef("logical_not", "logical_not", "True where the input is False (or 0), as a bool tensor: "
           "the opposite of a mask", values.elementwise, family="tables", provenance="same"),
     OpDef("amin", "amin A [keepdim]", "minimum over axis A", values.reduce,
-          provenance="reduce", positional=("dim",), kwargs=("keepdim",)),
+          provenance="reduce", positional=("dim",), kwargs=("keepdim",), reduces=True, pytorch=('dim', 'keepdim?')),
     OpDef("max", "max A [keepdim]", "torch.max over axis A: the maxima and their int indices (two "
           "tensors: `vals, idx: x -> max -1`; for the maxima alone use `amax`)", values.reduce,
-          positional=("dim",), kwargs=("keepdim",)),
+          positional=("dim",), kwargs=("keepdim",), reduces=True),
     OpDef("min", "min A [keepdim]", "torch.min over axis A: the minima and their int indices (two "
           "tensors; for the minima alone use `amin`)", values.reduce,
-          positional=("dim",), kwargs=("keepdim",)),
+          positional=("dim",), kwargs=("keepdim",), reduces=True),
 ]
 
 # rounding, as YaRN's rotary tables need it
@@ -256,6 +249,9 @@ _ENTRIES += [
     OpDef("ceil", "ceil", "rounds each element up (float stays float, int stays int)",
           tables.rounding, family="tables", provenance="same"),
 ]
+
+# the families added since, each module with its rules and entries
+_ENTRIES += reductions.ENTRIES + pointwise.ENTRIES + arrange.ENTRIES + norms.ENTRIES
 
 TABLE: dict[str, OpDef] = {d.name: d for d in _ENTRIES}
 

@@ -322,7 +322,7 @@ CALLS = {"arange": arange, "linspace": linspace, "zeros": filled, "ones": filled
 
 def call_only(c, x, a):
     usage = {"arange": "arange(S)", "linspace": "linspace(0, 1, S)", "zeros": "zeros([S, D])",
-             "ones": "ones([S, D])", "full": "full([S, S], true)"}[a.op.name]
+             "ones": "ones([S, D])", "full": "full([S, S], true)", "eye": "eye(S)"}[a.op.name]
     raise a.fail(f"`{a.op.name}` makes a new tensor and takes none: write it as a call, `{usage}`")
 
 

@@ -8,6 +8,7 @@ from .. import causes, dtypes
 from ..layout import Geometry, TensorType, channels_last, dense_like, fresh, suggests_channels_last
 from .args import ONE, ZERO, Result
 from .combine import broadcast
+from .rounding import floor_div
 
 CASTS = {"float": "float", "half": "float16", "bfloat16": "bfloat16", "double": "float64",
          "long": "int", "bool": "bool"}
@@ -172,9 +173,15 @@ def slice_(c, x, a):
                        f"{c.show(x)}")
     length = end - start
     c.need_positive(length, a.op.span)
+    k = a.kw.get("step")
+    step = c.dim(k.value) if k is not None else ONE
+    if step != 1:    # every step-th position: ceil((end - start) / step) of them
+        c.need_whole(step, span=k.span, what=lambda: f"the step {c.sz(step)}")
+        c.need_positive(step, k.span, what=lambda: f"the step {c.sz(step)}")
+        length = floor_div(c, length + step - 1, step, a.op.span, "the length of the slice")
     shape = x.shape[:d] + (length,) + x.shape[d + 1:]
-    return Result((x.restrided(shape, lambda st: st),),
-                  detail={"dim": d, "start": start, "end": end})
+    return Result((x.restrided(shape, lambda st: st[:d] + (st[d] * step,) + st[d + 1:]),),
+                  detail={"dim": d, "start": start, "end": end, "step": step})
 
 
 def opaque(c, x, a):

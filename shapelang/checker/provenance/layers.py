@@ -95,3 +95,12 @@ class LayerRules:
     def p_data(self, s, x, ins):
         """nonzero, where(M), masked_select: new axes of a data-dependent length."""
         return [TP(tuple(self.fresh(d) for d in t.shape)) for t in s.outputs]
+
+    def p_each(self, s, x: TP, ins):
+        """sort: the values and their indices, each with the input's axes."""
+        return [x] * len(s.outputs)
+
+    def p_unbind(self, s, x: TP, ins):
+        """unbind: each piece is the input without the axis it was cut along."""
+        d = s.detail["dim"]
+        return [x.carry(x.axes[:d] + x.axes[d + 1:])] * len(s.outputs)

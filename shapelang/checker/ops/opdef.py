@@ -1,0 +1,34 @@
+"""What one entry of the operation table holds (shapelang.checker.ops.table gathers them)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    usage: str                      # how it is written, e.g. "transpose A B"
+    doc: str                        # one line for docs/language.md
+    rule: Callable | None           # (checker context, tensor, Args) -> Result; None: the checker's own
+    flops: str = ""                 # what the FLOP count is; empty: none
+    emitter: str | None = None      # key in shapelang.codegen.emit.EMITTERS (default: the name)
+    family: str = "values"          # docs section: layout, values, combine, blocks
+    provenance: str | None = None   # key in shapelang.checker.provenance's rules (None: unknown)
+    kwargs: tuple = ()              # keywords it takes besides its positional ones (`eps`, `bias`)
+    positional: tuple = ()          # names of its positional arguments, each may be given as `name=`
+    dtype: str | Callable | None = None   # its dtype rule (shapelang.checker.dtypes; None: by name)
+    reduces: bool = False           # it takes an axis away (kept as size 1 with `keepdim`)
+    axes: bool = False              # its whole-number arguments are axes or counts, never sizes
+    alias_of: str | None = None     # the IR operation it is another name of (`swapaxes`: transpose)
+    values: tuple = ()              # the keys of its resolved arguments that change values (grading)
+    pytorch: tuple = ()             # its PyTorch method's parameters in order (`dim`, `keepdim?`)
+
+    @property
+    def emitter_key(self) -> str:
+        return self.emitter or self.alias_of or self.name
+
+    @property
+    def ir_name(self) -> str:
+        """The operation name in the checked IR (an alias is its original's)."""
+        return self.alias_of or self.name
