@@ -9,6 +9,37 @@ from ..syntax.nodes import BinOp, Neg
 from . import causes, dtypes, ops
 from .layout import Geometry, dense_like, elementwise
 
+# an operator of an expression -> the step it makes (shapelang.codegen and the renderers
+# write the operator back from this table)
+OPERATORS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "**": "pow", "//": "floordiv",
+             "%": "mod", "@": "matmul", "&": "bitwise_and", "|": "bitwise_or", "^": "bitwise_xor"}
+SYMBOLS = {name: sym for sym, name in OPERATORS.items()}
+ELEMENTWISE = tuple(name for name in SYMBOLS if name != "matmul")
+
+
+def _precedence(c, node: BinOp, texts) -> None:
+    """W203 on `q - k < W & m`: Python (and so PyTorch) reads it as `q - k < (W & m)`, where a
+    learner meant `(q - k < W) & m`. Parentheses around the operand say it is meant."""
+    for side, text in ((node.left, texts[0]), (node.right, texts[1])):
+        if not (isinstance(side, BinOp) and side.op in ("&", "|", "^")) or _wrapped(side, node):
+            continue
+        a, b = (f"({c.source_of(n)})" if _wrapped(n, side) else c.source_of(n) for n in (side.left, side.right))
+        split = f"({texts[0]} {node.op} {a}) {side.op} {b}" if side is node.right else \
+            f"{a} {side.op} ({b} {node.op} {texts[1]})"
+        c.error("W203", f"`{c.source_of(node)}` compares `{text}`: `{side.op}` binds tighter than "
+                        f"`{node.op}` in Python and PyTorch", node.span,
+                help=f"if the comparison is one side of the `{side.op}`, write `{split}`; if the "
+                     f"`{side.op}` comes first, write `({text})` to say so", severity="warning")
+
+
+def _wrapped(inner, outer: BinOp) -> bool:
+    """Whether operand `inner` of `outer` is written in parentheses: the nodes keep the spans
+    of what they are made of, and the parent's span takes in the parentheses."""
+    start, end = (inner.span.line, inner.span.column), (inner.span.end_line, inner.span.end_column)
+    if inner is outer.left:
+        return (outer.span.line, outer.span.column) < start
+    return (outer.span.end_line, outer.span.end_column) > end
+
 
 def negate(c, node: Neg):
     v = c.value(node.operand)
@@ -24,9 +55,13 @@ def binop(c, node: BinOp):
     texts = (c.source_of(node.left), c.source_of(node.right))
     text = c.source_of(node)
     if node.op in ops.COMPARISONS:
+        _precedence(c, node, texts)
         res, refs = ops.compare(c.ctx, a, b, texts, node.span, node.op)
         return c.emit(ops.COMPARISONS[node.op], text, node.span, refs, res)[0]
     if not ta and not tb:
+        if node.op in ("&", "|", "^"):
+            raise ShapeError("E112", f"`{text}` combines two sizes; `{node.op}` combines bool masks or "
+                             "int tensors", span=node.span)
         return c.build(node, allow_real=True)
     if node.op == "@":
         if not (ta and tb):
@@ -40,8 +75,7 @@ def binop(c, node: BinOp):
         ref = c._tensor_refs
         ref[id(node.left)], ref[id(node.right)] = a[1], b[1]
         return c.emit("matmul", text, node.span, [a[1], b[1]], res)[0]
-    names = {"+": "add", "-": "sub", "*": "mul", "/": "div", "**": "pow", "//": "floordiv",
-             "%": "mod"}
+    names = OPERATORS
     if ta and tb:
         try:
             shape = ops.broadcast(c.ctx, [a[0].shape, b[0].shape],

@@ -175,6 +175,9 @@ def _combine(node: BinOp, a: sp.Expr, b: sp.Expr, allow_real: bool = False) -> s
         if node.op == "/":
             return a / b
         return sp.floor(a / b) if node.op == "//" else sp.Mod(a, b)
+    if node.op != "**":
+        raise ShapeError("E005", f"`{node.op}` is not an operator of sizes", span=node.span,
+                         help="a size is built from numbers, dims, + - * / // % and **")
     if allow_real:
         b = _scalar_exponent(node, b)
     elif not (b.is_Integer and 0 <= int(b) <= MAX_EXPONENT):

@@ -139,11 +139,21 @@ def need_float(what: str, t, span, show_t=None, cast: str = "float") -> None:
 
 # ------------------------------------------------------------------ elementwise, from the checker
 
+BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
+
+
 def binary(op: str, left, right, span, texts=("", "")) -> str:
     """The dtype of `left <op> right` (add sub mul div pow floordiv mod); either side may be
     a tensor type or a number's dtype (a str)."""
     dts = [x if isinstance(x, str) else x.dtype for x in (left, right)]
     bools = tuple(k for k, x in enumerate((left, right)) if not isinstance(x, str) and x.dtype == "bool")
+    if op in BITWISE:
+        floats = [k for k, d in enumerate(dts) if kind(d) == "float"]
+        if floats:
+            which = texts[floats[0]] or "a float tensor"
+            raise refuse(f"`{BITWISE[op]}` of `{which}`, which holds {show(dts[floats[0]])} values: "
+                         f"PyTorch's `&`, `|` and `^` are bitwise, for bool masks and int tensors",
+                         span, f"compare it first to make a bool mask, e.g. `({which} > 0)`")
     if op == "sub" and "bool" in dts:
         which = texts[dts.index("bool")] or "a bool tensor"
         raise refuse(f"`-` with a bool tensor: `{which}` holds bool values, which PyTorch does not "

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from ..checker import dtypes
+from ..checker import arith, dtypes
 from ..checker.ir import Step
 from ..checker.ops.values import CASTS
 from .naming import CodegenError, _snake, py_str
@@ -24,8 +24,7 @@ UNARY = {"relu": "F.relu({})", "gelu": "F.gelu({})", "silu": "F.silu({})", "soft
          "tanh": "torch.tanh({})", "sigmoid": "torch.sigmoid({})", "exp": "torch.exp({})",
          "sqrt": "torch.sqrt({})", "rsqrt": "torch.rsqrt({})", "log": "torch.log({})",
          "abs": "torch.abs({})", "square": "torch.square({})", "neg": "-{}"}
-BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "floordiv": "//", "mod": "%",
-          "matmul": "@"}
+BINARY = arith.SYMBOLS
 MODULE_OPS = {"linear": "linear", "layernorm": "ln", "rmsnorm": "norm", "dropout": "drop"}
 CHAIN_SUFFIX = {"transpose": "t", "permute": "p", "linear": "proj", "layernorm": "ln", "rmsnorm": "norm",
                 "embed": "emb", "matmul": "mm", "contiguous": "c"}

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from ..checker import arith
 from ..checker import dims as dimlib
 from ..checker.ir import CheckedSpec
 
@@ -25,8 +26,7 @@ def _shape(shape, spec=None) -> str:
     return "[" + ", ".join(dimlib.show(d, n) for d in shape) + "]"
 
 
-OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "matmul": "@", "pow": "**",
-             "floordiv": "//", "mod": "%"}
+OPERATORS = arith.SYMBOLS
 
 
 def shapes_in(op: str, shapes: list[str]) -> str:

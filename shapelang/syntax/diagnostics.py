@@ -35,6 +35,7 @@ CODES: dict[str, str] = {
     "E120": "a dtype the operation does not take",
     "W201": "example is missing sizes",
     "W202": "a size is rounded down for some sizes (floor division)",
+    "W203": "a comparison of a `&`, `|` or `^` (Python's precedence binds them first)",
     "W301": "an axis is made of parts of different axes (heads mixed with tokens)",
     "W302": "pieces of an axis merged back out of order",
     "W303": "softmax over an axis other than the keys of attention scores",

@@ -340,6 +340,30 @@ dim B, S, D
 input X: [B, S, D]
 Y: X -> linear 4*D
 """),
+    "W203": Explanation(
+        means="""
+In Python, and so in PyTorch, `&`, `|` and `^` bind tighter than a comparison:
+`q - k < W & m` is `q - k < (W & m)`, not `(q - k < W) & m`. Both compute a
+bool mask of the same shape, so nothing fails: the mask is just wrong. The
+checker reads the line as PyTorch does and warns where a comparison has an
+unparenthesised `&`, `|` or `^` as one side.""",
+        matters="""
+A sliding-window or padding mask built this way hides the wrong keys; no shape
+tells, and the model trains on it. Parentheses say which one is meant.""",
+        wrong="""
+dim S, W
+example S=5, W=3
+q: arange(S) -> unsqueeze 1
+k: arange(S) -> unsqueeze 0
+seen: q - k < W & (k <= q)
+""",
+        right="""
+dim S, W
+example S=5, W=3
+q: arange(S) -> unsqueeze 1
+k: arange(S) -> unsqueeze 0
+seen: (q - k < W) & (k <= q)
+"""),
     "W202": Explanation(
         means="""
 PyTorch computes some sizes with floor division: a convolution with stride s

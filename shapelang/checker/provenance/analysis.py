@@ -28,6 +28,7 @@ import sympy as sp
 
 from .. import dims as dimlib
 from .. import patterns
+from ..arith import ELEMENTWISE
 from ..ops.table import TABLE
 from ..ops.tables import COMPARISONS
 from .atoms import TP, Atom, Axis
@@ -109,7 +110,7 @@ class Provenance(LayerRules):
             return None
         if op == "matmul":
             return self.matmul(s, ins[0], ins[1])
-        if op in ("add", "sub", "mul", "div", "pow", "floordiv", "mod", "neg") or op in COMPARISONS.values():
+        if op in ELEMENTWISE or op == "neg" or op in COMPARISONS.values():
             return self.elementwise(s, ins)
         return None
 
