@@ -2,7 +2,9 @@
 shape. Issue 12: a parenthesised argument after a name argument, a mask that broadcasts the
 input, and dims bound at block calls (trace and `run`). Found while writing whole models
 (Mistral, Pythia, BLOOM): sizes with `min`/`max` in them (a sliding-window cache); and a
-missed error, an ALiBi bias laid out along the queries, which softmax cancels (W308)."""
+missed error, an ALiBi bias laid out along the queries, which softmax cancels (W308). Found
+while writing Qwen2's grouped-query attention: a missed error, keys repeated per group and
+values tiled, whose heads do not pair up (W307)."""
 from __future__ import annotations
 
 import warnings
