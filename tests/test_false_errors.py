@@ -2,7 +2,9 @@
 shape. Issue 12: a parenthesised argument after a name argument, a mask that broadcasts the
 input, and dims bound at block calls (trace and `run`). Found while writing whole models
 (Mistral, Pythia, BLOOM): sizes with `min`/`max` in them (a sliding-window cache); and a
-missed error, an ALiBi bias laid out along the queries, which softmax cancels (W308)."""
+missed error, an ALiBi bias laid out along the queries, which softmax cancels (W308). Found
+while writing Qwen2's grouped-query attention: a missed error, keys repeated per group and
+values tiled, whose heads do not pair up (W307)."""
 from __future__ import annotations
 
 import warnings
@@ -217,3 +219,59 @@ def test_scores_from_a_matmul_with_a_key_bias_stay_silent():
                  "w: q @ (k -> transpose -2 -1) + (pad -> view [B, 1, 1, S]) -> softmax -1\n"
                  "u: q @ (k -> transpose -2 -1) + (pad -> view [B, 1, S, 1]) -> softmax -1\n")
     assert [(d.code, d.span.line) for d in spec.diagnostics] == [("W308", 7)]
+
+
+# ------------------------------------------------------------------ keys and values repeated differently (missed)
+
+GQA = """\
+dim B, S, H, G, Dh
+dim Nrep = H / G
+assume H % G == 0
+example B=1, S=4, H=6, G=2, Dh=8
+input q: [B, H, S, Dh]
+input k: [B, G, S, Dh]
+input v: [B, G, S, Dh]
+k_rep: k -> {keys}
+v_rep: v -> {values}
+a: q -> attention k_rep v_rep
+w: q @ (k_rep -> transpose -2 -1) -> softmax -1
+o: w @ v_rep
+"""
+INTERLEAVE = "repeat_interleave Nrep 1"                                      # HF's repeat_kv
+REPEAT_KV = "unsqueeze 2 -> expand [B, G, Nrep, S, Dh] -> reshape [B, H, S, Dh]"  # the same order
+TILED = "unsqueeze 1 -> expand [B, Nrep, G, S, Dh] -> reshape [B, H, S, Dh]"    # torch's v.repeat(1, Nrep, 1, 1)
+
+
+def test_values_tiled_against_keys_repeated_per_group_are_reported():
+    """Found writing Qwen2 (14 query heads, 2 key/value heads): keys repeated with
+    repeat_interleave and values tiled both have H heads and checked silently, but head h
+    then takes its keys from group h // Nrep and its values from group h % G."""
+    torch = pytest.importorskip("torch")
+    spec = check(GQA.format(keys=INTERLEAVE, values=TILED))
+    assert spec.ok
+    assert [(d.code, d.span.line, d.span.column) for d in spec.diagnostics] == [("W307", 10, 9), ("W307", 12, 4)]
+    assert spec.diagnostics[0].message == (
+        "`attention k_rep v_rep` lines up axis -3 (G·Nrep) of the keys with axis -3 (Nrep·G) of the "
+        "values: the same pieces merged in another order, so the sizes agree but position j of one "
+        "is not position j of the other")
+    assert spec.diagnostics[1].message.startswith("`w @ v_rep` lines up axis -3 (G·Nrep) of one side")
+    assert "`repeat_interleave` on both" in spec.diagnostics[1].help
+    # in PyTorch: head 1 of the keys comes from group 0, head 1 of the tiled values from group 1
+    kv = torch.arange(2.0).view(1, 2, 1, 1).expand(1, 2, 4, 8)
+    keys = kv.repeat_interleave(3, dim=1)
+    values = kv.unsqueeze(1).expand(1, 3, 2, 4, 8).reshape(1, 6, 4, 8)
+    assert keys[0, :, 0, 0].tolist() == [0, 0, 0, 1, 1, 1]
+    assert values[0, :, 0, 0].tolist() == [0, 1, 0, 1, 0, 1]
+    torch.testing.assert_close(values, kv.repeat(1, 3, 1, 1))
+
+
+@pytest.mark.parametrize("keys, values", [(INTERLEAVE, INTERLEAVE), (REPEAT_KV, INTERLEAVE),
+                                          (INTERLEAVE, REPEAT_KV), (TILED, TILED)])
+def test_keys_and_values_repeated_the_same_way_stay_silent(keys, values):
+    torch = pytest.importorskip("torch")
+    spec = check(GQA.format(keys=keys, values=values))
+    assert spec.diagnostics == [], render_check(spec)
+    kv = torch.randn(1, 2, 4, 8)
+    if keys != TILED:     # both of HF's spellings of repeat_kv give the same tensor
+        torch.testing.assert_close(kv.unsqueeze(2).expand(1, 2, 3, 4, 8).reshape(1, 6, 4, 8),
+                                   kv.repeat_interleave(3, dim=1))

@@ -40,22 +40,29 @@ def test_llama2_70b_is_the_same_spec_with_grouped_heads():
 
 # ------------------------------------------------------------------ a hand-written reference
 
-def _reference(torch, V, D, H, G, F, L, eps=1e-5, theta=10000.0, mlp=None, mlp_name="mlp", window=None):
+def _reference(torch, V, D, H, G, F, L, eps=1e-5, theta=10000.0, mlp=None, mlp_name="mlp", window=None,
+               qkv_bias=False, tied=False, head_dim=None, gemma=False):
     """HF's LlamaForCausalLM forward in eval mode, written from modeling_llama.py. `mlp`
     (a function giving a layer's MLP module, stored as `mlp_name`) replaces LlamaMLP: Mixtral
     is this model with its sparse mixture of experts there and theta 1e6. `window`: Mistral,
     HF's sliding-window overlay on the causal mask (key j is seen by query i when j <= i and
-    i - j < window)."""
+    i - j < window). `qkv_bias`: Qwen2's biases on q_proj, k_proj and v_proj only. `tied`: the
+    LM head is the token table (Qwen2, Gemma). `head_dim`: a head width other than D/H
+    (Gemma's config.head_dim). `gemma`: GemmaModel's differences, the embeddings times
+    sqrt(D) (the normalizer a tensor of the hidden dtype), GemmaRMSNorm's x * (1 + weight)
+    with the weight initialised to zeros, and GemmaMLP's gelu(approximate="tanh")."""
     nn = torch.nn
-    Dh = D // H
+    Dh = D // H if head_dim is None else head_dim
 
-    class RMSNorm(nn.Module):            # LlamaRMSNorm
+    class RMSNorm(nn.Module):            # LlamaRMSNorm, or GemmaRMSNorm
         def __init__(self):
             super().__init__()
-            self.weight = nn.Parameter(torch.ones(D))
+            self.weight = nn.Parameter(torch.zeros(D) if gemma else torch.ones(D))
 
         def forward(self, x):
             var = x.float().pow(2).mean(-1, keepdim=True)
+            if gemma:
+                return ((x.float() * torch.rsqrt(var + eps)) * (1.0 + self.weight.float())).type_as(x)
             return self.weight * (x * torch.rsqrt(var + eps))
 
     def rotate_half(t):
@@ -69,9 +76,9 @@ def _reference(torch, V, D, H, G, F, L, eps=1e-5, theta=10000.0, mlp=None, mlp_n
     class Attention(nn.Module):          # LlamaAttention (sdpa path, no cache)
         def __init__(self):
             super().__init__()
-            self.q_proj = nn.Linear(D, H * Dh, bias=False)
-            self.k_proj = nn.Linear(D, G * Dh, bias=False)
-            self.v_proj = nn.Linear(D, G * Dh, bias=False)
+            self.q_proj = nn.Linear(D, H * Dh, bias=qkv_bias)
+            self.k_proj = nn.Linear(D, G * Dh, bias=qkv_bias)
+            self.v_proj = nn.Linear(D, G * Dh, bias=qkv_bias)
             self.o_proj = nn.Linear(H * Dh, D, bias=False)
 
         def forward(self, x, cos, sin):
@@ -99,7 +106,9 @@ def _reference(torch, V, D, H, G, F, L, eps=1e-5, theta=10000.0, mlp=None, mlp_n
             self.down_proj = nn.Linear(F, D, bias=False)
 
         def forward(self, x):
-            return self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+            gate = self.gate_proj(x)
+            gate = nn.functional.gelu(gate, approximate="tanh") if gemma else nn.functional.silu(gate)
+            return self.down_proj(gate * self.up_proj(x))
 
     class Layer(nn.Module):              # LlamaDecoderLayer
         def __init__(self):
@@ -120,9 +129,13 @@ def _reference(torch, V, D, H, G, F, L, eps=1e-5, theta=10000.0, mlp=None, mlp_n
             self.layers = nn.ModuleList(Layer() for _ in range(L))
             self.norm = RMSNorm()
             self.lm_head = nn.Linear(D, V, bias=False)
+            if tied:
+                self.lm_head.weight = self.embed_tokens.weight
 
         def forward(self, ids):
             x = self.embed_tokens(ids)
+            if gemma:
+                x = x * torch.tensor(D**0.5, dtype=x.dtype)
             # LlamaRotaryEmbedding
             inv_freq = 1.0 / (theta ** (torch.arange(0, Dh, 2, dtype=torch.int64).float() / Dh))
             position_ids = torch.arange(ids.shape[1])[None, :].float()
@@ -137,14 +150,18 @@ def _reference(torch, V, D, H, G, F, L, eps=1e-5, theta=10000.0, mlp=None, mlp_n
 
 
 def _pairs(ref, L):
-    """The reference's parameters in the generated module's order, by role."""
+    """The reference's parameters in the generated module's order, by role (a bias after its
+    weight; a tied LM head is the token table, once)."""
     out = [ref.embed_tokens.weight]
     for layer in ref.layers:
         a, m = layer.self_attn, layer.mlp
-        out += [layer.input_layernorm.weight, a.q_proj.weight, a.k_proj.weight, a.v_proj.weight,
-                a.o_proj.weight, layer.post_attention_layernorm.weight, m.gate_proj.weight,
+        out += [layer.input_layernorm.weight]
+        for proj in (a.q_proj, a.k_proj, a.v_proj):
+            out += [proj.weight] + ([proj.bias] if proj.bias is not None else [])
+        out += [a.o_proj.weight, layer.post_attention_layernorm.weight, m.gate_proj.weight,
                 m.up_proj.weight, m.down_proj.weight]
-    return out + [ref.norm.weight, ref.lm_head.weight]
+    tied = ref.lm_head.weight is ref.embed_tokens.weight
+    return out + [ref.norm.weight] + ([] if tied else [ref.lm_head.weight])
 
 
 @pytest.mark.parametrize("sizes", [

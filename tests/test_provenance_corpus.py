@@ -366,6 +366,7 @@ REFERENCES = {
     "w307_differential_attention_transposed": (ref_differential, {}),
     "w307_gate_from_transposed_scores": (ref_gated, {}),
     "w307_weights_plus_transpose": (ref_single_head, {}),
+    "w307_gqa_values_tiled": (ref_gqa, {}),
     "w308_alibi_along_queries": (ref_mha_bias, {}),
     "w308_padding_bias_on_queries": (ref_mha_bias, {"bias": "padding"}),
     "w308_key_bias_unsqueezed_last": (ref_mha_bias, {"bias": "key"}),

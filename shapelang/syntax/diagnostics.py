@@ -42,7 +42,7 @@ CODES: dict[str, str] = {
     "W304": "normalisation statistics over an axis other than the features",
     "W305": "causal mask on scores whose query and key lengths are unrelated",
     "W306": "scores scaled by a size other than the one they contracted",
-    "W307": "elementwise op between tensors whose same-sized axes are swapped",
+    "W307": "elementwise op or product between tensors whose same-sized axes, or pieces of an axis, are swapped",
     "W308": "a bias added to attention scores that is the same for every key (softmax cancels it)",
 }
 

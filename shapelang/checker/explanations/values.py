@@ -241,7 +241,14 @@ meanings do not. Keep both operands in the same layout:
 w: w0 + (w0 -> transpose 1 2) -> scale 0.5   # wrong: row i mixes "i looks at j" with "j looks at i"
 out: x + mixed                               # wrong when mixed is the grid transposed (axial attention)
 out: x + (mixed -> transpose 1 2)            # right: back to rows before columns
-```""",
+```
+
+The same holds for the pieces of one axis, in `@` and `attention` too. Keys whose
+G heads are repeated to the H query heads with `repeat_interleave Nrep 1` (heads
+G·Nrep, Hugging Face's repeat_kv) and values tiled with `unsqueeze 1 -> expand
+[B, Nrep, G, S, Dh] -> reshape [B, H, S, Dh]` (heads Nrep·G) both have H heads,
+but query head h then takes its keys from key/value head h // Nrep and its values
+from head h % G: repeat both the same way.""",
         matters="""
 The sum pairs element (i, j) with element (j, i): sizes match only because both
 lengths are equal, and the result means nothing.""",

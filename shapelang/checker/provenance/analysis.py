@@ -15,7 +15,8 @@ shapes miss (codes W301-W307, see docs/diagnostics.md):
 - W304 normalisation statistics over an axis other than the features;
 - W305 a causal mask on scores whose query and key lengths are unrelated;
 - W306 `scale 1/sqrt(X)` where X is not the size the scores contracted;
-- W307 an elementwise op between tensors whose same-sized axes are swapped;
+- W307 an elementwise op or a product between tensors whose same-sized axes (or the
+  pieces of one axis) are swapped;
 - W308 a bias added to scores that is constant along the keys (softmax cancels it).
 
 Every decision about sizes goes through the prover, so it holds for all sizes
@@ -296,6 +297,7 @@ class Provenance(LayerRules):
         bx, by = x.axes[:-2], y.axes[:-2]
         n = max(len(bx), len(by))
         bx, by = ((),) * (n - len(bx)) + bx, ((),) * (n - len(by)) + by
+        self.findings.check_reordered(s, (bx, by), tail=2)
         # paired batch axes count the same thing; take the right operand's, as the values do
         batch = tuple(b if b else a for a, b in zip(bx, by))
         keys = self.keyed(y.axes[-1])

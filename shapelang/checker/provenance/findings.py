@@ -151,6 +151,50 @@ class Findings:
                               f"but {label_of(pa[i])} sits at axis {j - rank} there: the sizes agree, "
                               "the elements do not", help="transpose one side so the axes match")
                     return
+        self.check_reordered(s, (pa, pb))
+
+    def check_reordered(self, s, sides, names=("one side", "the other"), tail: int = 0) -> None:
+        """Operands whose axis at one position holds the same pieces in another order: keys
+        repeated per head (`repeat_interleave`, heads G·Nrep) against values tiled
+        (`expand [B, Nrep, G, ..]`, heads Nrep·G). Head h then takes its keys from one key/value
+        head and its values from another. `sides`: the operands' axes, lined up from the right,
+        `tail` more axes after them (the matrix axes of a product)."""
+        rank = max(len(a) for a in sides)
+        padded = [((),) * (rank - len(a)) + tuple(a) for a in sides]
+        for x in range(len(padded)):
+            for y in range(x + 1, len(padded)):
+                for i in range(rank):
+                    a, b = padded[x][i], padded[y][i]
+                    if a == b or not self._moved_piece(a, b):
+                        continue
+                    axis = i - rank - tail
+                    self.warn(s, "W307", f"`{s.text}` lines up axis {axis} ({label_of(a)}) of "
+                              f"{names[0]} with axis {axis} ({label_of(b)}) of {names[1]}: the "
+                              "same pieces merged in another order, so the sizes agree but position j "
+                              "of one is not position j of the other",
+                              help="split, repeat and merge both the same way (for key/value heads "
+                              "repeated to the query heads: `repeat_interleave` on both, as Hugging "
+                              "Face's repeat_kv)",
+                              notes=(f"one side counts {a[-1].label} fastest, the other {b[-1].label}",))
+                    return
+
+    def _moved_piece(self, a, b) -> bool:
+        """The same pieces, merged in another order: a piece both axes hold, counted with
+        another stride in each; or, where the pieces are each side's own (the key heads and the
+        value heads, the copies a repeat makes), pieces of the same sizes in another order."""
+        same = self.p.prover.same
+        for k, g in enumerate(a):
+            if g in b and not same(_size(a[k + 1:]), _size(b[b.index(g) + 1:])):
+                return True
+        if len(a) < 2 or len(a) != len(b) or all(same(x.size, y.size) for x, y in zip(a, b)):
+            return False
+        left = list(b)
+        for x in a:
+            match = next((y for y in left if same(x.size, y.size)), None)
+            if match is None:
+                return False
+            left.remove(match)
+        return True
 
     def warn(self, s, code, message, *, help=None, notes=(), fix=None) -> None:
         """A finding at step `s`; `fix`: candidate rewrites [(span, text)], shown only once proved."""

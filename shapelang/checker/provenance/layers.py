@@ -20,6 +20,7 @@ class LayerRules:
         if s.detail.get("scale") is not None:
             scores = TP(q.axes[:-1] + (self.keyed(k.axes[-2]),), None, k.axes[-1] or None)
             self.findings.check_scale(s, scores, s.detail["scale"])
+        self.findings.check_reordered(s, (k.axes[:-2], v.axes[:-2]), ("the keys", "the values"), tail=2)
         rank = len(s.out.shape)
         padded = [((),) * (rank - len(t.axes)) + t.axes[:-2] for t in (q, k, v)]
         batch = tuple(next((p[j] for p in padded if p[j]), ()) for j in range(rank - 2))
