@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import operator
 
+import torch
 from torch import nn
 
-from . import learned  # noqa: F401  (registers the learned steps and attention in the table)
+from . import conv, elementwise, learned  # noqa: F401  (register their steps in the operation table)
 from .attention import recognise
 from .load import WRAPPED, ImportFailure
 from .scope import SKIP, NotABlock, Scope, real_users, segment_io
@@ -144,6 +145,14 @@ class Context:
         if len(outputs) != 1 or not inputs or len(inputs) > len(BLOCK_INPUTS):
             raise NotABlock(f"{path}: reads {inputs}, gives {outputs}")
         names = dict(zip(inputs, BLOCK_INPUTS))
+        exprs = [s.node.expr for k in inputs for s in val(self.by_name[k]).shape if isinstance(s, torch.SymInt)]
+        saved = self.sizes.block_dims(exprs, self.reserved)
+        try:
+            return self._block(raw, depth, path, cls, inputs, outputs, names)
+        finally:
+            self.sizes.local = saved
+
+    def _block(self, raw, depth, path, cls, inputs, outputs, names) -> Piece:
         child = Scope(self, depth, names, self.reserved, block=True)
         sub = self.submodule(path)
         canonical = recognise(self, child, raw, sub, inputs, outputs[0]) \

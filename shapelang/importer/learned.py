@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 
-from .translate import LN_EPS, TABLE, Piece, Translator, _scale_text, arg, num_text, target_name, tok, val
+from .elementwise import _scale_text
+from .translate import LN_EPS, TABLE, Piece, Translator, arg, num_text, target_name, tok, val
 
 
 def _weights(t: Translator, **named) -> dict:
@@ -91,7 +92,8 @@ def _sdpa(t: Translator, node, leaf):
         return [t.opaque(node, "both attn_mask and is_causal")]
     keys, values = tok(k.name), tok(v.name)
     if gqa and qv.shape[-3] != kv.shape[-3]:
-        group = t.size(qv.shape[-3] // kv.shape[-3]) if isinstance(qv.shape[-3], int) else None
+        group = t.sizes.ratio(qv.shape[-3], kv.shape[-3]) or t.size(qv.shape[-3] // kv.shape[-3]) \
+            if isinstance(qv.shape[-3], int) else None
         if group is None:
             return [t.opaque(node, "grouped-query attention with a dynamic head count")]
         keys = f"{keys} -> repeat_interleave {group} -3"

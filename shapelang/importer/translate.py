@@ -8,7 +8,6 @@ through `Sizes`; what has no faithful spec form becomes an `opaque` step with a 
 """
 from __future__ import annotations
 
-import math
 import operator
 from dataclasses import dataclass, field
 
@@ -187,6 +186,8 @@ def _view(t, node, leaf):
     # where its `view` works but the spec's step-by-step layout would need a copy; the values
     # are the same, and codegen writes `.view` wherever the spec's layout allows it.
     # The sizes are the ones the code asked for (`S // 2` as S/2, with S even), else the result's.
+    from .patterns import regroup
+    regroup(t, val(node.args[0]).shape, val(node).shape)
     shape = None
     sizes = node.args[1] if target_name(node) in ("aten.view.default", "aten.reshape.default",
                                                   "aten._unsafe_view.default") else None
@@ -241,6 +242,8 @@ def _squeeze(t, node, leaf):
 
 
 def _expand(t, node, leaf):
+    from .patterns import expand_counts
+    expand_counts(t, node)
     return Piece(node.name, f"expand {t.shape(node)}", node.args[0].name, hint="e")
 
 
@@ -260,7 +263,20 @@ def _slice(t, node, leaf):
         return t.opaque(node, "a slice counted from the end")
     if start == 0 and _same_size(end, size):
         return None
-    return Piece(node.name, f"slice {d} {t.size(start)} {t.size(end)}", node.args[0].name, hint="s")
+    from .patterns import half
+    first = half(t, start, size) or t.size(start)
+    last = half(t, end, size) or t.size(end)
+    return Piece(node.name, f"slice {d} {first} {last}", node.args[0].name, hint="s")
+
+
+def _flatten(t, node, leaf):
+    rank = val(node.args[0]).dim()
+    a, b = (arg(node, 1, "start_dim", 0), arg(node, 2, "end_dim", -1))
+    a, b = (a + rank if a < 0 else a), (b + rank if b < 0 else b)
+    if a >= b:
+        return None
+    text = f"flatten {a}" + ("" if b == rank - 1 else f" {b}")
+    return Piece(node.name, text, node.args[0].name, hint="flat")
 
 
 def _same_size(a, b) -> bool:
@@ -335,82 +351,6 @@ def _softmax(t, node, leaf):
     return Piece(node.name, f"{op} {d}", node.args[0].name, hint=op)
 
 
-def _unary(op):
-    def f(t, node, leaf):
-        if op == "gelu" and node.kwargs.get("approximate", "none") != "none":
-            return t.opaque(node, "the tanh approximation of gelu")
-        if op == "softplus" and tuple(node.args[1:]) not in ((), (1,), (1, 20)):
-            return t.opaque(node, "softplus with other beta or threshold")
-        return Piece(node.name, op, node.args[0].name, hint=leaf or op)
-    return f
-
-
-def _pow(t, node, leaf):
-    if node.args[1] == 2:
-        return Piece(node.name, "square", node.args[0].name, hint="sq")
-    return _binary("**")(t, node, leaf)
-
-
-def _dropout(t, node, leaf):
-    p = float(node.args[1])
-    if p == 0:
-        return None
-    return Piece(node.name, f"dropout {num_text(p)}", node.args[0].name, hint=leaf or "drop")
-
-
-def _identity(t, node, leaf):
-    return None
-
-
-def _to(t, node, leaf):
-    x, v = val(node.args[0]), val(node)
-    if x.dtype == v.dtype:
-        return None
-    return t.opaque(node, f"a cast to {v.dtype}")
-
-
-def _binary(sign):
-    def f(t, node, leaf):
-        a, b = node.args[0], node.args[1]
-        if node.kwargs.get("alpha", 1) != 1 or len(node.args) > 2:
-            return t.opaque(node, "an add with alpha")
-        if target_name(node).startswith("aten.rsub"):
-            a, b = b, a
-        def operand(x):
-            if hasattr(x, "meta"):
-                if not is_tensor(x):
-                    return f"({t.sizes.text(val(x).node.expr)})"
-                return tok(x.name)
-            return num_text(x) if not isinstance(x, bool) else None
-        ta, tb = operand(a), operand(b)
-        if ta is None or tb is None:
-            return t.opaque(node, "a boolean operand")
-        if sign in COMPARE_HINTS and not (hasattr(a, "meta") and is_tensor(a)):
-            return t.opaque(node, "a comparison with a number on the left")
-        if sign == "*" and hasattr(a, "meta") and not hasattr(b, "meta"):
-            scale = _scale_text(t, val(a), float(b))
-            if not scale and target_name(a) in ("aten.matmul.default", "aten.bmm.default"):
-                scale = _scale_text(t, val(a.args[0]), float(b))     # (q @ k^T) * (1/sqrt(Dh))
-            if scale:
-                return Piece(node.name, f"scale {scale}", a.name, hint="scaled")
-        hint = {"+": "res", "-": "diff", "*": "prod", "/": "quot", "**": "pw", **COMPARE_HINTS}[sign]
-        return Piece(node.name, f"{ta} {sign} {tb}", refs=[x.name for x in (a, b) if hasattr(x, "meta")],
-                     hint=hint)
-    return f
-
-
-# comparisons (`bias == 0`, nanoGPT's causal buffer): bool tensors, as in the language
-COMPARE_HINTS = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
-
-
-def _scale_text(t, x, factor: float) -> str | None:
-    """`1/sqrt(Dh)` when the factor is one over the square root of the last axis."""
-    last = x.shape[-1] if x.dim() else None
-    if isinstance(last, int) and last > 1 and math.isclose(factor, 1 / math.sqrt(last), rel_tol=1e-12):
-        return f"1/sqrt({t.size(last)})"
-    return None
-
-
 def _matmul(t, node, leaf):
     a, b = node.args[0], node.args[1]
     return Piece(node.name, f"{tok(a.name)} @ {tok(b.name)}", refs=[a.name, b.name], hint="mm")
@@ -424,18 +364,12 @@ def _cat(t, node, leaf):
                  refs=[x.name for x in tensors], hint="cat")
 
 
-def _masked_fill(t, node, leaf):
-    x, m, value = node.args[0], node.args[1], node.args[2]
-    if not (isinstance(value, float) and value == float("-inf")) or dtype_word(val(m)) != "bool":
-        return t.opaque(node, "a masked_fill with a value other than -inf")
-    return Piece(node.name, f"mask {tok(m.name)}", x.name, refs=[m.name], hint="masked")
-
-
 def _repeat_interleave(t, node, leaf):
     n, d = node.args[1], arg(node, 2, "dim", None)
     if not isinstance(n, int) or d is None:
         return t.opaque(node, "repeat_interleave with a tensor of counts or no axis")
-    return Piece(node.name, f"repeat_interleave {t.size(n)} {d}", node.args[0].name, hint="rep")
+    from .patterns import repeat_count
+    return Piece(node.name, f"repeat_interleave {repeat_count(t, node, n)} {d}", node.args[0].name, hint="rep")
 
 
 def _einsum(t, node, leaf):
@@ -445,29 +379,9 @@ def _einsum(t, node, leaf):
     return Piece(node.name, f'einsum "{eq}" {tok(ops[1].name)}', ops[0].name, refs=[ops[1].name], hint="es")
 
 
-def _extremum(t, node, leaf):
-    """torch.minimum / torch.maximum of two tensors."""
-    a, b = node.args[0], node.args[1]
-    if not (hasattr(a, "meta") and hasattr(b, "meta") and is_tensor(a) and is_tensor(b)):
-        return t.opaque(node, "a minimum or maximum with a number")
-    op = target_name(node).split(".")[1]
-    return Piece(node.name, f"{op}({tok(a.name)}, {tok(b.name)})", refs=[a.name, b.name], hint=op[:3])
-
-
-def _clamp(t, node, leaf):
-    bounds = [(name, arg(node, i, name)) for i, name in ((1, "min"), (2, "max"))]
-    if any(v is not None and (hasattr(v, "meta") or isinstance(v, bool)) for _, v in bounds):
-        return t.opaque(node, "a clamp by tensors")
-    def bound(v) -> str:   # a float stays a float (it decides the dtype of an int input)
-        text = repr(float(v)) if isinstance(v, float) else str(int(v))
-        return f"({text})" if isinstance(v, float) and v < 0 else text
-    text = " ".join(f"{name}={bound(v)}" for name, v in bounds if v is not None)
-    return Piece(node.name, f"clamp {text}", node.args[0].name, hint="clamped")
-
-
 TABLE = {
     "aten.view.default": _view, "aten.reshape.default": _view, "aten._unsafe_view.default": _view,
-    "aten.unflatten.int": _view, "aten.flatten.using_ints": _view,
+    "aten.unflatten.int": _view, "aten.flatten.using_ints": _flatten,
     "aten.transpose.int": _transpose, "aten.permute.default": _permute, "aten.t.default": _transpose,
     "aten.unsqueeze.default": _unsqueeze, "aten.squeeze.dim": _squeeze, "aten.squeeze.dims": _squeeze,
     "aten.squeeze.default": _squeeze, "aten.expand.default": _expand,
@@ -478,20 +392,8 @@ TABLE = {
     "aten.var.correction": _var, "aten.var.dim": _var,
     "aten.softmax.int": _softmax, "aten._softmax.default": _softmax, "aten.log_softmax.int": _softmax,
     "aten._log_softmax.default": _softmax,
-    **{f"aten.{op}.default": _unary(op) for op in ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt",
-                                                  "rsqrt", "log", "abs", "neg", "softplus", "square")},
-    "aten.pow.Tensor_Scalar": _pow,
-    "aten.dropout.default": _dropout, "aten.clone.default": _identity, "aten.alias.default": _identity,
-    "aten.detach.default": _identity, "aten.lift_fresh_copy.default": _identity,
-    "aten._to_copy.default": _to, "aten.to.dtype": _to, "aten.to.dtype_layout": _to, "aten.type_as.default": _to,
-    "aten.add.Tensor": _binary("+"), "aten.sub.Tensor": _binary("-"), "aten.mul.Tensor": _binary("*"),
-    "aten.div.Tensor": _binary("/"), "aten.rsub.Scalar": _binary("-"), "aten.add.Scalar": _binary("+"),
-    "aten.mul.Scalar": _binary("*"), "aten.pow.Tensor_Tensor": _binary("**"),
     "aten.matmul.default": _matmul, "aten.bmm.default": _matmul, "aten.mm.default": _matmul,
     "aten.cat.default": _cat, "aten.concat.default": _cat,
-    "aten.masked_fill.Scalar": _masked_fill, "aten.repeat_interleave.self_int": _repeat_interleave,
     "aten.einsum.default": _einsum,
-    "aten.minimum.default": _extremum, "aten.maximum.default": _extremum,
-    "aten.clamp.default": _clamp, "aten.amin.default": _reduce,
-    **{f"aten.{op}.{kind}": _binary(sign) for sign, op in COMPARE_HINTS.items() for kind in ("Scalar", "Tensor")},
+    "aten.repeat_interleave.self_int": _repeat_interleave, "aten.amin.default": _reduce,
 }
