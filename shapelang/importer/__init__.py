@@ -180,6 +180,7 @@ def _pinned_if_needed(text: str, named, comments: dict, path: str) -> str:
     spec does not check with its fixed sizes free, the fewest are written with their values
     (`dim N = 20`): one size no attribute named, else all of those, else every fixed size."""
     from ..checker.checker import check_text
+    from .sizes import FRESH
 
     text = _bounds_as_written(text, named, path)
     if check_text(text, path).ok:
@@ -188,7 +189,9 @@ def _pinned_if_needed(text: str, named, comments: dict, path: str) -> str:
     if before not in text:
         return text
     fresh = [n for n in named.fresh if n in named.used]
-    for pins in [{n} for n in fresh] + ([set(fresh)] if len(fresh) > 1 else []) + [True]:
+    counts = {n for n in fresh if n in FRESH["size"] + FRESH["image"]}   # not a width
+    tries = [{n} for n in fresh] + [counts, set(fresh), True]
+    for pins in tries:
         named.pinned = pins
         after = "\n".join(named.header(comments))
         pinned = text.replace(before, after, 1)

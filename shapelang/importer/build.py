@@ -49,6 +49,7 @@ class Context:
         self.alias: dict[str, str] = {}
         self.roles: dict[str, str] = {}
         self.weights: dict[str, tuple] = {}     # node -> (kind, {local name: source})
+        self.order: dict[str, float] = {}       # a block's own weights: just before its first step
         self.decls: list[str] = []
         self.declared: dict[str, str] = {}
         self.decl_map: list[dict] = []
@@ -154,6 +155,7 @@ class Context:
 
     def _block(self, raw, depth, path, cls, inputs, outputs, names) -> Piece:
         child = Scope(self, depth, names, self.reserved, block=True)
+        child.path, child.inside = path, {n.name for n in raw}
         sub = self.submodule(path)
         canonical = recognise(self, child, raw, sub, inputs, outputs[0]) \
             if isinstance(sub, nn.MultiheadAttention) else None
@@ -166,8 +168,12 @@ class Context:
         if out in names:
             raise NotABlock(path)
         lines = child.finish()
-        args = ", ".join(f"{names[k]}: {self.tr.shape(self.by_name[k])}" for k in inputs)
-        body = "\n".join(["  " + line for line in lines] + [f"  return {child.names[out]}", "end"])
+        args = ", ".join(f"{names[k]}: {self.tr.shape(self.by_name[k], 'input')}" for k in inputs)
+        body = "\n".join(["  " + line for line in child.decls + lines] + [f"  return {child.names[out]}", "end"])
+        if child.owned:        # the block's module holds them: one step of the mapping, before its own
+            key = f"{raw[0].name}\x02own"
+            self.weights[key] = ("block", dict(child.owned))
+            self.order[key] = self.index[raw[0].name] - 0.5
         key_text = f"({args}):\n{body}"
         if key_text not in self.blocks:
             base = "".join(c for c in cls if c.isalnum() or c == "_") or "Block"
@@ -193,8 +199,11 @@ def write_spec(ctx: Context, inputs, header: list[str], comments: dict) -> tuple
     input_lines = []
     for key, inp in zip(ctx.user_inputs, inputs):
         word = dtype_word(val(ctx.by_name[key]))
-        shape = "[" + ", ".join(ctx.sizes.text(s if not isinstance(s, int) else int(s), "model" if k == len(
-            val(ctx.by_name[key]).shape) - 1 else "size") for k, s in enumerate(val(ctx.by_name[key]).shape)) + "]"
+        dims = val(ctx.by_name[key]).shape
+        image = len(dims) == 4 and word == "float"
+        roles = ["image" if image and k >= 2 else "model" if k == len(dims) - 1 else "size" for k in range(len(dims))]
+        shape = "[" + ", ".join(ctx.sizes.text(s if not isinstance(s, int) else int(s), r)
+                                for s, r in zip(dims, roles)) + "]"
         input_lines.append(f"input {inp.name}: {shape}" + ("" if word == "float" else f" {word}"))
     ctx.reserved |= set(ctx.sizes.values)
     top = Scope(ctx, 0, names, ctx.reserved, block=False)
@@ -233,7 +242,7 @@ def write_spec(ctx: Context, inputs, header: list[str], comments: dict) -> tuple
     text.append("")
     text += ctx.block_lines
     text += lines
-    order = sorted(ctx.weights, key=lambda k: ctx.index[k])
+    order = sorted(ctx.weights, key=lambda k: ctx.order.get(k, ctx.index.get(k)))
     steps = [{"kind": ctx.weights[k][0], "tensors": {n: _src(s) for n, s in ctx.weights[k][1].items()}}
              for k in order]
     mapping = {"steps": steps, "declared": ctx.decl_map, "outputs": out_names}

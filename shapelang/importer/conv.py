@@ -15,10 +15,11 @@ from .patterns import fixed
 from .translate import TABLE, Piece, arg, target_name, val
 
 
-def _sizes(t, values, n: int) -> str:
-    """`3` for one size (or the same size on every axis), else `[3, 2]`."""
+def _sizes(t, values, n: int, named: bool = True) -> str:
+    """`3` for one size (or the same size on every axis), else `[3, 2]`; named (`P`) only
+    over dynamic lengths: over fixed ones the checker computes the lengths from numbers."""
     values = list(values) if isinstance(values, (list, tuple)) else [values] * n
-    texts = [t.sizes.name_int(int(v), "conv") for v in values]
+    texts = [t.sizes.name_int(int(v), "conv") if named else str(int(v)) for v in values]
     return texts[0] if len(set(texts)) == 1 else "[" + ", ".join(texts) + "]"
 
 
@@ -30,7 +31,8 @@ def _conv(t, node, leaf):
     if fixed(val(x).shape[1 if val(x).dim() == n + 2 else 0]) is None:
         return t.opaque(node, "a convolution over a dynamic number of channels")
     weight = val(w)
-    words = [f"conv{n}d", t.size(weight.shape[0], "model"), _sizes(t, weight.shape[2:], n)]
+    named = any(fixed(size) is None for size in val(x).shape[-n:])
+    words = [f"conv{n}d", t.size(weight.shape[0], "model"), _sizes(t, weight.shape[2:], n, named)]
     defaults = {"stride": 1, "padding": 0, "dilation": 1}
     for i, key in enumerate(("stride", "padding", "dilation")):
         value = arg(node, 3 + i, key, defaults[key])
@@ -44,7 +46,7 @@ def _conv(t, node, leaf):
                 if fixed(size) is None and step > 1:
                     t.sizes.divisible(size.node.expr, step, t.sizes.name_int(step, "conv"))
         if any(v != defaults[key] for v in values):
-            words.append(f"{key}={_sizes(t, values, n)}")
+            words.append(f"{key}={_sizes(t, values, n, named)}")
     groups = arg(node, 6, "groups", 1)
     if groups != 1:
         words.append(f"groups={t.sizes.name_int(int(groups), 'conv')}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from .elementwise import _scale_text
+from .patterns import product_width
 from .translate import LN_EPS, TABLE, Piece, Translator, arg, num_text, target_name, tok, val
 
 
@@ -22,6 +23,7 @@ def _weights(t: Translator, **named) -> dict:
 def _linear(t: Translator, node, leaf):
     x, w, b = node.args[0], node.args[1], arg(node, 2, "bias", None)
     if t.owned(w) and t.owned(b) and t.source(w) and (b is None or t.source(b)):
+        product_width(t, node)
         text = f"linear {t.size(val(node).shape[-1], 'ffn')}" + (" bias=false" if b is None else "")
         return Piece(node.name, text, x.name, weight=("linear", _weights(t, weight=w, bias=b)),
                      hint=leaf or "proj", strong=True)

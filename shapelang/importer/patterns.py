@@ -80,3 +80,26 @@ def half(t, bound, size) -> str | None:
         return None
     t.sizes.assumes.append(f"{whole} % 2 == 0")
     return t.sizes._remember(b, f"{whole}/2" if whole.isidentifier() else f"({whole})/2", set())
+
+
+RESHAPES = ("aten.view.default", "aten.reshape.default", "aten._unsafe_view.default", "aten.unflatten.int")
+
+
+def product_width(t, node) -> None:
+    """A linear layer's width that the next reshape cuts into two named sizes (GQA's keys:
+    `wk(x).view(B, S, n_kv_heads, head_dim)`) is their product, `Hkv*Dh`."""
+    width = fixed(val(node).shape[-1])
+    if width is None or width in t.sizes.memo or [k for k, v in t.sizes._fixed() if v == width]:
+        return
+    for user in node.users:
+        if target_name(user) not in RESHAPES or not isinstance(val(user), torch.Tensor):
+            continue
+        after = [fixed(s) for s in val(user).shape]
+        for a, b in zip(after, after[1:]):
+            if a is None or b is None or a * b != width or a <= 1 or b <= 1:
+                continue
+            ta, tb = t.sizes.name_int(a), t.sizes.name_int(b)
+            if ta.isdigit() or tb.isdigit():
+                continue
+            t.sizes._remember(width, f"{ta}*{tb}", set())
+            return

@@ -37,7 +37,8 @@ CONFIG_NAMES = {
 }
 COUNTS = {"L"}                        # names that count layers: never read into a shape
 DERIVED = {("D", "H"): "Dh", ("D", "Hkv"): "Dkv", ("H", "Hkv"): "G"}
-FRESH = {"ffn": ["F", "F2", "F3"], "model": ["D", "E", "D2"], "vocab": ["V", "V2"], "size": ["N", "M", "K", "N2", "M2", "K2"]}
+FRESH = {"ffn": ["F", "F2", "F3"], "model": ["D", "E", "D2"], "vocab": ["V", "V2"], "size": ["N", "M", "K", "N2", "M2", "K2"],
+         "image": ["Img", "Img2"]}
 PRODUCT_MAX = 16                      # a linear layer's width `k*D` is tried for k up to this
 CONTEXT_ONLY = {"C", "P"}
 BLOCK_DIMS = ["T", "U", "N", "M"]
@@ -98,6 +99,7 @@ class Sizes:
         self.dynamic: list[str] = []
         self.bounds: list = []               # (size, "<=", number) from export's ranges
         self.exact = False                   # floor(S/2) means S/2 with S even (reshape sizes)
+        self.products: dict[str, tuple] = {}  # D -> ("H", "Dh"): a width no attribute gives
         self.fresh: list[str] = []           # names no attribute gave (`F`, `N`), in order
         self.divisors: dict = {}             # a dynamic size -> the stride that divides it
         self.local: dict = {}
@@ -185,7 +187,7 @@ class Sizes:
                     return self._remember(n, f"{k}*{widths[0]}", {widths[0]})
         # a number in an intermediate shape stays a number (the 3 of q, k, v); a width of a
         # weight with no name gets one of its own
-        return self._fresh(n, role) if role and role != "conv" else str(n)
+        return self._fresh(n, role) if role and role not in ("conv", "input") else str(n)
 
     def _remember(self, n: int, text: str, uses: set) -> str:
         self.memo[n] = text
@@ -224,9 +226,14 @@ class Sizes:
                 return None
             names[v] = hits[0]
         a, b = names[whole], names[part]
-        if [k for k, x in self._fixed() if x == n]:
-            return self.name_int(n)        # a size of its own (head_dim given apart from n_embd)
         name = DERIVED.get((a, b))
+        hits = [k for k, x in self._fixed() if x == n]
+        if hits == [name]:
+            return self.name_int(n)        # head_dim given beside n_embd and n_head
+        if hits:
+            raise ImportFailure(
+                f"{a}/{b} and {', '.join(hits)} are all {n}, so the spec cannot tell them apart: build "
+                f"the module with distinct sizes (or name the size with --size NAME={n})")
         if name and name not in self.values and name not in self.derived:
             self.derived[name] = (a, b)
             return self._remember(n, name, {a, b})
@@ -234,6 +241,14 @@ class Sizes:
         return self._remember(n, f"{a}/{b}", {a, b})
 
     def _fresh(self, n: int, role: str | None) -> str:
+        if role == "model" and "D" not in self.values:
+            for (a, b), part in DERIVED.items():     # head_dim and n_heads given, the width not
+                if a == "D" and b in self.values and part in self.values and self.values[b] * self.values[part] == n:
+                    self.values["D"] = n
+                    self.products["D"] = (b, part)
+                    self.fresh_taken.add("D")
+                    self.used |= {"D", b, part}
+                    return "D"
         for name in FRESH.get(role, []) + FRESH["size"]:
             if name not in self.fresh_taken:
                 self.fresh_taken.add(name)
@@ -378,6 +393,8 @@ class Sizes:
             if name in self.used:
                 note = comments.get(name)
                 value = f" = {self.values[name]}" if pinned_name(name) else ""
+                if name in self.products:
+                    value = " = {} * {}".format(*self.products[name])
                 lines.append(f"dim {name}{value}" + (f"  # {note}" if note else ""))
         for name, (a, b) in self.derived.items():
             lines.append(f"dim {name} = {a} / {b}")
@@ -391,7 +408,7 @@ class Sizes:
                 seen.add(a)
                 lines.append(f"assume {a}")
         example = [f"{n}={self.values[n]}" for n in self.ordered() if n in self.used
-                   and not pinned_name(n)]
+                   and not pinned_name(n) and n not in self.products]
         if example:
             lines.append("example " + ", ".join(example))
         return lines
