@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import sympy as sp
+
 from .load import (
     ImportFailure,
     InputSpec,
@@ -76,7 +78,7 @@ def import_module(target, inputs: list[str], *, dims: dict | None = None, sizes:
     for inp in specs:        # `input` (nn.Linear's forward) is a word of the language
         if inp.name in KEYWORDS or not inp.name.isidentifier():
             inp.name = (inp.name if inp.name.isidentifier() else "x") + "_"
-    default_axes(specs)
+    default_axes(specs, channels_first=any(isinstance(m, torch.nn.Conv1d) for m in module.modules()))
     from .load import check_example_size
     check_example_size(specs)
     embeddings = [m.num_embeddings for m in module.modules() if isinstance(m, torch.nn.Embedding)]
@@ -88,7 +90,10 @@ def import_module(target, inputs: list[str], *, dims: dict | None = None, sizes:
     named = Sizes(config, dict(sizes or {}))
     placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
     user = [s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
-    exprs = [[_free(s) for s in placeholders[key].meta["val"].shape] for key in user]
+    fixed_syms = _pinned_symbols(ep)
+    named.symbols.update({sym: sp.Integer(v) for sym, v in fixed_syms.items()})
+    ranges = dict(ep.range_constraints) | {sym: _One(v) for sym, v in fixed_syms.items()}
+    exprs = [[_free(s, ranges) for s in placeholders[key].meta["val"].shape] for key in user]
     for inp, shape in zip(specs, exprs):
         for a, name in enumerate(inp.axes):
             if name is not None and shape[a] is None and inp.named:
@@ -103,7 +108,7 @@ def import_module(target, inputs: list[str], *, dims: dict | None = None, sizes:
     for node in ep.graph.nodes:
         if node.op == "call_function" and "_assert_scalar" in str(node.target):
             cond = node.args[0].meta.get("val") if hasattr(node.args[0], "meta") else None
-            if cond is not None and hasattr(cond, "node"):
+            if cond is not None and hasattr(cond, "node") and not (cond.node.expr.free_symbols & set(fixed_syms)):
                 rel = named.relation(cond.node.expr)
                 if rel:
                     named.assumes.append(rel)
@@ -138,11 +143,40 @@ def import_module(target, inputs: list[str], *, dims: dict | None = None, sizes:
     return Imported(text, mapping, ctx.opaque, verified, cls)
 
 
-def _free(size):
-    """An input axis's size as export traced it: its symbolic expression, or None when fixed."""
+class _One:
+    """A range of one value."""
+
+    def __init__(self, v):
+        self.lower = self.upper = v
+
+
+def _pinned_symbols(ep) -> dict:
+    """Sizes export left symbolic but asserts equal to a number (`2 * D == 64` from a reshape
+    into a linear layer): they are fixed, whatever Dim.AUTO kept."""
+    out = {}
+    for node in ep.graph.nodes:
+        if node.op != "call_function" or "_assert_scalar" not in str(node.target):
+            continue
+        cond = node.args[0].meta.get("val") if hasattr(node.args[0], "meta") else None
+        expr = getattr(getattr(cond, "node", None), "expr", None)
+        if isinstance(expr, sp.Eq) and len(expr.free_symbols) == 1:
+            sym = next(iter(expr.free_symbols))
+            roots = sp.solve(expr, sym)
+            if len(roots) == 1 and roots[0].is_Integer:
+                out[sym] = int(roots[0])
+    return out
+
+
+def _free(size, ranges: dict):
+    """An input axis's size as export traced it: its symbolic expression, or None when fixed
+    (a number, or a symbol whose range is one value: `2 * D == 64` fixes D)."""
     expr = getattr(getattr(size, "node", None), "expr", None)
     if expr is None or getattr(expr, "is_number", False):
         return None
+    for sym in getattr(expr, "free_symbols", ()):
+        vr = ranges.get(sym)
+        if vr is not None and vr.lower == vr.upper:
+            return None
     return expr
 
 

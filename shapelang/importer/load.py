@@ -103,21 +103,26 @@ IMAGE = ["Himg", "Wimg"]
 TENTATIVE = "_axis"          # a default name for an axis export may find fixed
 
 
-def default_axes(inputs: list[InputSpec]) -> None:
+def default_axes(inputs: list[InputSpec], channels_first: bool = False) -> None:
     """Name the axes nobody named: axis 0 is the batch `B`, axis 1 a sequence length (`S`,
     then `T`, `U` for other lengths: axes of the same example size share a name). Every
-    other axis gets a name of its own too, and all are traced with `Dim.AUTO`: export
-    then fixes the ones the module fixes (a feature axis read by a linear layer, the
-    channels of a convolution) and `name_dynamic` names the ones that stay free."""
+    other axis but the features gets a name of its own too, and all are traced with
+    `Dim.AUTO`: export then fixes the ones the module fixes (the channels of a convolution,
+    an image of the size a module asserts) and `name_dynamic` names the ones that stay free.
+    The features are the last axis of a 3-d input, or its axis 1 in a module with Conv1d
+    layers ([B, C, L]): export cannot be relied on to fix them (a reshape into a linear
+    layer's width is not a guard it records)."""
     lengths: dict[int, str] = {}
     for i, inp in enumerate(inputs):
         if inp.axes:
             continue
         rank = len(inp.shape)
         axes = [f"{TENTATIVE}{i}_{a}" for a in range(rank)]
+        if rank == 3 and inp.dtype == "float":
+            axes[1 if channels_first else 2] = None
         if rank >= 1:
             axes[0] = BATCH
-        if rank >= 2:
+        if rank >= 2 and axes[1] is not None:
             size = inp.shape[1]
             if size not in lengths:
                 lengths[size] = SEQUENCE[len(lengths)] if len(lengths) < len(SEQUENCE) else f"S{len(lengths)}"

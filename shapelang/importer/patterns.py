@@ -27,13 +27,26 @@ def fixed(size) -> int | None:
 
 def regroup(t, before, after) -> None:
     """A reshape from `before` to `after` (shapes): a factor of a split or merged axis whose
-    other factor and whole have names is named as their quotient."""
+    other factor and whole have names is named as their quotient; an axis that takes k
+    copies of an input axis's named size (`x.reshape(B, S // 2, 2 * D)`) is `2*D`."""
+    named_in = [(v, t.sizes.name_int(v)) for v in (fixed(s) for s in before) if v and v > 1]
+    for a in (fixed(s) for s in after):
+        if a is None or a <= 1 or a in [v for v, _ in named_in] or not t.sizes.name_int(a).isdigit():
+            continue
+        for v, name in named_in:
+            if name.isidentifier() and a % v == 0 and 2 <= a // v <= 16:
+                t.sizes._remember(a, f"{a // v}*{name}", set())
+                break
     for whole_side, parts_side in ((before, after), (after, before)):
         wholes = [fixed(s) for s in whole_side]
         parts = [fixed(s) for s in parts_side]
         for k in range(len(parts) - 1):
             a, b = parts[k], parts[k + 1]
-            if a is None or b is None or a <= 1 or b <= 1 or a * b not in wholes:
+            if a is None or b is None or a <= 1 or b <= 1:
+                continue
+            # the pair makes a whole axis, or a named part of one (`3*D` cut into 3, H, Dh)
+            if a * b not in wholes and not (any(w and w % (a * b) == 0 for w in wholes)
+                                            and not t.sizes.name_int(a * b).isdigit()):
                 continue
             if t.sizes.ratio(a * b, a) is None:
                 t.sizes.ratio(a * b, b)

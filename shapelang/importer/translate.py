@@ -187,10 +187,11 @@ def _view(t, node, leaf):
     # are the same, and codegen writes `.view` wherever the spec's layout allows it.
     # The sizes are the ones the code asked for (`S // 2` as S/2, with S even), else the result's.
     from .patterns import regroup
-    regroup(t, val(node.args[0]).shape, val(node).shape)
     shape = None
     sizes = node.args[1] if target_name(node) in ("aten.view.default", "aten.reshape.default",
                                                   "aten._unsafe_view.default") else None
+    asked = [val(s) if hasattr(s, "meta") else s for s in sizes] if isinstance(sizes, (list, tuple)) else []
+    regroup(t, val(node.args[0]).shape, asked if asked and -1 not in asked else val(node).shape)
     if not isinstance(sizes, (list, tuple)) or -1 in sizes:
         shape = t.shape(node)
     else:
@@ -320,6 +321,15 @@ def _split(t, node, leaf):
     return Piece(node.name, text, node.args[0].name, outs=outs, hint="part")
 
 
+def _unbind(t, node, leaf):
+    """`q, k, v = qkv.unbind(0)`: one `select` per piece used."""
+    x = val(node.args[0])
+    d = arg(node, 1, "dim", 0)
+    d = d + x.dim() if d < 0 else d
+    return [Piece(u.name, f"select {d} {u.args[1]}", node.args[0].name, hint="part", strong=True)
+            for u in sorted(node.users, key=lambda u: u.args[1]) if u.target is operator.getitem]
+
+
 def _reduce(t, node, leaf):
     x = val(node.args[0])
     dims = arg(node, 1, "dim", None)
@@ -333,12 +343,17 @@ def _reduce(t, node, leaf):
 
 
 def _var(t, node, leaf):
-    correction = node.kwargs.get("correction", 1)
-    if correction not in (1, None) or len(arg(node, 1, "dim", []) or []) != 1:
-        return t.opaque(node, f"a variance with correction {correction}")
+    if target_name(node) == "aten.var.dim":          # var(x, dim, unbiased, keepdim)
+        correction = 1 if arg(node, 2, "unbiased", True) else 0
+        keep = arg(node, 3, "keepdim", False)
+    else:
+        correction = node.kwargs.get("correction", 1)
+        keep = node.kwargs.get("keepdim", False)
+    if correction not in (0, 1, None) or len(arg(node, 1, "dim", []) or []) != 1:
+        return t.opaque(node, f"a variance with correction {correction} or over several axes")
     d = arg(node, 1, "dim")[0]
-    keep = node.kwargs.get("keepdim", False)
-    return Piece(node.name, f"var {d}" + (" keepdim" if keep else ""), node.args[0].name, hint="var")
+    return Piece(node.name, f"var {d}" + (" keepdim" if keep else "") + (" correction=0" if correction == 0 else ""),
+                 node.args[0].name, hint="var")
 
 
 def _softmax(t, node, leaf):
@@ -387,7 +402,7 @@ TABLE = {
     "aten.squeeze.default": _squeeze, "aten.expand.default": _expand,
     "aten.contiguous.default": lambda t, n, leaf: Piece(n.name, "contiguous", n.args[0].name, hint="c"),
     "aten.slice.Tensor": _slice, "aten.select.int": _select,
-    "aten.split.Tensor": _split, "aten.split_with_sizes.default": _split, "aten.chunk.default": _split,
+    "aten.unbind.int": _unbind, "aten.split.Tensor": _split, "aten.split_with_sizes.default": _split, "aten.chunk.default": _split,
     "aten.mean.dim": _reduce, "aten.sum.dim_IntList": _reduce, "aten.amax.default": _reduce,
     "aten.var.correction": _var, "aten.var.dim": _var,
     "aten.softmax.int": _softmax, "aten._softmax.default": _softmax, "aten.log_softmax.int": _softmax,

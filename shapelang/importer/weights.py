@@ -67,7 +67,7 @@ def resolve(generated: nn.Module, mapping: dict) -> dict:
             out[f"{name}.{local}"] = src if isinstance(src, str) else tuple(src)
     names = dict(generated.named_parameters()) | dict(generated.named_buffers())
     for d in mapping.get("declared", []):
-        hits = [k for k in names if k == d["name"] or k.endswith("." + d["name"])]
+        hits = [k for k in names if k == d["name"]] or [k for k in names if k.endswith("." + d["name"])]
         if len(hits) != 1:
             raise WeightsError(f"the generated module has no single tensor `{d['name']}` (found {hits})")
         out[hits[0]] = d["source"]
