@@ -50,7 +50,7 @@ class PatchEmbed(nn.Module):
         self.proj = nn.Conv2d(in_chans, embed_dim, patch_size, stride=patch_size)
 
     def forward(self, x):
-        B, C, H, W = x.shape
+        _, _, H, W = x.shape
         assert H == self.img_size and W == self.img_size
         return self.proj(x).flatten(2).transpose(1, 2)
 
@@ -105,7 +105,7 @@ class DynamicPatchEmbed(nn.Module):
         self.norm = nn.LayerNorm(embed_dim)
 
     def forward(self, x):
-        B, C, H, W = x.shape
+        _, _, H, W = x.shape
         torch._check(H % self.patch_size == 0)
         torch._check(W % self.patch_size == 0)
         return self.norm(self.proj(x).flatten(2).transpose(1, 2))

@@ -10,6 +10,8 @@ size that merely equals D/H somewhere else stays a number, or gets a name of its
 """
 from __future__ import annotations
 
+import itertools
+
 import torch
 
 from .translate import target_name, val
@@ -108,7 +110,7 @@ def product_width(t, node) -> None:
         if target_name(user) not in RESHAPES or not isinstance(val(user), torch.Tensor):
             continue
         after = [fixed(s) for s in val(user).shape]
-        for a, b in zip(after, after[1:]):
+        for a, b in itertools.pairwise(after):
             if a is None or b is None or a * b != width or a <= 1 or b <= 1:
                 continue
             ta, tb = t.sizes.name_int(a), t.sizes.name_int(b)
