@@ -5,7 +5,10 @@ It sits beside codegen and is the only stage besides codegen's runner that impor
 
     load.py       find the module, make example inputs, torch.export with dynamic axes
     sizes.py      name every size (config attributes, input axes) and the guards as `assume`s
-    translate.py  one ATen node -> one spec step; learned.py: linear, norms, embeddings, attention
+    graph.py      reading the traced graph: a node's value, operation and arguments
+    translate.py  one ATen node -> one spec step (layout); elementwise.py: arithmetic, functions,
+                  tables; conv.py: convolutions; learned.py: linear, norms, embeddings, attention
+    patterns.py   sizes a step's role derives (Dh from a head split, G from repeated heads)
     scope.py      steps chained into bindings; module calls into blocks and `stack N Block`
     build.py      the whole spec text and the weight mapping
     verify.py     the spec checked, generated, loaded with the weights and compared

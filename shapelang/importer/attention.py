@@ -14,7 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .translate import Piece, arg, target_name, tok, val
+from .graph import arg, target_name, tok, val
+from .translate import Piece
 
 
 def recognise(ctx, scope, raw: list, mha: nn.MultiheadAttention, inputs: list, out: str) -> list | None:

@@ -15,10 +15,11 @@ from torch import nn
 
 from . import conv, elementwise, learned  # noqa: F401  (register their steps in the operation table)
 from .attention import recognise
+from .graph import dtype_word, is_tensor, target_name, tok, val
 from .load import WRAPPED, ImportFailure
 from .scope import SKIP, NotABlock, Scope, real_users, segment_io
 from .sizes import Sizes
-from .translate import Piece, Translator, _leaf, dtype_word, is_tensor, target_name, tok, val
+from .translate import Piece, Translator, _leaf
 
 IDENTITY = {"aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.dropout.default",
             "aten.lift_fresh_copy.default", "aten._to_copy.default", "aten.to.dtype", "aten.contiguous.default"}

@@ -11,8 +11,9 @@ way, and the import acknowledges the checker's warning on that line (see `allow_
 """
 from __future__ import annotations
 
+from .graph import arg, target_name, val
 from .patterns import fixed
-from .translate import TABLE, Piece, arg, target_name, val
+from .translate import TABLE, Piece
 
 
 def _sizes(t, values, n: int, named: bool = True) -> str:

@@ -16,7 +16,8 @@ import math
 
 import torch
 
-from .translate import TABLE, Piece, arg, dtype_word, is_tensor, num_text, target_name, tok, val
+from .graph import arg, dtype_word, is_tensor, num_text, target_name, tok, val
+from .translate import TABLE, Piece
 
 # functions of one tensor with the same name in the language (docs/language.md)
 UNARY = ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt", "rsqrt", "log", "abs", "neg", "softplus",

@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 
 from .elementwise import _scale_text
+from .graph import arg, num_text, target_name, tok, val
 from .patterns import product_width
-from .translate import LN_EPS, TABLE, Piece, Translator, arg, num_text, target_name, tok, val
+from .translate import LN_EPS, TABLE, Piece, Translator
 
 
 def _weights(t: Translator, **named) -> dict:

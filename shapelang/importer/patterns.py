@@ -14,7 +14,7 @@ import itertools
 
 import torch
 
-from .translate import target_name, val
+from .graph import target_name, val
 
 
 def fixed(size) -> int | None:

@@ -14,8 +14,9 @@ import operator
 import re
 from dataclasses import dataclass, field
 
+from .graph import dtype_word, is_tensor, target_name, tok, val
 from .load import WRAPPED, ImportFailure
-from .translate import Piece, dtype_word, is_tensor, target_name, tok, val
+from .translate import Piece
 
 SKIP = {"aten.sym_size.int", "aten._assert_scalar.default", "aten.sym_constrain_range_for_size.default",
         "aten._assert_tensor_metadata.default", "aten.sym_constrain_range.default"}
