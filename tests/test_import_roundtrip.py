@@ -13,6 +13,8 @@ import math
 import pytest
 
 torch = pytest.importorskip("torch")
+from import_kit import floats as _floats
+from import_kit import round_trip
 from torch import nn
 
 from bench import nanogpt
@@ -30,47 +32,6 @@ class GPT(nanogpt.GPT):
         torch.manual_seed(0)
         for p in self.parameters():          # not the default init: the norms' weights must matter too
             nn.init.normal_(p, 0.0, 0.3)
-
-
-# ------------------------------------------------------------------ the round trip, by hand
-
-def round_trip(tmp_path, module, inputs, make, *, call_kwargs=None, sizes_list=((2, 8), (3, 5))):
-    """Import, check, codegen, copy weights by the mapping, compare. Returns the spec text."""
-    module.eval()
-    imported = import_module(module, inputs, call_kwargs=call_kwargs)
-    path = tmp_path / "imported.shape"
-    path.write_text(imported.text)
-    (tmp_path / "imported.weights.json").write_text(json.dumps(imported.mapping))
-    spec = api.check_file(str(path))
-    assert spec.ok and not spec.diagnostics, api.render_check(spec)
-    assert "total parameters" in api.trace(spec)
-    gen = api.codegen(spec)
-    example = dict(spec.example)
-    _mod, model = runner.build(gen, example)
-    mapping = json.loads((tmp_path / "imported.weights.json").read_text())
-    pairs = copy_weights(model, module, mapping)
-    assert set(pairs) >= {n for n, _ in model.named_parameters()}
-    # the parameter totals: the checker's count, the generated module's and the original's
-    original = sum(p.numel() for p in module.parameters())
-    assert runner.value_at(spec.total_params, spec, example) == original
-    assert sum(p.numel() for p in model.parameters()) == original
-    for k, sizes in enumerate(sizes_list):
-        args = make(*sizes, seed=k)
-        with torch.no_grad():
-            want = module(*args, **(call_kwargs or {}))
-            got = model(*args)
-        want = want[0] if isinstance(want, tuple) else want
-        got = next(iter(got.values())) if isinstance(got, dict) else got
-        assert got.shape == want.shape
-        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
-    return imported.text
-
-
-def _floats(shape_of):
-    def make(b, s, seed=0):
-        g = torch.Generator().manual_seed(seed)
-        return [torch.randn(shape, generator=g) for shape in shape_of(b, s)]
-    return make
 
 
 def test_gpt_round_trip(tmp_path):
@@ -199,7 +160,8 @@ def test_gpt_with_nanogpts_manual_attention_round_trip(tmp_path):
 
     text = round_trip(tmp_path, gpt, ["idx=2x8:int"], make, sizes_list=((2, 8), (3, 5), (1, 16)))
     assert "opaque" not in text
-    assert "buffer attn_bias: [1, 1, Ctx, Ctx]" in text and " == 0" in text
+    # the causal buffer belongs to the attention module: a buffer of its block, stacked
+    assert "  buffer bias: [1, 1, Ctx, Ctx]" in text and " == 0" in text and "-> stack L Block" in text
     assert "-> scale 1/sqrt(Dh)" in text and "softmax -1" in text
 
 

@@ -5,7 +5,10 @@ It sits beside codegen and is the only stage besides codegen's runner that impor
 
     load.py       find the module, make example inputs, torch.export with dynamic axes
     sizes.py      name every size (config attributes, input axes) and the guards as `assume`s
-    translate.py  one ATen node -> one spec step; learned.py: linear, norms, embeddings, attention
+    graph.py      reading the traced graph: a node's value, operation and arguments
+    translate.py  one ATen node -> one spec step (layout); elementwise.py: arithmetic, functions,
+                  tables; conv.py: convolutions; learned.py: linear, norms, embeddings, attention
+    patterns.py   sizes a step's role derives (Dh from a head split, G from repeated heads)
     scope.py      steps chained into bindings; module calls into blocks and `stack N Block`
     build.py      the whole spec text and the weight mapping
     verify.py     the spec checked, generated, loaded with the weights and compared
@@ -19,6 +22,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import sympy as sp
+
 from .load import (
     ImportFailure,
     InputSpec,
@@ -26,6 +31,7 @@ from .load import (
     default_axes,
     export,
     forward_names,
+    name_dynamic,
     parse_input,
     resolve,
 )
@@ -75,7 +81,7 @@ def import_module(target, inputs: list[str], *, dims: dict | None = None, sizes:
     for inp in specs:        # `input` (nn.Linear's forward) is a word of the language
         if inp.name in KEYWORDS or not inp.name.isidentifier():
             inp.name = (inp.name if inp.name.isidentifier() else "x") + "_"
-    default_axes(specs)
+    default_axes(specs, channels_first=any(isinstance(m, torch.nn.Conv1d) for m in module.modules()))
     from .load import check_example_size
     check_example_size(specs)
     embeddings = [m.num_embeddings for m in module.modules() if isinstance(m, torch.nn.Embedding)]
@@ -83,27 +89,29 @@ def import_module(target, inputs: list[str], *, dims: dict | None = None, sizes:
     from .load import example_inputs
     tensors = example_inputs(specs, vocab)
     ep = export(module, specs, tensors, dict(call_kwargs or {}))
-    config, sources = config_sizes(module)
+    config, sources = config_sizes(module, kwargs if isinstance(target, str) else None)
     named = Sizes(config, dict(sizes or {}))
     placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
     user = [s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
-    for inp, key in zip(specs, user):
-        shape = placeholders[key].meta["val"].shape
+    fixed_syms = _pinned_symbols(ep)
+    named.symbols.update({sym: sp.Integer(v) for sym, v in fixed_syms.items()})
+    ranges = dict(ep.range_constraints) | {sym: _One(v) for sym, v in fixed_syms.items()}
+    exprs = [[_free(s, ranges) for s in placeholders[key].meta["val"].shape] for key in user]
+    for inp, shape in zip(specs, exprs):
         for a, name in enumerate(inp.axes):
-            if name is None:
-                continue
-            if isinstance(shape[a], int):
-                if inp.named:
-                    raise ImportFailure(f"the model fixes axis {a} of `{inp.name}` to {shape[a]}: it "
-                                        f"cannot be the size {name}")
-                inp.axes[a] = None
-                continue
-            named.name_axis(shape[a].node.expr, name, inp.shape[a])
+            if name is not None and shape[a] is None and inp.named:
+                raise ImportFailure(f"the model fixes axis {a} of `{inp.name}` to {inp.shape[a]}: it "
+                                    f"cannot be the size {name}")
+    name_dynamic(specs, exprs)
+    for inp, shape in zip(specs, exprs):
+        for a, name in enumerate(inp.axes):
+            if name is not None:
+                named.name_axis(shape[a], name, inp.shape[a])
     named.ranges(ep.range_constraints)
     for node in ep.graph.nodes:
         if node.op == "call_function" and "_assert_scalar" in str(node.target):
             cond = node.args[0].meta.get("val") if hasattr(node.args[0], "meta") else None
-            if cond is not None and hasattr(cond, "node"):
+            if cond is not None and hasattr(cond, "node") and not (cond.node.expr.free_symbols & set(fixed_syms)):
                 rel = named.relation(cond.node.expr)
                 if rel:
                     named.assumes.append(rel)
@@ -128,6 +136,8 @@ def import_module(target, inputs: list[str], *, dims: dict | None = None, sizes:
     mapping["inputs"] = [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in specs]
     mapping["format"] = "shapelang-import-weights/1"
     if ctx.opaque == 0:
+        from .conv import allow_rounding
+        text = allow_rounding(text, os.path.basename(path))
         text = _pinned_if_needed(text, named, comments, os.path.basename(path))
     verified = None
     if ctx.opaque == 0:
@@ -136,18 +146,93 @@ def import_module(target, inputs: list[str], *, dims: dict | None = None, sizes:
     return Imported(text, mapping, ctx.opaque, verified, cls)
 
 
-def _pinned_if_needed(text: str, named, comments: dict, path: str) -> str:
-    """A module that reshapes with numbers (`x.view(B, S, 4, D // 4)` where no attribute names
-    the 4) is right for its own sizes only: when the spec does not check with its fixed sizes
-    free, they are written with their values (`dim D = 16`), which it then checks against."""
+class _One:
+    """A range of one value."""
+
+    def __init__(self, v):
+        self.lower = self.upper = v
+
+
+def _pinned_symbols(ep) -> dict:
+    """Sizes export left symbolic but asserts equal to a number (`2 * D == 64` from a reshape
+    into a linear layer): they are fixed, whatever Dim.AUTO kept."""
+    out = {}
+    for node in ep.graph.nodes:
+        if node.op != "call_function" or "_assert_scalar" not in str(node.target):
+            continue
+        cond = node.args[0].meta.get("val") if hasattr(node.args[0], "meta") else None
+        expr = getattr(getattr(cond, "node", None), "expr", None)
+        if isinstance(expr, sp.Eq) and len(expr.free_symbols) == 1:
+            sym = next(iter(expr.free_symbols))
+            roots = sp.solve(expr, sym)
+            if len(roots) == 1 and roots[0].is_Integer:
+                out[sym] = int(roots[0])
+    return out
+
+
+def _free(size, ranges: dict):
+    """An input axis's size as export traced it: its symbolic expression, or None when fixed
+    (a number, or a symbol whose range is one value: `2 * D == 64` fixes D)."""
+    expr = getattr(getattr(size, "node", None), "expr", None)
+    if expr is None or getattr(expr, "is_number", False):
+        return None
+    for sym in getattr(expr, "free_symbols", ()):
+        vr = ranges.get(sym)
+        if vr is not None and vr.lower == vr.upper:
+            return None
+    return expr
+
+
+def _bounds_as_written(text: str, named, path: str) -> str:
+    """Export's bounds on a dynamic size, in the terms the spec's steps use: `S <= 40` found
+    from a slice of a 20-row table to the S/2 frames after a stride-2 convolution is
+    written `assume S/2 <= N` where the checker asks for it (no counterexample: the bound
+    the import's comparison runs within it), so it is proved with the table's rows named rather than fixed."""
+    import re
+
     from ..checker.checker import check_text
 
+    wanted = re.compile(r"add (?:the line )?`assume ([^`]+)`")
+    for _ in range(3):
+        spec = check_text(text, path)
+        if spec.ok:
+            return text
+        new = []
+        for d in spec.diagnostics:
+            m = wanted.search(d.help or "") if d.code in ("E105", "E109") else None
+            if m and any(n in re.findall(r"[A-Za-z_]\w*", m.group(1)) for n in named.dynamic) \
+                    and f"assume {m.group(1)}" not in text:
+                new.append(f"assume {m.group(1)}")
+        if not new:
+            return text
+        lines = text.split("\n")
+        last = max(k for k, line in enumerate(lines) if line.startswith(("assume ", "dim ")))
+        text = "\n".join(lines[:last + 1] + list(dict.fromkeys(new)) + lines[last + 1:])
+    return text
+
+
+def _pinned_if_needed(text: str, named, comments: dict, path: str) -> str:
+    """A module that reshapes with numbers (`x.view(B, S, 4, D // 4)` where no attribute names
+    the 4), or slices a table no attribute sizes, is right for its own sizes only: when the
+    spec does not check with its fixed sizes free, the fewest are written with their values
+    (`dim N = 20`): one size no attribute named, else all of those, else every fixed size."""
+    from ..checker.checker import check_text
+    from .sizes import FRESH
+
+    text = _bounds_as_written(text, named, path)
     if check_text(text, path).ok:
         return text
     before = "\n".join(named.header(comments))
-    named.pinned = True
-    after = "\n".join(named.header(comments))
-    if before == after or before not in text:
+    if before not in text:
         return text
-    pinned = text.replace(before, after, 1)
-    return pinned if check_text(pinned, path).ok else text
+    fresh = [n for n in named.fresh if n in named.used]
+    counts = {n for n in fresh if n in FRESH["size"] + FRESH["image"]}   # not a width
+    tries = [{n} for n in fresh] + [counts, set(fresh), True]
+    for pins in tries:
+        named.pinned = pins
+        after = "\n".join(named.header(comments))
+        pinned = text.replace(before, after, 1)
+        if after != before and check_text(pinned, path).ok:
+            return pinned
+    named.pinned = False
+    return text

@@ -14,7 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .translate import Piece, arg, target_name, tok, val
+from .graph import arg, target_name, tok, val
+from .translate import Piece
 
 
 def recognise(ctx, scope, raw: list, mha: nn.MultiheadAttention, inputs: list, out: str) -> list | None:
@@ -52,7 +53,7 @@ def recognise(ctx, scope, raw: list, mha: nn.MultiheadAttention, inputs: list, o
     B, S = size(val(ctx.by_name[q_in]).shape[b_ax]), size(val(ctx.by_name[q_in]).shape[s_ax])
     T = size(val(ctx.by_name[k_in]).shape[s_ax])
     D, H = size(mha.embed_dim), size(mha.num_heads, "size")
-    Dh = size(mha.embed_dim // mha.num_heads)
+    Dh = t.sizes.ratio(mha.embed_dim, mha.num_heads) or size(mha.embed_dim // mha.num_heads)
     pieces, keys = [], {}
     seq = {q_in: S, k_in: T, v_in: T}
     for k in dict.fromkeys([q_in, k_in, v_in]):

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import operator
 
+import torch
 from torch import nn
 
-from . import learned  # noqa: F401  (registers the learned steps and attention in the table)
+from . import conv, elementwise, learned  # noqa: F401  (register their steps in the operation table)
 from .attention import recognise
+from .graph import dtype_word, is_tensor, target_name, tok, val
 from .load import WRAPPED, ImportFailure
 from .scope import SKIP, NotABlock, Scope, real_users, segment_io
 from .sizes import Sizes
-from .translate import Piece, Translator, _leaf, dtype_word, is_tensor, target_name, tok, val
+from .translate import Piece, Translator, _leaf
 
 IDENTITY = {"aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.dropout.default",
             "aten.lift_fresh_copy.default", "aten._to_copy.default", "aten.to.dtype", "aten.contiguous.default"}
@@ -48,6 +50,7 @@ class Context:
         self.alias: dict[str, str] = {}
         self.roles: dict[str, str] = {}
         self.weights: dict[str, tuple] = {}     # node -> (kind, {local name: source})
+        self.order: dict[str, float] = {}       # a block's own weights: just before its first step
         self.decls: list[str] = []
         self.declared: dict[str, str] = {}
         self.decl_map: list[dict] = []
@@ -144,7 +147,16 @@ class Context:
         if len(outputs) != 1 or not inputs or len(inputs) > len(BLOCK_INPUTS):
             raise NotABlock(f"{path}: reads {inputs}, gives {outputs}")
         names = dict(zip(inputs, BLOCK_INPUTS))
+        exprs = [s.node.expr for k in inputs for s in val(self.by_name[k]).shape if isinstance(s, torch.SymInt)]
+        saved = self.sizes.block_dims(exprs, self.reserved)
+        try:
+            return self._block(raw, depth, path, cls, inputs, outputs, names)
+        finally:
+            self.sizes.local = saved
+
+    def _block(self, raw, depth, path, cls, inputs, outputs, names) -> Piece:
         child = Scope(self, depth, names, self.reserved, block=True)
+        child.path, child.inside = path, {n.name for n in raw}
         sub = self.submodule(path)
         canonical = recognise(self, child, raw, sub, inputs, outputs[0]) \
             if isinstance(sub, nn.MultiheadAttention) else None
@@ -157,8 +169,12 @@ class Context:
         if out in names:
             raise NotABlock(path)
         lines = child.finish()
-        args = ", ".join(f"{names[k]}: {self.tr.shape(self.by_name[k])}" for k in inputs)
-        body = "\n".join(["  " + line for line in lines] + [f"  return {child.names[out]}", "end"])
+        args = ", ".join(f"{names[k]}: {self.tr.shape(self.by_name[k], 'input')}" for k in inputs)
+        body = "\n".join(["  " + line for line in child.decls + lines] + [f"  return {child.names[out]}", "end"])
+        if child.owned:        # the block's module holds them: one step of the mapping, before its own
+            key = f"{raw[0].name}\x02own"
+            self.weights[key] = ("block", dict(child.owned))
+            self.order[key] = self.index[raw[0].name] - 0.5
         key_text = f"({args}):\n{body}"
         if key_text not in self.blocks:
             base = "".join(c for c in cls if c.isalnum() or c == "_") or "Block"
@@ -184,8 +200,11 @@ def write_spec(ctx: Context, inputs, header: list[str], comments: dict) -> tuple
     input_lines = []
     for key, inp in zip(ctx.user_inputs, inputs):
         word = dtype_word(val(ctx.by_name[key]))
-        shape = "[" + ", ".join(ctx.sizes.text(s if not isinstance(s, int) else int(s), "model" if k == len(
-            val(ctx.by_name[key]).shape) - 1 else "size") for k, s in enumerate(val(ctx.by_name[key]).shape)) + "]"
+        dims = val(ctx.by_name[key]).shape
+        image = len(dims) == 4 and word == "float"
+        roles = ["image" if image and k >= 2 else "model" if k == len(dims) - 1 else "size" for k in range(len(dims))]
+        shape = "[" + ", ".join(ctx.sizes.text(s if not isinstance(s, int) else int(s), r)
+                                for s, r in zip(dims, roles)) + "]"
         input_lines.append(f"input {inp.name}: {shape}" + ("" if word == "float" else f" {word}"))
     ctx.reserved |= set(ctx.sizes.values)
     top = Scope(ctx, 0, names, ctx.reserved, block=False)
@@ -224,7 +243,7 @@ def write_spec(ctx: Context, inputs, header: list[str], comments: dict) -> tuple
     text.append("")
     text += ctx.block_lines
     text += lines
-    order = sorted(ctx.weights, key=lambda k: ctx.index[k])
+    order = sorted(ctx.weights, key=lambda k: ctx.order.get(k, ctx.index.get(k)))
     steps = [{"kind": ctx.weights[k][0], "tensors": {n: _src(s) for n, s in ctx.weights[k][1].items()}}
              for k in order]
     mapping = {"steps": steps, "declared": ctx.decl_map, "outputs": out_names}

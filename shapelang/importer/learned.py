@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import math
 
-from .translate import LN_EPS, TABLE, Piece, Translator, _scale_text, arg, num_text, target_name, tok, val
+from .elementwise import _scale_text
+from .graph import arg, num_text, target_name, tok, val
+from .patterns import product_width
+from .translate import LN_EPS, TABLE, Piece, Translator
 
 
 def _weights(t: Translator, **named) -> dict:
@@ -21,6 +24,7 @@ def _weights(t: Translator, **named) -> dict:
 def _linear(t: Translator, node, leaf):
     x, w, b = node.args[0], node.args[1], arg(node, 2, "bias", None)
     if t.owned(w) and t.owned(b) and t.source(w) and (b is None or t.source(b)):
+        product_width(t, node)
         text = f"linear {t.size(val(node).shape[-1], 'ffn')}" + (" bias=false" if b is None else "")
         return Piece(node.name, text, x.name, weight=("linear", _weights(t, weight=w, bias=b)),
                      hint=leaf or "proj", strong=True)
@@ -91,7 +95,8 @@ def _sdpa(t: Translator, node, leaf):
         return [t.opaque(node, "both attn_mask and is_causal")]
     keys, values = tok(k.name), tok(v.name)
     if gqa and qv.shape[-3] != kv.shape[-3]:
-        group = t.size(qv.shape[-3] // kv.shape[-3]) if isinstance(qv.shape[-3], int) else None
+        group = t.sizes.ratio(qv.shape[-3], kv.shape[-3]) or t.size(qv.shape[-3] // kv.shape[-3]) \
+            if isinstance(qv.shape[-3], int) else None
         if group is None:
             return [t.opaque(node, "grouped-query attention with a dynamic head count")]
         keys = f"{keys} -> repeat_interleave {group} -3"

@@ -99,26 +99,60 @@ def forward_names(module: nn.Module) -> list[str]:
 
 
 BATCH, SEQUENCE = "B", ["S", "T", "U", "Sq", "Sk"]
+IMAGE = ["Himg", "Wimg"]
+TENTATIVE = "_axis"          # a default name for an axis export may find fixed
 
 
-def default_axes(inputs: list[InputSpec]) -> None:
-    """Name the dynamic axes nobody named: axis 0 is the batch `B`, axis 1 a sequence length
-    (`S`, then `T`, `U` for other lengths: axes of the same example size share a name). The
-    last axis of a tensor of 3 or more dims is a fixed feature size."""
+def default_axes(inputs: list[InputSpec], channels_first: bool = False) -> None:
+    """Name the axes nobody named: axis 0 is the batch `B`, axis 1 a sequence length (`S`,
+    then `T`, `U` for other lengths: axes of the same example size share a name). Every
+    other axis but the features gets a name of its own too, and all are traced with
+    `Dim.AUTO`: export then fixes the ones the module fixes (the channels of a convolution,
+    an image of the size a module asserts) and `name_dynamic` names the ones that stay free.
+    The features are the last axis of a 3-d input, or its axis 1 in a module with Conv1d
+    layers ([B, C, L]): export cannot be relied on to fix them (a reshape into a linear
+    layer's width is not a guard it records)."""
     lengths: dict[int, str] = {}
-    for inp in inputs:
+    for i, inp in enumerate(inputs):
         if inp.axes:
             continue
         rank = len(inp.shape)
-        axes = [None] * rank
+        axes = [f"{TENTATIVE}{i}_{a}" for a in range(rank)]
+        if rank == 3 and inp.dtype == "float":
+            axes[1 if channels_first else 2] = None
         if rank >= 1:
             axes[0] = BATCH
-        if rank >= 2:
+        if rank >= 2 and axes[1] is not None:
             size = inp.shape[1]
             if size not in lengths:
                 lengths[size] = SEQUENCE[len(lengths)] if len(lengths) < len(SEQUENCE) else f"S{len(lengths)}"
             axes[1] = lengths[size]
         inp.axes = axes
+
+
+def name_dynamic(inputs: list[InputSpec], exprs: list[list]) -> None:
+    """After export: the default-named axes it fixed lose their names, and the sequence names
+    go to the axes that stayed free, in order (`[B, C, L]` with C fixed: `[B, S]` free);
+    the two spatial axes of an image `[B, C, H, W]` are `Himg`, `Wimg`."""
+    given: dict[str, str] = {}
+    taken = {n for inp in inputs if inp.named for n in inp.axes if n}
+    for inp, shape in zip(inputs, exprs):
+        if inp.named:
+            continue
+        free = [a for a, e in enumerate(shape) if e is not None]
+        image = len(inp.shape) == 4 and inp.dtype == "float" and 1 not in free and {2, 3} <= set(free)
+        for a, name in enumerate(inp.axes):
+            if shape[a] is None or name is None:
+                inp.axes[a] = None
+                continue
+            if name == BATCH:
+                continue
+            key = str(shape[a])
+            if key not in given:
+                pool = IMAGE if image and a in (2, 3) else SEQUENCE
+                given[key] = next((n for n in pool if n not in given.values() and n not in taken),
+                                  f"S{len(given)}")
+            inp.axes[a] = given[key]
 
 
 def example_inputs(inputs: list[InputSpec], vocab: int, seed: int = 0,
@@ -165,6 +199,8 @@ def export(module: nn.Module, inputs: list[InputSpec], tensors: list, call_kwarg
                 continue
             # axes the user named must stay dynamic; the default ones may turn out fixed
             spec[a] = torch.export.Dim.DYNAMIC if inp.named else torch.export.Dim.AUTO
+            if name.startswith(TENTATIVE):
+                continue
             if name in first:
                 equal.append((first[name], (i, a)))
             else:

@@ -14,8 +14,9 @@ import operator
 import re
 from dataclasses import dataclass, field
 
+from .graph import dtype_word, is_tensor, target_name, tok, val
 from .load import WRAPPED, ImportFailure
-from .translate import Piece, is_tensor, target_name, tok, val
+from .translate import Piece
 
 SKIP = {"aten.sym_size.int", "aten._assert_scalar.default", "aten.sym_constrain_range_for_size.default",
         "aten._assert_tensor_metadata.default", "aten.sym_constrain_range.default"}
@@ -69,6 +70,9 @@ class Scope:
         self.owner: dict[str, Binding] = {}
         self.pending: list = []                          # (Piece or block call) in order
         self.refs_outside: set[str] = set()
+        self.path, self.inside = "", set()                 # a block: its module and its call's nodes
+        self.decls: list[str] = []                       # a block's own `param`/`buffer` lines
+        self.owned: dict[str, str] = {}                  # their names -> the module's names
 
     # ------------------------------------------------------------------ walking nodes
     def key(self, k: str) -> str:
@@ -181,10 +185,29 @@ class Scope:
         """A tensor from outside this scope: a weight read directly, or (in a block) an error."""
         if key in self.ctx.params:
             if self.block:
-                raise NotABlock(key)
+                self.names[key] = self.own(key)
+                return
             self.names[key] = self.ctx.declare(key)
             return
         raise NotABlock(key) if self.block else ImportFailure(f"the graph reads `{key}` before it is made")
+
+    def own(self, key: str) -> str:
+        """A weight of the block's own module (RMSNorm's `self.weight`, rotary tables) that no
+        step outside this call reads: a `param` (or `buffer`) line of the block."""
+        kind, fqn = self.ctx.params[key]
+        prefix = self.path + "." if self.path else ""
+        node = self.ctx.by_name[key]
+        if not fqn.startswith(prefix) or any(u.name not in self.inside for u in real_users(node)):
+            raise NotABlock(key)
+        name = self.claim(fqn[len(prefix):].replace(".", "_"))
+        shape = self.tr.shape(node, "size")
+        word = dtype_word(val(node))
+        if kind == "PARAMETER":
+            self.decls.append(f"param {name}: {shape}")
+        else:
+            self.decls.append(f"buffer {name}: {shape}" + ("" if word == "float" else f" {word}"))
+        self.owned[name] = fqn
+        return name
 
     # ------------------------------------------------------------------ naming and text
     def claim(self, want: str) -> str:

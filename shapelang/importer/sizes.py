@@ -31,17 +31,25 @@ CONFIG_NAMES = {
     "dim_feedforward": "F", "intermediate_size": "F", "d_ff": "F", "ffn_dim": "F", "n_inner": "F",
     "d_hid": "F",
     "n_layer": "L", "n_layers": "L", "num_layers": "L", "num_hidden_layers": "L", "nlayers": "L",
+    "depth": "L",
+    "n_mels": "C", "in_chans": "C", "in_channels": "C", "num_channels": "C", "n_channels": "C",
+    "patch_size": "P",
 }
 COUNTS = {"L"}                        # names that count layers: never read into a shape
 DERIVED = {("D", "H"): "Dh", ("D", "Hkv"): "Dkv", ("H", "Hkv"): "G"}
-FRESH = {"ffn": ["F", "F2", "F3"], "model": ["D", "E", "D2"], "vocab": ["V", "V2"], "size": ["N", "M", "K", "N2", "M2", "K2"]}
-PRODUCT_MAX = 16
-ORDER = ["V", "Ctx", "D", "H", "Hkv", "Dh", "Dk", "Dv", "F", "L"]                      # `k*D` is tried for k up to this
+FRESH = {"ffn": ["F", "F2", "F3"], "model": ["D", "E", "D2"], "vocab": ["V", "V2"], "size": ["N", "M", "K", "N2", "M2", "K2"],
+         "image": ["Img", "Img2"]}
+PRODUCT_MAX = 16                      # a linear layer's width `k*D` is tried for k up to this
+CONTEXT_ONLY = {"C", "P"}
+BLOCK_DIMS = ["T", "U", "N", "M"]
+WIDTHS = {"D", "E", "D2", "Dk", "Dv", "C"}   # the sizes whose multiples may be a linear layer's width
+ORDER = ["V", "Ctx", "C", "P", "D", "H", "Hkv", "Dh", "Dk", "Dv", "F", "L"]
 
 
-def config_sizes(module: nn.Module) -> tuple[dict[str, int], dict[str, str]]:
-    """dim name -> value, from the integer attributes the module and its parts carry; and
-    dim name -> the attribute it came from."""
+def config_sizes(module: nn.Module, kwargs: dict | None = None) -> tuple[dict[str, int], dict[str, str]]:
+    """dim name -> value, from the integer attributes the module and its parts carry and the
+    keyword arguments it was built with (`--arg n_state=384`); and dim name -> the attribute
+    or argument it came from."""
     found: dict[str, int] = {}
     source: dict[str, str] = {}
 
@@ -61,6 +69,10 @@ def config_sizes(module: nn.Module) -> tuple[dict[str, int], dict[str, str]]:
             if name not in found:
                 found[name], source[name] = value, attr[name]
 
+    if kwargs:
+        holder = type("Arguments", (), {})()
+        holder.__dict__.update(kwargs)
+        take(holder)
     for sub in module.modules():
         take(sub)
         for holder in ("config", "cfg", "args", "params", "hparams"):
@@ -87,6 +99,13 @@ class Sizes:
         self.dynamic: list[str] = []
         self.bounds: list = []               # (size, "<=", number) from export's ranges
         self.exact = False                   # floor(S/2) means S/2 with S even (reshape sizes)
+        self.products: dict[str, tuple] = {}  # D -> ("H", "Dh"): a width no attribute gives
+        self.fresh: list[str] = []           # names no attribute gave (`F`, `N`), in order
+        self.divisors: dict = {}             # a dynamic size -> the stride that divides it
+        self.local: dict = {}
+        self.block_names: dict = {}          # block-local name -> the expression it stands for                # inside a block: an input's size expression -> its name
+        self.memo: dict[int, str] = {}       # a value a role named (`Dh`, `4*D`): read so everywhere
+        self.memo_uses: dict[int, set] = {}
         for name, value in list(user.items()) + list(config.items()):
             self.values.setdefault(name, value)
         for (a, b), name in DERIVED.items():
@@ -143,10 +162,14 @@ class Sizes:
 
     # ------------------------------------------------------------------ fixed sizes
     def name_int(self, n: int, role: str | None = None) -> str:
-        """A fixed size as spec text: a named size, a quotient, a small multiple, or a new name."""
+        """A fixed size as spec text: a named size, a size a role derived before (a quotient
+        such as `Dh`, a linear layer's `4*D`), a multiple of a width for a linear layer's
+        width, or a new name. Sizes are never read as quotients or multiples only because
+        the numbers fit: a 16 that equals D/H is `Dh` only after a reshape split D into H
+        heads of 16 (`ratio`)."""
         if n <= 1:
             return str(n)
-        hits = [k for k, v in self._fixed() if v == n]
+        hits = [k for k, v in self._fixed(role) if v == n]
         if len(hits) > 1:
             raise ImportFailure(
                 f"the sizes {', '.join(hits)} are all {n}, so the spec cannot tell them apart: build "
@@ -154,23 +177,30 @@ class Sizes:
         if hits:
             self.used.add(hits[0])
             return hits[0]
-        quotient = self._quotient(n)
-        if quotient:
-            return quotient
-        for k in range(2, PRODUCT_MAX + 1):
-            if n % k:
-                continue
-            hits = [name for name, v in self._fixed() if v == n // k]
-            if len(hits) == 1:
-                self.used.add(hits[0])
-                return f"{k}*{hits[0]}"
+        if n in self.memo:
+            self.used |= self.memo_uses[n]
+            return self.memo[n]
+        if role == "ffn":
+            for k in range(2, PRODUCT_MAX + 1):
+                widths = [name for name, v in self._fixed() if v * k == n and name in WIDTHS]
+                if n % k == 0 and len(widths) == 1:
+                    return self._remember(n, f"{k}*{widths[0]}", {widths[0]})
         # a number in an intermediate shape stays a number (the 3 of q, k, v); a width of a
         # weight with no name gets one of its own
-        return self._fresh(n, role) if role else str(n)
+        return self._fresh(n, role) if role and role not in ("conv", "input") else str(n)
 
-    def _fixed(self) -> list[tuple[str, int]]:
-        """The fixed sizes a number in a shape may be: no layer count, no dynamic size."""
-        return [(k, v) for k, v in self.values.items() if k not in COUNTS and k not in self.dynamic]
+    def _remember(self, n: int, text: str, uses: set) -> str:
+        self.memo[n] = text
+        self.memo_uses[n] = set(uses)
+        self.used |= uses
+        return text
+
+    def _fixed(self, role: str | None = "size") -> list[tuple[str, int]]:
+        """The fixed sizes a number in a shape may be: no layer count, no dynamic size; the
+        channels and the patch side only where a role asks for them (an input's axes, a
+        convolution's arguments), so the 3 of q, k, v is not read as 3 colour channels."""
+        return [(k, v) for k, v in self.values.items() if k not in COUNTS and k not in self.dynamic
+                and (role is not None or k not in CONTEXT_ONLY)]
 
     def bound(self, n: int) -> str:
         """A bound in an `assume`: a named fixed size of that value, else the number."""
@@ -180,19 +210,49 @@ class Sizes:
             return hits[0]
         return str(n)
 
-    def _quotient(self, n: int) -> str | None:
-        for (a, b), name in DERIVED.items():
-            va, vb = self.values.get(a), self.values.get(b)
-            if va and vb and va % vb == 0 and va // vb == n and name not in self.values:
-                self.derived[name] = (a, b)
-                self.used |= {a, b}
-                return name
-        return None
+    def ratio(self, whole: int, part: int) -> str | None:
+        """The size `whole / part` where the graph derives it (a reshape that splits D into H
+        heads, a repeat of Hkv heads up to H): `Dh`, `G` (declared with their `assume`), or
+        `D/M` for a pair with no usual name; None when `whole` or `part` has no name."""
+        if not (isinstance(whole, int) and isinstance(part, int)) or part <= 1 or whole % part:
+            return None
+        n = whole // part
+        if n in self.memo:
+            return self.name_int(n)
+        names = {}
+        for v in (whole, part):
+            hits = [k for k, x in self._fixed() if x == v]
+            if len(hits) != 1:
+                return None
+            names[v] = hits[0]
+        a, b = names[whole], names[part]
+        name = DERIVED.get((a, b))
+        hits = [k for k, x in self._fixed() if x == n]
+        if hits == [name]:
+            return self.name_int(n)        # head_dim given beside n_embd and n_head
+        if hits:
+            raise ImportFailure(
+                f"{a}/{b} and {', '.join(hits)} are all {n}, so the spec cannot tell them apart: build "
+                f"the module with distinct sizes (or name the size with --size NAME={n})")
+        if name and name not in self.values and name not in self.derived:
+            self.derived[name] = (a, b)
+            return self._remember(n, name, {a, b})
+        self.assumes.append(f"{a} % {b} == 0")
+        return self._remember(n, f"{a}/{b}", {a, b})
 
     def _fresh(self, n: int, role: str | None) -> str:
+        if role == "model" and "D" not in self.values:
+            for (a, b), part in DERIVED.items():     # head_dim and n_heads given, the width not
+                if a == "D" and b in self.values and part in self.values and self.values[b] * self.values[part] == n:
+                    self.values["D"] = n
+                    self.products["D"] = (b, part)
+                    self.fresh_taken.add("D")
+                    self.used |= {"D", b, part}
+                    return "D"
         for name in FRESH.get(role, []) + FRESH["size"]:
             if name not in self.fresh_taken:
                 self.fresh_taken.add(name)
+                self.fresh.append(name)
                 self.values[name] = n
                 self.used.add(name)
                 return name
@@ -218,8 +278,50 @@ class Sizes:
             if unknown:
                 raise ImportFailure(f"the size {e} depends on {', '.join(map(str, unknown))}, which no "
                                     "input axis names (a data-dependent size)")
-            e = sp.expand(e.xreplace(self.symbols))
+            e = sp.expand(self._whole(e.xreplace(self.symbols)))
+            e = sp.expand(e.xreplace(self.local))
         return self._print(e, role, top=True)
+
+    def divisible(self, expr, k: int, k_text: str) -> None:
+        """`assume S % k == 0` for a dynamic size a strided convolution divides (W202's
+        assumption): its length is then `S/k`, as Whisper's stride-2 convolution over an even
+        number of frames, and the floors export wrote for it are simplified with it."""
+        e = sp.sympify(expr).xreplace(self.symbols)
+        if not e.is_Symbol or k <= 1:
+            return
+        if e not in self.divisors:
+            self.divisors[e] = k
+            self.assumes.append(f"{e} % {k_text} == 0")
+
+    def _whole(self, e):
+        """Floors of a size known to be a multiple of k (`(S - 1) // 2 + 1` with S even: S/2)."""
+        if not self.divisors or not e.has(sp.floor) and not any(
+                type(a).__name__ == "FloorDiv" for a in sp.preorder_traversal(e)):
+            return e
+        e = e.replace(lambda a: type(a).__name__ == "FloorDiv", lambda a: sp.floor(a.args[0] / a.args[1]))
+        whole = {s: sp.Dummy(positive=True, integer=True) for s in self.divisors}
+        e = e.xreplace({s: k * whole[s] for s, k in self.divisors.items()})
+        return sp.expand(e.xreplace({whole[s]: s / k for s, k in self.divisors.items()}))
+
+    def block_dims(self, exprs: list, taken: set) -> dict:
+        """Names for the sizes of a block's inputs that are expressions (`(S - 1) // 2 + 1`, the
+        frames after a strided convolution): a dim named only in a block's input shapes is
+        bound at every call, so the block reads `x: [B, T, D]`. Returns the old local names,
+        to restore after the block."""
+        saved = dict(self.local)
+        for expr in exprs:
+            e = sp.sympify(expr)
+            if not e.free_symbols or e.is_Symbol:
+                continue
+            key = sp.expand(self._whole(e.xreplace(self.symbols)))
+            if key.is_Symbol or key.xreplace(self.local).is_Symbol or not key.free_symbols:
+                continue
+            used = set(self.values) | {str(v) for v in self.local.values()} | taken
+            name = next(n for n in BLOCK_DIMS + [f"T{k}" for k in range(2, 99)] if n not in used)
+            self.local[key] = sp.Symbol(name, positive=True, integer=True)
+            if name not in self.block_names:
+                self.block_names[name] = key
+        return saved
 
     def _print(self, e, role, top=False) -> str:
         if e.is_Integer:
@@ -266,7 +368,7 @@ class Sizes:
         if n < 0:
             return "-" + self._coeff(-n)
         hits = [k for k, v in self._fixed() if v == n]
-        if n > 1 and len(hits) == 1:
+        if n > 3 and len(hits) == 1:      # 2 and 3 are a stride or q, k, v far more often than a size
             self.used.add(hits[0])
             return hits[0]
         return str(n)
@@ -283,14 +385,22 @@ class Sizes:
         """`dim`, `assume` and `example` lines for every size the spec uses."""
         ranges = [f"{self.text(e)} {op} {self.bound(n)}" for e, op, n in self.bounds]
         lines = []
-        pinned = getattr(self, "pinned", False)    # fixed sizes written with their values
+        # fixed sizes written with their values: all (True) or some (a set of names)
+        pinned_set = getattr(self, "pinned", False)
+        def pinned_name(n):
+            return n not in self.dynamic and (pinned_set is True or (pinned_set and n in pinned_set))
         for name in self.ordered():
             if name in self.used:
                 note = comments.get(name)
-                value = f" = {self.values[name]}" if pinned and name not in self.dynamic else ""
+                value = f" = {self.values[name]}" if pinned_name(name) else ""
+                if name in self.products:
+                    value = " = {} * {}".format(*self.products[name])
                 lines.append(f"dim {name}{value}" + (f"  # {note}" if note else ""))
         for name, (a, b) in self.derived.items():
             lines.append(f"dim {name} = {a} / {b}")
+        for name, key in self.block_names.items():    # bound at each call: no example value
+            lines.append(f"dim {name}  # a block input's size, {self._print(sp.expand(key), None, top=True)} "
+                         "where it is called")
         assumes = [f"{a} % {b} == 0" for a, b in self.derived.values()] + self.assumes + ranges
         seen = set()
         for a in assumes:
@@ -298,7 +408,7 @@ class Sizes:
                 seen.add(a)
                 lines.append(f"assume {a}")
         example = [f"{n}={self.values[n]}" for n in self.ordered() if n in self.used
-                   and not (pinned and n not in self.dynamic)]
+                   and not pinned_name(n) and n not in self.products]
         if example:
             lines.append("example " + ", ".join(example))
         return lines

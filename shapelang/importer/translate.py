@@ -8,12 +8,12 @@ through `Sizes`; what has no faithful spec form becomes an `opaque` step with a 
 """
 from __future__ import annotations
 
-import math
 import operator
 from dataclasses import dataclass, field
 
 import torch
 
+from .graph import arg, dtype_word, is_tensor, target_name, tok, val
 from .load import ImportFailure
 from .sizes import Sizes
 
@@ -34,51 +34,6 @@ class Piece:
     opaque: bool = False
     role: str | None = None
     block: tuple | None = None    # a block call: (block name, module path)
-
-
-def tok(key: str) -> str:
-    return f"\x00{key}\x00"
-
-
-def val(node):
-    return node.meta.get("val") if hasattr(node, "meta") else None
-
-
-def is_tensor(node) -> bool:
-    return isinstance(val(node), torch.Tensor)
-
-
-def dtype_word(t: torch.Tensor) -> str:
-    if t.dtype == torch.bool:
-        return "bool"
-    if not t.dtype.is_floating_point and not t.dtype.is_complex:
-        return "int"
-    return "float"
-
-
-def target_name(node) -> str:
-    t = node.target
-    if isinstance(t, str):
-        return t
-    name = getattr(t, "__name__", str(t))
-    overload = getattr(t, "_overloadname", None)
-    schema = getattr(t, "_schema", None)
-    if schema is not None:
-        base = schema.name.split("::")[-1]
-        return f"aten.{base}.{overload or 'default'}"
-    return getattr(t, "__module__", "") + "." + name if name in dir(operator) else name
-
-
-def num_text(x: float) -> str:
-    if float(x).is_integer() and abs(x) < 1e15:
-        return str(int(x))
-    return repr(float(x))
-
-
-def arg(node, i: int, name: str, default=None):
-    if len(node.args) > i:
-        return node.args[i]
-    return node.kwargs.get(name, default)
 
 
 class Translator:
@@ -187,9 +142,12 @@ def _view(t, node, leaf):
     # where its `view` works but the spec's step-by-step layout would need a copy; the values
     # are the same, and codegen writes `.view` wherever the spec's layout allows it.
     # The sizes are the ones the code asked for (`S // 2` as S/2, with S even), else the result's.
+    from .patterns import regroup
     shape = None
     sizes = node.args[1] if target_name(node) in ("aten.view.default", "aten.reshape.default",
                                                   "aten._unsafe_view.default") else None
+    asked = [val(s) if hasattr(s, "meta") else s for s in sizes] if isinstance(sizes, (list, tuple)) else []
+    regroup(t, val(node.args[0]).shape, asked if asked and -1 not in asked else val(node).shape)
     if not isinstance(sizes, (list, tuple)) or -1 in sizes:
         shape = t.shape(node)
     else:
@@ -241,6 +199,8 @@ def _squeeze(t, node, leaf):
 
 
 def _expand(t, node, leaf):
+    from .patterns import expand_counts
+    expand_counts(t, node)
     return Piece(node.name, f"expand {t.shape(node)}", node.args[0].name, hint="e")
 
 
@@ -260,7 +220,20 @@ def _slice(t, node, leaf):
         return t.opaque(node, "a slice counted from the end")
     if start == 0 and _same_size(end, size):
         return None
-    return Piece(node.name, f"slice {d} {t.size(start)} {t.size(end)}", node.args[0].name, hint="s")
+    from .patterns import half
+    first = half(t, start, size) or t.size(start)
+    last = half(t, end, size) or t.size(end)
+    return Piece(node.name, f"slice {d} {first} {last}", node.args[0].name, hint="s")
+
+
+def _flatten(t, node, leaf):
+    rank = val(node.args[0]).dim()
+    a, b = (arg(node, 1, "start_dim", 0), arg(node, 2, "end_dim", -1))
+    a, b = (a + rank if a < 0 else a), (b + rank if b < 0 else b)
+    if a >= b:
+        return None
+    text = f"flatten {a}" + ("" if b == rank - 1 else f" {b}")
+    return Piece(node.name, text, node.args[0].name, hint="flat")
 
 
 def _same_size(a, b) -> bool:
@@ -304,6 +277,15 @@ def _split(t, node, leaf):
     return Piece(node.name, text, node.args[0].name, outs=outs, hint="part")
 
 
+def _unbind(t, node, leaf):
+    """`q, k, v = qkv.unbind(0)`: one `select` per piece used."""
+    x = val(node.args[0])
+    d = arg(node, 1, "dim", 0)
+    d = d + x.dim() if d < 0 else d
+    return [Piece(u.name, f"select {d} {u.args[1]}", node.args[0].name, hint="part", strong=True)
+            for u in sorted(node.users, key=lambda u: u.args[1]) if u.target is operator.getitem]
+
+
 def _reduce(t, node, leaf):
     x = val(node.args[0])
     dims = arg(node, 1, "dim", None)
@@ -317,12 +299,17 @@ def _reduce(t, node, leaf):
 
 
 def _var(t, node, leaf):
-    correction = node.kwargs.get("correction", 1)
-    if correction not in (1, None) or len(arg(node, 1, "dim", []) or []) != 1:
-        return t.opaque(node, f"a variance with correction {correction}")
+    if target_name(node) == "aten.var.dim":          # var(x, dim, unbiased, keepdim)
+        correction = 1 if arg(node, 2, "unbiased", True) else 0
+        keep = arg(node, 3, "keepdim", False)
+    else:
+        correction = node.kwargs.get("correction", 1)
+        keep = node.kwargs.get("keepdim", False)
+    if correction not in (0, 1, None) or len(arg(node, 1, "dim", []) or []) != 1:
+        return t.opaque(node, f"a variance with correction {correction} or over several axes")
     d = arg(node, 1, "dim")[0]
-    keep = node.kwargs.get("keepdim", False)
-    return Piece(node.name, f"var {d}" + (" keepdim" if keep else ""), node.args[0].name, hint="var")
+    return Piece(node.name, f"var {d}" + (" keepdim" if keep else "") + (" correction=0" if correction == 0 else ""),
+                 node.args[0].name, hint="var")
 
 
 def _softmax(t, node, leaf):
@@ -333,82 +320,6 @@ def _softmax(t, node, leaf):
     if len(node.args) > 2 and node.args[2] not in (None, False) or node.kwargs.get("dtype"):
         return t.opaque(node, "a softmax with a dtype")
     return Piece(node.name, f"{op} {d}", node.args[0].name, hint=op)
-
-
-def _unary(op):
-    def f(t, node, leaf):
-        if op == "gelu" and node.kwargs.get("approximate", "none") != "none":
-            return t.opaque(node, "the tanh approximation of gelu")
-        if op == "softplus" and tuple(node.args[1:]) not in ((), (1,), (1, 20)):
-            return t.opaque(node, "softplus with other beta or threshold")
-        return Piece(node.name, op, node.args[0].name, hint=leaf or op)
-    return f
-
-
-def _pow(t, node, leaf):
-    if node.args[1] == 2:
-        return Piece(node.name, "square", node.args[0].name, hint="sq")
-    return _binary("**")(t, node, leaf)
-
-
-def _dropout(t, node, leaf):
-    p = float(node.args[1])
-    if p == 0:
-        return None
-    return Piece(node.name, f"dropout {num_text(p)}", node.args[0].name, hint=leaf or "drop")
-
-
-def _identity(t, node, leaf):
-    return None
-
-
-def _to(t, node, leaf):
-    x, v = val(node.args[0]), val(node)
-    if x.dtype == v.dtype:
-        return None
-    return t.opaque(node, f"a cast to {v.dtype}")
-
-
-def _binary(sign):
-    def f(t, node, leaf):
-        a, b = node.args[0], node.args[1]
-        if node.kwargs.get("alpha", 1) != 1 or len(node.args) > 2:
-            return t.opaque(node, "an add with alpha")
-        if target_name(node).startswith("aten.rsub"):
-            a, b = b, a
-        def operand(x):
-            if hasattr(x, "meta"):
-                if not is_tensor(x):
-                    return f"({t.sizes.text(val(x).node.expr)})"
-                return tok(x.name)
-            return num_text(x) if not isinstance(x, bool) else None
-        ta, tb = operand(a), operand(b)
-        if ta is None or tb is None:
-            return t.opaque(node, "a boolean operand")
-        if sign in COMPARE_HINTS and not (hasattr(a, "meta") and is_tensor(a)):
-            return t.opaque(node, "a comparison with a number on the left")
-        if sign == "*" and hasattr(a, "meta") and not hasattr(b, "meta"):
-            scale = _scale_text(t, val(a), float(b))
-            if not scale and target_name(a) in ("aten.matmul.default", "aten.bmm.default"):
-                scale = _scale_text(t, val(a.args[0]), float(b))     # (q @ k^T) * (1/sqrt(Dh))
-            if scale:
-                return Piece(node.name, f"scale {scale}", a.name, hint="scaled")
-        hint = {"+": "res", "-": "diff", "*": "prod", "/": "quot", "**": "pw", **COMPARE_HINTS}[sign]
-        return Piece(node.name, f"{ta} {sign} {tb}", refs=[x.name for x in (a, b) if hasattr(x, "meta")],
-                     hint=hint)
-    return f
-
-
-# comparisons (`bias == 0`, nanoGPT's causal buffer): bool tensors, as in the language
-COMPARE_HINTS = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
-
-
-def _scale_text(t, x, factor: float) -> str | None:
-    """`1/sqrt(Dh)` when the factor is one over the square root of the last axis."""
-    last = x.shape[-1] if x.dim() else None
-    if isinstance(last, int) and last > 1 and math.isclose(factor, 1 / math.sqrt(last), rel_tol=1e-12):
-        return f"1/sqrt({t.size(last)})"
-    return None
 
 
 def _matmul(t, node, leaf):
@@ -424,18 +335,12 @@ def _cat(t, node, leaf):
                  refs=[x.name for x in tensors], hint="cat")
 
 
-def _masked_fill(t, node, leaf):
-    x, m, value = node.args[0], node.args[1], node.args[2]
-    if not (isinstance(value, float) and value == float("-inf")) or dtype_word(val(m)) != "bool":
-        return t.opaque(node, "a masked_fill with a value other than -inf")
-    return Piece(node.name, f"mask {tok(m.name)}", x.name, refs=[m.name], hint="masked")
-
-
 def _repeat_interleave(t, node, leaf):
     n, d = node.args[1], arg(node, 2, "dim", None)
     if not isinstance(n, int) or d is None:
         return t.opaque(node, "repeat_interleave with a tensor of counts or no axis")
-    return Piece(node.name, f"repeat_interleave {t.size(n)} {d}", node.args[0].name, hint="rep")
+    from .patterns import repeat_count
+    return Piece(node.name, f"repeat_interleave {repeat_count(t, node, n)} {d}", node.args[0].name, hint="rep")
 
 
 def _einsum(t, node, leaf):
@@ -445,53 +350,21 @@ def _einsum(t, node, leaf):
     return Piece(node.name, f'einsum "{eq}" {tok(ops[1].name)}', ops[0].name, refs=[ops[1].name], hint="es")
 
 
-def _extremum(t, node, leaf):
-    """torch.minimum / torch.maximum of two tensors."""
-    a, b = node.args[0], node.args[1]
-    if not (hasattr(a, "meta") and hasattr(b, "meta") and is_tensor(a) and is_tensor(b)):
-        return t.opaque(node, "a minimum or maximum with a number")
-    op = target_name(node).split(".")[1]
-    return Piece(node.name, f"{op}({tok(a.name)}, {tok(b.name)})", refs=[a.name, b.name], hint=op[:3])
-
-
-def _clamp(t, node, leaf):
-    bounds = [(name, arg(node, i, name)) for i, name in ((1, "min"), (2, "max"))]
-    if any(v is not None and (hasattr(v, "meta") or isinstance(v, bool)) for _, v in bounds):
-        return t.opaque(node, "a clamp by tensors")
-    def bound(v) -> str:   # a float stays a float (it decides the dtype of an int input)
-        text = repr(float(v)) if isinstance(v, float) else str(int(v))
-        return f"({text})" if isinstance(v, float) and v < 0 else text
-    text = " ".join(f"{name}={bound(v)}" for name, v in bounds if v is not None)
-    return Piece(node.name, f"clamp {text}", node.args[0].name, hint="clamped")
-
-
 TABLE = {
     "aten.view.default": _view, "aten.reshape.default": _view, "aten._unsafe_view.default": _view,
-    "aten.unflatten.int": _view, "aten.flatten.using_ints": _view,
+    "aten.unflatten.int": _view, "aten.flatten.using_ints": _flatten,
     "aten.transpose.int": _transpose, "aten.permute.default": _permute, "aten.t.default": _transpose,
     "aten.unsqueeze.default": _unsqueeze, "aten.squeeze.dim": _squeeze, "aten.squeeze.dims": _squeeze,
     "aten.squeeze.default": _squeeze, "aten.expand.default": _expand,
     "aten.contiguous.default": lambda t, n, leaf: Piece(n.name, "contiguous", n.args[0].name, hint="c"),
     "aten.slice.Tensor": _slice, "aten.select.int": _select,
-    "aten.split.Tensor": _split, "aten.split_with_sizes.default": _split, "aten.chunk.default": _split,
+    "aten.unbind.int": _unbind, "aten.split.Tensor": _split, "aten.split_with_sizes.default": _split, "aten.chunk.default": _split,
     "aten.mean.dim": _reduce, "aten.sum.dim_IntList": _reduce, "aten.amax.default": _reduce,
     "aten.var.correction": _var, "aten.var.dim": _var,
     "aten.softmax.int": _softmax, "aten._softmax.default": _softmax, "aten.log_softmax.int": _softmax,
     "aten._log_softmax.default": _softmax,
-    **{f"aten.{op}.default": _unary(op) for op in ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt",
-                                                  "rsqrt", "log", "abs", "neg", "softplus", "square")},
-    "aten.pow.Tensor_Scalar": _pow,
-    "aten.dropout.default": _dropout, "aten.clone.default": _identity, "aten.alias.default": _identity,
-    "aten.detach.default": _identity, "aten.lift_fresh_copy.default": _identity,
-    "aten._to_copy.default": _to, "aten.to.dtype": _to, "aten.to.dtype_layout": _to, "aten.type_as.default": _to,
-    "aten.add.Tensor": _binary("+"), "aten.sub.Tensor": _binary("-"), "aten.mul.Tensor": _binary("*"),
-    "aten.div.Tensor": _binary("/"), "aten.rsub.Scalar": _binary("-"), "aten.add.Scalar": _binary("+"),
-    "aten.mul.Scalar": _binary("*"), "aten.pow.Tensor_Tensor": _binary("**"),
     "aten.matmul.default": _matmul, "aten.bmm.default": _matmul, "aten.mm.default": _matmul,
     "aten.cat.default": _cat, "aten.concat.default": _cat,
-    "aten.masked_fill.Scalar": _masked_fill, "aten.repeat_interleave.self_int": _repeat_interleave,
     "aten.einsum.default": _einsum,
-    "aten.minimum.default": _extremum, "aten.maximum.default": _extremum,
-    "aten.clamp.default": _clamp, "aten.amin.default": _reduce,
-    **{f"aten.{op}.{kind}": _binary(sign) for sign, op in COMPARE_HINTS.items() for kind in ("Scalar", "Tensor")},
+    "aten.repeat_interleave.self_int": _repeat_interleave, "aten.amin.default": _reduce,
 }

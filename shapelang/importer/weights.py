@@ -41,7 +41,7 @@ def resolve(generated: nn.Module, mapping: dict) -> dict:
     order: list[str] = []
     handles = []
     for name, m in generated.named_modules():
-        if name and any(True for _ in m.parameters(recurse=False)):
+        if name and (any(True for _ in m.parameters(recurse=False)) or any(True for _ in m.buffers(recurse=False))):
             handles.append(m.register_forward_pre_hook(lambda mod, args, name=name: order.append(name)))
     state = {k: torch.empty_like(v, device="meta") for k, v in generated.state_dict(keep_vars=True).items()}
     try:
@@ -57,7 +57,7 @@ def resolve(generated: nn.Module, mapping: dict) -> dict:
     out: dict = {}
     modules = dict(generated.named_modules())
     for name, step in zip(order, steps):
-        own = dict(modules[name].named_parameters(recurse=False))
+        own = dict(modules[name].named_parameters(recurse=False)) | dict(modules[name].named_buffers(recurse=False))
         wanted = step["tensors"]
         if set(own) != set(wanted):
             if len(own) != len(wanted):
@@ -67,7 +67,7 @@ def resolve(generated: nn.Module, mapping: dict) -> dict:
             out[f"{name}.{local}"] = src if isinstance(src, str) else tuple(src)
     names = dict(generated.named_parameters()) | dict(generated.named_buffers())
     for d in mapping.get("declared", []):
-        hits = [k for k in names if k == d["name"] or k.endswith("." + d["name"])]
+        hits = [k for k in names if k == d["name"]] or [k for k in names if k.endswith("." + d["name"])]
         if len(hits) != 1:
             raise WeightsError(f"the generated module has no single tensor `{d['name']}` (found {hits})")
         out[hits[0]] = d["source"]
@@ -78,6 +78,8 @@ def copy_weights(generated: nn.Module, original: nn.Module | dict, mapping: dict
     """Copy the original's weights into `generated`; every parameter of it must be covered.
     Returns the resolved `{generated name: source}`."""
     pairs = resolve(generated, mapping)
+    if isinstance(original, nn.Module):      # buffers kept out of the state_dict (rotary tables) too
+        original = dict(original.named_buffers(remove_duplicate=False)) | original.state_dict()
     try:
         copy_parameters(generated, original, pairs, strict=True)
     except (KeyError, ValueError) as err:

@@ -1,0 +1,235 @@
+"""Import, elementwise steps: an ATen operation that keeps (or broadcasts) its operands'
+shapes -> the spec's operator or operation.
+
+Arithmetic of tensors and numbers is written with the operators (`x * weight`,
+`x ** 3`, `1 / x`), a product by one over the square root of the last axis as
+`scale 1/sqrt(Dh)`, the functions of one tensor by their names (`rsqrt`, `silu`,
+`cos`), comparisons as bool tensors, `masked_fill` with -inf as `mask M` and with
+another value as `where(M, value, x)`. Casts to the dtype a tensor has already, clones
+and dropout with p=0 vanish. Tables the module computes in forward (`arange(S)`,
+`outer`) are written as the spec's own tables. Registered in the operation table
+beside the layout steps of translate.py.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .graph import arg, dtype_word, is_tensor, num_text, target_name, tok, val
+from .translate import TABLE, Piece
+
+# functions of one tensor with the same name in the language (docs/language.md)
+UNARY = ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt", "rsqrt", "log", "abs", "neg", "softplus",
+         "square", "sin", "cos", "floor", "ceil", "logical_not")
+# comparisons (`bias == 0`, nanoGPT's causal buffer): bool tensors, as in the language
+COMPARE_HINTS = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+DTYPES = {torch.float32: "float", torch.float16: "half", torch.bfloat16: "bfloat16", torch.float64: "double",
+          torch.int64: "long", torch.bool: "bool"}
+
+
+def _unary(op):
+    def f(t, node, leaf):
+        if op == "gelu" and node.kwargs.get("approximate", "none") != "none":
+            return Piece(node.name, f'gelu approximate="{node.kwargs["approximate"]}"', node.args[0].name,
+                         hint=leaf or op)
+        if op == "softplus" and tuple(node.args[1:]) not in ((), (1,), (1, 20)):
+            return t.opaque(node, "softplus with other beta or threshold")
+        return Piece(node.name, op, node.args[0].name, hint=leaf or op)
+    return f
+
+
+def _pow(t, node, leaf):
+    if node.args[1] == 2:
+        return Piece(node.name, "square", node.args[0].name, hint="sq")
+    return _binary("**")(t, node, leaf)
+
+
+def _reciprocal(t, node, leaf):
+    return Piece(node.name, f"1 / {tok(node.args[0].name)}", refs=[node.args[0].name], hint="inv")
+
+
+def _dropout(t, node, leaf):
+    p = float(node.args[1])
+    if p == 0:
+        return None
+    return Piece(node.name, f"dropout {num_text(p)}", node.args[0].name, hint=leaf or "drop")
+
+
+def _identity(t, node, leaf):
+    return None
+
+
+def _to(t, node, leaf):
+    x, v = val(node.args[0]), val(node)
+    if x.dtype == v.dtype:
+        return None
+    if v.dtype in DTYPES:
+        return Piece(node.name, DTYPES[v.dtype], node.args[0].name, hint="cast")
+    return t.opaque(node, f"a cast to {v.dtype}")
+
+
+def _operand(t, x):
+    """A tensor's token, a size's text or a number's; None for a boolean."""
+    if hasattr(x, "meta"):
+        if not is_tensor(x):
+            return f"({t.sizes.text(val(x).node.expr)})"
+        return tok(x.name)
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    text = num_text(x)
+    return f"({text})" if text.startswith("-") else text
+
+
+def _binary(sign):
+    def f(t, node, leaf):
+        a, b = node.args[0], node.args[1]
+        if node.kwargs.get("alpha", 1) != 1 or len(node.args) > 2:
+            return t.opaque(node, "an add with alpha")
+        if target_name(node).startswith("aten.rsub"):
+            a, b = b, a
+        ta, tb = _operand(t, a), _operand(t, b)
+        if ta is None or tb is None:
+            return t.opaque(node, "a boolean operand")
+        if sign in COMPARE_HINTS and not (hasattr(a, "meta") and is_tensor(a)):
+            return t.opaque(node, "a comparison with a number on the left")
+        if sign == "*" and hasattr(a, "meta") and not hasattr(b, "meta"):
+            scale = _scale_text(t, val(a), float(b))
+            if not scale and target_name(a) in ("aten.matmul.default", "aten.bmm.default"):
+                scale = _scale_text(t, val(a.args[0]), float(b))     # (q @ k^T) * (1/sqrt(Dh))
+            if scale:
+                return Piece(node.name, f"scale {scale}", a.name, hint="scaled")
+        hint = {"+": "res", "-": "diff", "*": "prod", "/": "quot", "**": "pw", **COMPARE_HINTS}[sign]
+        return Piece(node.name, f"{ta} {sign} {tb}", refs=[x.name for x in (a, b) if hasattr(x, "meta")],
+                     hint=hint)
+    return f
+
+
+def _scale_text(t, x, factor: float) -> str | None:
+    """`1/sqrt(Dh)` when the factor is one over the square root of the last axis."""
+    last = x.shape[-1] if x.dim() else None
+    if isinstance(last, int) and last > 1 and math.isclose(factor, 1 / math.sqrt(last), rel_tol=1e-12):
+        return f"1/sqrt({t.size(last)})"
+    return None
+
+
+def _masked_fill(t, node, leaf):
+    x, m, value = node.args[0], node.args[1], node.args[2]
+    if dtype_word(val(m)) != "bool" or hasattr(value, "meta") or isinstance(value, bool):
+        return t.opaque(node, "a masked_fill by a tensor value or with a mask that is not bool")
+    if isinstance(value, float) and value == float("-inf"):
+        return Piece(node.name, f"mask {tok(m.name)}", x.name, refs=[m.name], hint="masked")
+    if dtype_word(val(x)) == "float":
+        fill = repr(float(value))
+    elif float(value).is_integer():
+        fill = str(int(value))
+    else:
+        return t.opaque(node, "a masked_fill of whole numbers with a fraction")
+    if val(x).shape != val(node).shape or "inf" in fill or "nan" in fill:
+        return t.opaque(node, "a masked_fill whose mask is larger than the tensor, or by infinity")
+    fill = f"({fill})" if fill.startswith("-") else fill
+    return Piece(node.name, f"where({tok(m.name)}, {fill}, {tok(x.name)})", refs=[m.name, x.name], hint="filled")
+
+
+def _where(t, node, leaf):
+    cond, a, b = node.args[0], node.args[1], node.args[2]
+    if any(hasattr(x, "meta") and not is_tensor(x) for x in (a, b)):
+        return t.opaque(node, "a where with a size operand")
+    ta, tb = _operand(t, a), _operand(t, b)
+    if ta is None or tb is None:
+        return t.opaque(node, "a where with a boolean operand")
+    refs = [cond.name] + [x.name for x in (a, b) if hasattr(x, "meta")]
+    return Piece(node.name, f"where({tok(cond.name)}, {ta}, {tb})", refs=refs, hint="sel")
+
+
+def _extremum(t, node, leaf):
+    """torch.minimum / torch.maximum of two tensors."""
+    a, b = node.args[0], node.args[1]
+    if not (hasattr(a, "meta") and hasattr(b, "meta") and is_tensor(a) and is_tensor(b)):
+        return t.opaque(node, "a minimum or maximum with a number")
+    op = target_name(node).split(".")[1]
+    return Piece(node.name, f"{op}({tok(a.name)}, {tok(b.name)})", refs=[a.name, b.name], hint=op[:3])
+
+
+def _clamp(t, node, leaf):
+    name = target_name(node)
+    if name == "aten.clamp_min.default":
+        bounds = [("min", node.args[1])]
+    elif name == "aten.clamp_max.default":
+        bounds = [("max", node.args[1])]
+    else:
+        bounds = [(n, arg(node, i, n)) for i, n in ((1, "min"), (2, "max"))]
+    if any(v is not None and (hasattr(v, "meta") or isinstance(v, bool)) for _, v in bounds):
+        return t.opaque(node, "a clamp by tensors")
+    def bound(v) -> str:   # a float stays a float (it decides the dtype of an int input)
+        text = repr(float(v)) if isinstance(v, float) else str(int(v))
+        return f"({text})" if isinstance(v, float) and v < 0 else text
+    text = " ".join(f"{n}={bound(v)}" for n, v in bounds if v is not None)
+    return Piece(node.name, f"clamp {text}", node.args[0].name, hint="clamped")
+
+
+def _arange(t, node, leaf):
+    """`torch.arange(n)` (and start, end, step) computed in forward: the spec's `arange`."""
+    name = target_name(node)
+    if name == "aten.arange.default":
+        bounds = [node.args[0]]
+    else:
+        bounds = list(node.args[:3] if name == "aten.arange.start_step" else node.args[:2])
+    if any(isinstance(b, float) or isinstance(val(b) if hasattr(b, "meta") else b, torch.SymFloat) for b in bounds):
+        return None, "an arange with fractional bounds"
+    texts = [t.size(val(b) if hasattr(b, "meta") else b) for b in bounds]
+    if len(texts) == 3 and texts[2] == "1":
+        texts = texts[:2]
+    if len(texts) == 2 and texts[0] == "0":
+        texts = texts[1:]
+    text = f"arange({', '.join(texts)})"
+    dtype = val(node).dtype
+    if dtype != torch.int64:
+        if dtype not in DTYPES:
+            return None, f"an arange of {dtype}"
+        text += f" -> {DTYPES[dtype]}"
+    return Piece(node.name, text, hint="pos"), None
+
+
+def _made(fn):
+    """A step that makes a tensor from sizes alone: it has no piped tensor, and what cannot
+    be written stops the import (an opaque step needs a tensor to start from)."""
+    def f(t, node, leaf):
+        piece, why = fn(t, node, leaf)
+        if piece is None:
+            from .load import ImportFailure
+            raise ImportFailure(f"`{target_name(node)}` makes a tensor from no tensor ({why}); the spec "
+                                "cannot express it")
+        return piece
+    return f
+
+
+def _outer(t, node, leaf):
+    a, b = node.args[0], node.args[1]
+    return Piece(node.name, f"outer({tok(a.name)}, {tok(b.name)})", refs=[a.name, b.name], hint="outer")
+
+
+def _expand_as(t, node, leaf):
+    return Piece(node.name, f"expand {t.shape(node)}", node.args[0].name, hint="e")
+
+
+TABLE.update({
+    **{f"aten.{op}.default": _unary(op) for op in UNARY},
+    "aten.pow.Tensor_Scalar": _pow, "aten.reciprocal.default": _reciprocal,
+    "aten.dropout.default": _dropout, "aten.clone.default": _identity, "aten.alias.default": _identity,
+    "aten.detach.default": _identity, "aten.lift_fresh_copy.default": _identity,
+    "aten._to_copy.default": _to, "aten.to.dtype": _to, "aten.to.dtype_layout": _to, "aten.type_as.default": _to,
+    "aten.add.Tensor": _binary("+"), "aten.sub.Tensor": _binary("-"), "aten.mul.Tensor": _binary("*"),
+    "aten.div.Tensor": _binary("/"), "aten.rsub.Scalar": _binary("-"), "aten.add.Scalar": _binary("+"),
+    "aten.mul.Scalar": _binary("*"), "aten.sub.Scalar": _binary("-"), "aten.div.Scalar": _binary("/"),
+    "aten.pow.Tensor_Tensor": _binary("**"),
+    **{f"aten.{op}.{kind}": _binary(sign) for sign, op in COMPARE_HINTS.items() for kind in ("Scalar", "Tensor")},
+    "aten.masked_fill.Scalar": _masked_fill,
+    "aten.where.self": _where, "aten.where.ScalarOther": _where, "aten.where.ScalarSelf": _where,
+    "aten.where.Scalar": _where,
+    "aten.minimum.default": _extremum, "aten.maximum.default": _extremum,
+    "aten.clamp.default": _clamp, "aten.clamp_min.default": _clamp, "aten.clamp_max.default": _clamp,
+    "aten.arange.default": _made(_arange), "aten.arange.start": _made(_arange),
+    "aten.arange.start_step": _made(_arange),
+    "aten.outer.default": _outer, "aten.expand_as.default": _expand_as,
+})
