@@ -324,6 +324,7 @@ class Provenance(LayerRules):
         ordered = [base] + [t for t in ts if t is not base]
         padded = [((),) * (rank - len(t.axes)) + t.axes for t in ordered]
         axes = tuple(next((p[k] for p in padded if p[k]), ()) for k in range(rank))
+        axes = self._outer_axes(axes, padded)
         out = base.carry(axes)
         if out.keys is not None and out.flat_bias is None and s.op in ("add", "sub") and len(padded) == 2 \
                 and out.keys and out.keys in padded[0]:
@@ -331,3 +332,23 @@ class Provenance(LayerRules):
             if not padded[1][k] and any(padded[1]):   # a term that varies, but not along the keys
                 out.flat_bias = s
         return (out,)
+
+    @staticmethod
+    def _outer_axes(axes, padded) -> tuple:
+        """An outer combination of one vector with itself (`(r -> unsqueeze 1) * 3 + r`, Swin's
+        window labels; `pos > (pos -> unsqueeze 1)`) has a row axis and a column axis over the
+        same positions: two axes, each its own identity. Without this they would share their
+        atoms, and a later cut of both into windows would read as one axis's pieces merged out
+        of order. An axis that one operand already pairs with the other keeps its atoms."""
+        out = list(axes)
+        for k, ax in enumerate(axes):
+            if not ax:
+                continue
+            for j in range(k):
+                if not set(ax) & set(out[j]):
+                    continue
+                if any(p[j] == out[j] and p[k] == ax for p in padded):
+                    continue
+                out[k] = tuple(Atom(a.size, a.name, a.feature) for a in ax)
+                break
+        return tuple(out)
