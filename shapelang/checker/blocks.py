@@ -13,7 +13,8 @@ from .scope import Poisoned, Scope
 
 
 def call_bound_dims(statements, dims) -> list[str]:
-    """Dims named in a block's input shapes and nowhere outside the blocks, and the size
+    """Dims named in a block's input shapes and nowhere outside the blocks (an `assume` about
+    them is the blocks' assumption: `assume R % W == 0`), and the size
     parameters of blocks (`dim F` in the signature): each call binds them to the caller's
     sizes (`block Block(x: [B, N, D])` called with [B, T, D]; `Mlp(x, F=4*D)`)."""
     in_blocks, outside = [], set()
@@ -22,7 +23,7 @@ def call_bound_dims(statements, dims) -> list[str]:
             for decl in s.inputs:
                 in_blocks += [d.name for d in decl.shape.dims if isinstance(d, Name)]
             in_blocks += [p.name for p in s.sizes]
-        elif not isinstance(s, (DimDecl, Example)):
+        elif not isinstance(s, (DimDecl, Example, Assume)):
             outside |= _names(s)
         elif isinstance(s, DimDecl) and s.value is not None:
             outside |= _names(s.value)
@@ -53,6 +54,7 @@ class BlockCalls:
 
     def __init__(self, checker):
         self.c = checker
+        self._local = None      # the symbols bound at block calls, once the dims are known
 
     def _declared_shape(self, decl, block: Block) -> list:
         """A block input's shape in the block's own dims, whatever the caller renamed (its size
@@ -142,16 +144,34 @@ class BlockCalls:
             out.append((span, new, f"give `{block.name}` " + why.format(s=plural)))
         return tuple(out)
 
-    def _block_assumptions(self, block: Block, sizes: dict, given, span) -> None:
+    def _local_dims(self) -> set:
+        """The symbols bound at block calls: size parameters and dims named only in blocks'
+        input shapes. A top-level `assume` about them is the blocks' assumption."""
+        c = self.c
+        if self._local is None:
+            self._local = {c.prover.user[n] for n in call_bound_dims(c.spec.statements, c.prover.user)}
+        return self._local
+
+    def _block_assumptions(self, block: Block, sizes: dict, given, span, inputs: bool = False) -> None:
         """The top-level assumptions about a block's size parameters hold at each call, for the
-        sizes given (`assume F % 64 == 0`, then `Mlp(x, F=96)` is refused)."""
+        sizes given (`assume F % 64 == 0`, then `Mlp(x, F=96)` is refused). With `inputs`,
+        `sizes` is everything the call binds, the dims of its input shapes too, and the
+        assumptions checked are those about a dim bound only at calls (`assume R % W == 0`
+        for `block Stage(x: [B, R, R, C])`) that this call binds whole."""
         c = self.c
         if not sizes:
             return
+        local = self._local_dims()
+        params = {c.prover.user[p.name] for p in block.sizes if p.name in c.prover.user}
         for a, cmp, b, stmt in c.out.assumptions:
             syms = a.free_symbols | b.free_symbols
             if not syms & set(sizes) or cmp == "!=":
                 continue
+            mine = syms & local
+            if inputs and (not mine - params or not mine <= set(sizes)):
+                continue    # about size parameters alone (checked with them), or not all bound here
+            if not inputs and not mine <= params:
+                continue    # about a dim of the inputs too: checked once the inputs bind it
             a2, b2 = a.xreplace(sizes), b.xreplace(sizes)
             if a2 == a and b2 == b:
                 continue
@@ -368,6 +388,8 @@ class BlockCalls:
                                     f"{c.show_shape(declared)}, got {c.show(t)}")
         size_args = {k: subst[k] for k in sizes}
         subst = {k: v for k, v in subst.items() if k != v}
+        if called:
+            self._block_assumptions(block, subst, {}, span, inputs=True)
         outer, outer_steps = c.scope, c.scope.steps
         c.scope = Scope(dict(subst))
         c.scope.sizes = {p.name for p in block.sizes}

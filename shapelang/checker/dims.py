@@ -139,7 +139,7 @@ def _build(node: Expr, lookup: Callable[[Name], sp.Expr], allow_real: bool = Fal
             sep = "" if prec >= MUL and node.op in ("*", "/") else " "
             text = (f"{ta if pa >= prec else f'({ta})'}{sep}{node.op}{sep}"
                     f"{tb if right_ok else f'({tb})'}")
-        if notation is not None:
+        if notation is not None and not _substituted(node, lookup):
             notation.record(e, text, prec)
         return e, text, prec
     if isinstance(node, Call) and node.func in SCALAR_FUNCTIONS:
@@ -160,6 +160,25 @@ def _build(node: Expr, lookup: Callable[[Name], sp.Expr], allow_real: bool = Fal
                          span=node.span)
     raise ShapeError("E005", "this is not a size expression", span=node.span,
                      help="a size is built from numbers, dims, + - * / // % and **")
+
+
+def _substituted(node, lookup, depth: int = 0) -> bool:
+    """Whether a name in `node` stands for another size here (a block's `C` bound to `2*D`
+    at a call): the text built from it (`2*2*D` for `2*C`) is not the learner's spelling."""
+    if isinstance(node, Name):
+        try:
+            return str(lookup(node)) != node.name
+        except ShapeError:
+            return False
+    if depth > 50:
+        return True
+    if isinstance(node, BinOp):
+        return _substituted(node.left, lookup, depth + 1) or _substituted(node.right, lookup, depth + 1)
+    if isinstance(node, Neg):
+        return _substituted(node.operand, lookup, depth + 1)
+    if isinstance(node, Pipeline) and not node.ops:
+        return _substituted(node.head, lookup, depth + 1)
+    return False
 
 
 def _combine(node: BinOp, a: sp.Expr, b: sp.Expr, allow_real: bool = False) -> sp.Expr:

@@ -119,9 +119,14 @@ def _find(source: str, path: str, free_items: tuple) -> tuple[tuple, dict]:
 def config_checks(spec, fields: set[str], in_config) -> ConfigChecks:
     """The checks of the config whose size fields are `fields` (dim names); `in_config(name)`:
     the size is a field or computed from fields (a property of the config)."""
-    pinned = tuple((n, int(v)) for n, v in spec.definitions.items()
-                   if n in fields and not v.free_symbols)
+    # a fixed size that is no field (`dim Img = 224`, read from the image in forward) is freed
+    # too: forward takes any value, and keeping it fixed makes the others unprovable (P <= Img
+    # with Img = 224 and P free); the config checks only its own fields
+    pinned = tuple((n, int(v)) for n, v in spec.definitions.items() if not v.free_symbols)
+    if not any(n in fields for n, _v in pinned):
+        pinned = ()
     assumptions, fixed = _find(spec.source, spec.path, pinned) if pinned else (spec.assumptions, {})
+    fixed = {n: v for n, v in fixed.items() if n in fields}
     own, seen = [], set()
     for a, cmp, b, stmt in assumptions:
         names = {str(s) for s in sp.sympify(a).free_symbols | sp.sympify(b).free_symbols}

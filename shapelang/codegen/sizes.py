@@ -40,6 +40,9 @@ class Sizes:
         self.uses_math = False
         # the size parameters declared by blocks alone (not config fields)
         self.block_sizes = {self.syms[n] for n in getattr(spec, "size_params", {}) if n in self.syms}
+        # and the dims bound only at block calls (`block Stage(x: [B, R, R, C])`): an assumption
+        # about them is the blocks', proved at each call, not a check of the config
+        self.block_sizes |= {self.syms[n] for n in getattr(spec, "call_bound", ()) if n in self.syms}
 
     # -------------------------------------------------------------- helpers
     def hparam(self, kind: str, value, typ: str = "float") -> str:
@@ -64,7 +67,10 @@ class Sizes:
         e = sp.sympify(e)
         for value, sym in self.folds:
             if value.free_symbols <= e.free_symbols:
-                e = e.subs(value, sym)
+                folded = e.subs(value, sym)
+                # sympy folds `N = W*W` into a lone W as sqrt(N): a size is not a root
+                if not any(not q.exp.is_Integer and q.base.has(sym) for q in folded.atoms(sp.Pow)):
+                    e = folded
         return e
 
     def base_syms(self, s, depth=0) -> set:
