@@ -13,6 +13,7 @@ import pytest
 
 from shapelang import check, render_check, to_json, trace
 from shapelang.codegen import runner
+from shapelang.codegen.generator import generate as codegen_generate
 from shapelang.fmt import format_text
 
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
@@ -275,3 +276,129 @@ def test_keys_and_values_repeated_the_same_way_stay_silent(keys, values):
     if keys != TILED:     # both of HF's spellings of repeat_kv give the same tensor
         torch.testing.assert_close(kv.unsqueeze(2).expand(1, 2, 3, 4, 8).reshape(1, 6, 4, 8),
                                    kv.repeat_interleave(3, dim=1))
+
+
+# ------------------------------------------------------------------ found writing Swin-T
+
+WINDOW_LABELS = """\
+dim R = 8
+dim W = 4
+dim N = W*W
+pos: arange(R)
+region: ((pos >= R - W) -> long) + ((pos >= R - 2) -> long)
+label: (region -> unsqueeze 1) * 3 + region
+windows: label -> view [R/W, W, R/W, W] -> {order}reshape [-1, N]
+"""
+
+
+def test_window_labels_made_from_one_vector_are_cut_into_windows_silently():
+    """Swin's attention mask labels the grid with `(region -> unsqueeze 1) * 3 + region`: rows
+    and columns are two axes over the same positions. They shared their identity, so cutting
+    both into windows read as one axis's pieces merged out of order (a false W302, once per
+    stage). A partition without the permute still mixes the windows (W301)."""
+    torch = pytest.importorskip("torch")
+    right = check(WINDOW_LABELS.format(order="permute 0 2 1 3 -> "))
+    assert right.diagnostics == [], render_check(right)
+    wrong = check(WINDOW_LABELS.format(order=""))
+    assert [(d.code, d.span.line, d.span.column) for d in wrong.diagnostics] == [("W301", 7, 44)]
+    assert wrong.diagnostics[0].message == (
+        "`reshape [-1, N]` reads the elements of [R/W, W, R/W, W] in order into [R*R/N, N], so the "
+        "axis of size R*R/N is made of positions of W: values of different axes get mixed")
+    # in PyTorch: each row of the right partition is one window (one label of the top-left
+    # window's 4 x 4 block); rows of the wrong one take 4 positions from each of 4 windows
+    ids = torch.arange(2).repeat_interleave(4)
+    win = ids[:, None] * 2 + ids
+    rows = win.view(2, 4, 2, 4).permute(0, 2, 1, 3).reshape(-1, 16)
+    assert [len(set(r.tolist())) for r in rows] == [1, 1, 1, 1]
+    assert [len(set(r.tolist())) for r in win.view(2, 4, 2, 4).reshape(-1, 16)] == [2, 2, 2, 2]
+
+
+WINDOWS = """\
+dim B, R, C, W
+assume R % W == 0
+example B=2, R=8, C=16, W=4
+input x: [B, R, R, C]
+win: x -> view [B, R/W, W, R/W, W, C] -> permute {part} -> reshape [-1, W*W, C]
+back: win -> view [B, R/W, R/W, W, W, C] -> {rev}reshape [B, R, R, C]
+"""
+
+
+def test_a_window_partition_and_its_reverse_are_silent_and_wrong_ones_are_not():
+    torch = pytest.importorskip("torch")
+    right = check(WINDOWS.format(part="0 1 3 2 4 5", rev="permute 0 1 3 2 4 5 -> "))
+    assert right.diagnostics == [], render_check(right)
+    wrong = check(WINDOWS.format(part="0 2 1 3 4 5", rev="permute 0 1 3 2 4 5 -> "))
+    assert [(d.code, d.span.line) for d in wrong.diagnostics] == [("W301", 5)]
+    wrong = check(WINDOWS.format(part="0 1 3 2 4 5", rev=""))
+    assert [(d.code, d.span.line) for d in wrong.diagnostics] == [("W302", 6)]
+    assert wrong.diagnostics[0].message == (
+        "`reshape [B, R, R, C]` merges R/W and W back into R, but they are not next to each other "
+        "in that order in [B, R/W, R/W, W, W, C]: heads and tokens get mixed")
+    x = torch.randn(2, 8, 8, 16)
+    win = x.view(2, 2, 4, 2, 4, 16).permute(0, 1, 3, 2, 4, 5).reshape(-1, 16, 16)
+    torch.testing.assert_close(win[1], x[0, :4, 4:].reshape(16, 16))        # window (0, 1) of image 0
+    back = win.view(2, 2, 2, 4, 4, 16).permute(0, 1, 3, 2, 4, 5).reshape(2, 8, 8, 16)
+    torch.testing.assert_close(back, x)
+
+
+MERGE = """\
+dim B, D, Nh
+dim R, C, Rh, NH
+assume R % 2 == 0
+assume C % NH == 0
+assume D % Nh == 0
+example B=1, D=8, Nh=2
+block Merge(x: [B, R, R, C]):
+  return x -> slice 1 0 R step=2 -> slice 2 0 R step=2 -> linear 2*C
+end
+block Heads(x: [B, Rh, Rh, C], dim NH):
+  return x -> view [B, Rh, Rh, NH, C/NH]
+end
+input x: [B, {side}, {side}, D]
+y: x -> Merge -> Merge -> Heads(NH=Nh)
+"""
+
+
+def test_an_assumption_about_a_dim_bound_at_calls_is_proved_at_each_call():
+    """Swin's patch merging needs an even grid and its heads a width divisible by their count:
+    `assume R % 2 == 0` and `assume C % NH == 0` about dims bound at block calls. The first made
+    the example owe a value for R (a false W201); the second was checked with C left free (a
+    false E113, counterexample C=2)."""
+    torch = pytest.importorskip("torch")
+    right = check(MERGE.format(side=12))
+    assert right.diagnostics == [], render_check(right)
+    assert right.call_bound == ["R", "C", "Rh", "NH"]
+    merged = torch.nn.Linear(8, 16)(torch.zeros(1, 12, 12, 8)[:, ::2, ::2])
+    merged = torch.nn.Linear(16, 32)(merged[:, ::2, ::2])
+    assert [int(right.example_value(d)) for d in right.bindings[-1].types[0].shape] == \
+        list(merged.view(1, 3, 3, 2, 16).shape)
+    wrong = check(MERGE.format(side=6))
+    assert [(d.code, d.span.line, d.span.column) for d in wrong.diagnostics] == [("E113", 14, 18)]
+    assert wrong.diagnostics[0].message == "block `Merge` assumes `R % 2 == 0`, which does not hold for R = 3"
+    assert wrong.diagnostics[0].help == "call `Merge` on a tensor whose sizes satisfy `R % 2 == 0`"
+
+
+def test_a_size_computed_in_a_block_prints_as_itself():
+    """`linear 2*C` with C bound to 2*D printed as `2*2*D` (the text of the call, not the size),
+    and every later `4*D` with it, `linear 8*D` as `2*2*2*D`."""
+    text = trace(check("dim D\ndim C\nexample D=4\ninput x: [D]\nblock M(x: [C]):\n  return x -> linear 2*C\nend\n"
+                 "y: x -> M -> M -> M\nz: x -> linear 8*D\n"))
+    assert "2*2" not in text
+    assert "[4*D]" in text and "[8*D]" in text
+
+
+def test_generated_code_keeps_a_window_side_whole():
+    """`dim N = W*W`: the generated code wrote W as `math.sqrt(N)` (sympy folding W*W into N),
+    a float that `view` and `arange` refuse. A fixed size read from the input (`dim Img = 224`)
+    kept every other size fixed in the config; it is read in forward, so the config is free."""
+    pytest.importorskip("torch")
+    text = ("dim B\ndim Img = 8\ndim W = 2\ndim N = W*W\nassume Img % W == 0\nexample B=2\n"
+            "input x: [B, Img, Img]\n"
+            "win: x -> view [B, Img/W, W, Img/W, W] -> permute 0 1 3 2 4 -> reshape [-1, N]\n"
+            "pos: arange(W)\n")
+    spec = check(text)
+    assert spec.diagnostics == [], render_check(spec)
+    gen = codegen_generate(spec)
+    assert "sqrt" not in gen.source and "that value only" not in gen.source
+    for sizes in ({}, {"Img": 12, "W": 3}):
+        assert runner.run_spec(spec, runner.resolve_sizes(spec, sizes)).ok

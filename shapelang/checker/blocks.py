@@ -192,9 +192,11 @@ class BlockCalls:
             fixes = () if not (a2.free_symbols | b2.free_symbols) else causes.assume_line(
                 c, f"{c.sz(a.xreplace(sizes))} {cmp} {c.sz(b.xreplace(sizes))}",
                 f"if the size given to `{block.name}` always satisfies it, say so")
-            raise c._fail(verdict, "E113", f"block `{block.name}` assumes `{stmt.text[7:].strip()}`, "
-                          f"which does not hold for {bound}", f"give `{block.name}` a size that "
-                          f"satisfies `{stmt.text[7:].strip()}`", where,
+            want = stmt.text[7:].strip()
+            help = (f"call `{block.name}` on a tensor whose sizes satisfy `{want}`" if inputs else
+                    f"give `{block.name}` a size that satisfies `{want}`")
+            raise c._fail(verdict, "E113", f"block `{block.name}` assumes `{want}`, "
+                          f"which does not hold for {bound}", help, where,
                           claim=f"`{stmt.text[7:].strip()}` holds for {bound}", fixes=fixes)
 
     def block_step(self, block: Block, args, text, span, kwargs=()) -> list:
