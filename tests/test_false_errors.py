@@ -4,7 +4,10 @@ input, and dims bound at block calls (trace and `run`). Found while writing whol
 (Mistral, Pythia, BLOOM): sizes with `min`/`max` in them (a sliding-window cache); and a
 missed error, an ALiBi bias laid out along the queries, which softmax cancels (W308). Found
 while writing Qwen2's grouped-query attention: a missed error, keys repeated per group and
-values tiled, whose heads do not pair up (W307)."""
+values tiled, whose heads do not pair up (W307). Found while writing Swin-T: window labels
+built from one vector cut into windows (a false W302), assumptions about dims bound at block
+calls (a false W201 and E113), sizes computed in blocks printed as `2*2*D`, and a window side
+generated as `math.sqrt(N)`."""
 from __future__ import annotations
 
 import warnings

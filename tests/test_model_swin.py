@@ -12,12 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from torch_shapes import REDUCED
 
 from shapelang.checker.checker import check_file
 from shapelang.codegen import runner
 from shapelang.codegen.generator import generate
 from shapelang.render import check_text
-from torch_shapes import REDUCED
 
 SPEC = Path(__file__).resolve().parent.parent / "specs" / "swin_tiny.shape"
 
@@ -30,7 +30,7 @@ def test_the_parameter_total_is_the_published_one():
 
 
 def _timm_swin(torch, Cin, Img, P, D, Nh, W, Sh, L1, L2, L3, L4, K, **_):
-    nn, F = torch.nn, torch.nn.functional
+    nn = torch.nn
 
     def window_partition(x, ws):
         B, H, Wd, C = x.shape
@@ -71,7 +71,7 @@ def _timm_swin(torch, Cin, Img, P, D, Nh, W, Sh, L1, L2, L3, L4, K, **_):
             self.proj = nn.Linear(dim, dim)
 
         def forward(self, x, mask=None):
-            B_, N, C = x.shape
+            B_, N, _ = x.shape
             qkv = self.qkv(x).reshape(B_, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)
             q, k, v = qkv.unbind(0)
             attn = (q * self.scale) @ k.transpose(-2, -1)
@@ -116,7 +116,7 @@ def _timm_swin(torch, Cin, Img, P, D, Nh, W, Sh, L1, L2, L3, L4, K, **_):
             return attn_mask.masked_fill(attn_mask != 0, -100.0).masked_fill(attn_mask == 0, 0.0)
 
         def _attn(self, x):
-            B, H, Wd, C = x.shape
+            _, H, Wd, C = x.shape
             s, ws = self.shift_size, self.window_size
             shifted = torch.roll(x, shifts=(-s, -s), dims=(1, 2)) if s else x
             windows = window_partition(shifted, ws).view(-1, ws * ws, C)
