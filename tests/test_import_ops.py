@@ -8,6 +8,7 @@ kept `opaque` with its shape and the spec still checks; a module that cannot be 
 one clear message."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -25,6 +26,10 @@ from shapelang.checker.checker import check_text
 from shapelang.importer import import_module
 
 ROOT = Path(__file__).resolve().parent.parent
+
+def _values_and_indices(h, found):
+    return h - found.values + found.indices
+
 
 # (torch code on h, what the spec says for it)
 OPS = {
@@ -99,8 +104,7 @@ OPS = {
     "normalize": (lambda h, w: F.normalize(h, dim=-1), "-> norm -1 keepdim -> clamp min=1e-12"),
     "any": (lambda h, w: h * (h > 0).any(-1, keepdim=True), "-> any -1 keepdim"),
     "all": (lambda h, w: h * (h > -2).all(1, keepdim=True), "-> all 1 keepdim"),
-    "max and its indices": (lambda h, w: (lambda m: h - m.values + m.indices)(h.max(-1, keepdim=True)),
-                            "-> max -1 keepdim"),
+    "max and its indices": (lambda h, w: _values_and_indices(h, h.max(-1, keepdim=True)), "-> max -1 keepdim"),
     "max values": (lambda h, w: h - h.max(1, keepdim=True).values, "-> amax 1 keepdim"),
     "min indices": (lambda h, w: h + h.min(-1).indices[..., None], "-> argmin -1 ->"),
     "sum over several axes": (lambda h, w: h - h.sum((0, 1)), "-> sum 1 -> sum 0"),
@@ -210,3 +214,82 @@ def test_a_module_that_cannot_be_traced_is_one_clear_message(tmp_path):
     assert r.returncode in (1, 2) and "Traceback" not in r.stderr + r.stdout
     lines = [line for line in r.stderr.splitlines() if line.startswith("shapelang:")]
     assert len(lines) == 1 and not (tmp_path / "out.shape").exists(), r.stderr
+
+
+class Norms(nn.Module):
+    """Layer norms with another eps and without weights, an RMS norm with its eps."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(9)
+        self.lin = nn.Linear(16, 16)
+        self.ln = nn.LayerNorm(16, eps=1e-6)
+        self.plain = nn.LayerNorm(16, elementwise_affine=False)
+        self.rms = nn.RMSNorm(16, eps=1e-5)
+        with torch.no_grad():
+            self.ln.weight.uniform_(0.5, 1.5)
+            self.ln.bias.uniform_(-0.5, 0.5)
+            self.rms.weight.uniform_(0.5, 1.5)
+
+    def forward(self, x):
+        return self.rms(self.plain(self.ln(self.lin(x) * 1e-3)))
+
+
+def test_layer_norms_with_their_eps_round_trip(tmp_path):
+    text = round_trip(tmp_path, Norms(), ["x=2x8x16"], floats(lambda b, s: [(b, s, 16)]))
+    assert "ln: prod -> layernorm eps=1e-06 -> layernorm elementwise_affine=false\n" in text, text
+    assert "rms: ln -> rmsnorm eps=1e-05" in text, text
+
+
+class ConvNet(nn.Module):
+    """A small conv net: GroupNorm, then BatchNorm2d with running statistics of its own."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(10)
+        self.conv1 = nn.Conv2d(5, 16, 3, padding=1)
+        self.gn = nn.GroupNorm(4, 16, eps=1e-6)
+        self.conv2 = nn.Conv2d(16, 24, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(24, momentum=0.2)
+        self.head = nn.Linear(24, 7)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-1, 1)
+            self.bn.running_var.uniform_(0.5, 2)
+            self.bn.weight.uniform_(0.5, 1.5)
+            self.bn.bias.uniform_(-0.5, 0.5)
+            self.gn.weight.uniform_(0.5, 1.5)
+
+    def forward(self, x):
+        h = F.relu(self.gn(self.conv1(x)))
+        h = F.relu(self.bn(self.conv2(h)))
+        return self.head(h.mean((2, 3)))
+
+
+def test_a_conv_net_with_group_and_batch_norms_round_trips_with_its_statistics(tmp_path):
+    net = ConvNet()
+    text = round_trip(tmp_path, net, ["x=2x5x8x8"], floats(lambda b, s: [(b, 5, s, s)]), sizes_list=((2, 8), (3, 6)))
+    assert "gn: conv1 -> groupnorm 4 eps=1e-06 -> relu" in text, text
+    assert "bn: conv2 -> batchnorm momentum=0.2 -> relu" in text, text
+    assert "-> mean 3 -> mean 2" in text and "opaque" not in text, text
+    mapping = json.loads((tmp_path / "imported.weights.json").read_text())
+    kinds = {step["kind"]: step["tensors"] for step in mapping["steps"]}
+    assert kinds["groupnorm"] == {"weight": "gn.weight", "bias": "gn.bias"}
+    assert kinds["batchnorm"] == {"weight": "bn.weight", "bias": "bn.bias", "running_mean": "bn.running_mean",
+                                  "running_var": "bn.running_var", "num_batches_tracked": "bn.num_batches_tracked"}
+
+
+class Masked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(11)
+        self.lin = nn.Linear(16, 16)
+
+    def forward(self, a, b):
+        c, d = self.lin(a), self.lin(b)
+        keep = ((a <= b) & (c < d)) | ~(d > 1)
+        return c.masked_fill(keep, 0.0)
+
+
+def test_a_mask_built_with_and_or_not_round_trips(tmp_path):
+    text = round_trip(tmp_path, Masked(), ["a=2x8x16", "b=2x8x16"], floats(lambda b, s: [(b, s, 16), (b, s, 16)]))
+    assert "le: a <= b\n" in text and " & lt" in text and "-> logical_not" in text and " | " in text, text
