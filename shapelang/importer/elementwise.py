@@ -82,7 +82,7 @@ def _glu(t, node, leaf):
     d = arg(node, 1, "dim", -1)
     whole = t.size(x.shape[d])
     if not whole.isdigit():
-        t.sizes.assumes.append(f"{whole} % 2 == 0")
+        t.sizes.assumes.append(f"{whole if whole.isidentifier() else f'({whole})'} % 2 == 0")
     return Piece(node.name, f"glu {d - x.dim() if d == x.dim() - 1 else d}", node.args[0].name, hint="glu")
 
 

@@ -82,7 +82,8 @@ def _group_norm(t: Translator, node, leaf):
         return t.opaque(node, "a group norm whose weights other steps read too")
     channels = t.size(val(x).shape[1])
     if not channels.isdigit() and int(groups) > 1:
-        t.sizes.assumes.append(f"{channels} % {int(groups)} == 0")
+        whole = channels if channels.isidentifier() else f"({channels})"
+        t.sizes.assumes.append(f"{whole} % {int(groups)} == 0")
     text = f"groupnorm {int(groups)}" + _eps(eps, LN_EPS) + (" affine=false" if w is None else "")
     weight = None if w is None else ("groupnorm", _weights(t, weight=w, bias=b))
     return Piece(node.name, text, x.name, weight=weight, hint=leaf or "gn", strong=w is not None)
