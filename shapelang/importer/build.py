@@ -13,7 +13,7 @@ import operator
 import torch
 from torch import nn
 
-from . import conv, elementwise, learned  # noqa: F401  (register their steps in the operation table)
+from . import conv, elementwise, learned, reductions  # noqa: F401  (register their steps in the operation table)
 from .attention import recognise
 from .graph import dtype_word, is_tensor, target_name, tok, val
 from .load import WRAPPED, ImportFailure
@@ -47,6 +47,7 @@ class Context:
                 self.params[spec.arg.name] = (kind, fqn)
         shared = {n.name for n in self.nodes if n.name in self.params and len(n.users) > 1}
         self.tr = Translator(sizes, self.params, shared)
+        self.tr.buffers = set(module.state_dict()) if module is not None else None
         self.alias: dict[str, str] = {}
         self.roles: dict[str, str] = {}
         self.weights: dict[str, tuple] = {}     # node -> (kind, {local name: source})

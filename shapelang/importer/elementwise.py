@@ -21,7 +21,13 @@ from .translate import TABLE, Piece
 
 # functions of one tensor with the same name in the language (docs/language.md)
 UNARY = ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt", "rsqrt", "log", "abs", "neg", "softplus",
-         "square", "sin", "cos", "floor", "ceil", "logical_not")
+         "square", "sin", "cos", "floor", "ceil", "logical_not", "erf", "log1p", "expm1", "log2", "sign",
+         "reciprocal", "trunc", "round", "selu", "mish", "hardswish", "hardsigmoid", "relu6", "isnan", "isinf",
+         "isfinite")
+# the same functions under another ATen name
+RENAMED = {"log_sigmoid": "logsigmoid"}
+# bitwise operators: logical on bool masks, bitwise on ints (`(a <= b) & (c < d)`)
+BITWISE = {"&": ("__and__", "bitwise_and"), "|": ("__or__", "bitwise_or"), "^": ("__xor__", "bitwise_xor")}
 # comparisons (`bias == 0`, nanoGPT's causal buffer): bool tensors, as in the language
 COMPARE_HINTS = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 DTYPES = {torch.float32: "float", torch.float16: "half", torch.bfloat16: "bfloat16", torch.float64: "double",
@@ -45,8 +51,78 @@ def _pow(t, node, leaf):
     return _binary("**")(t, node, leaf)
 
 
-def _reciprocal(t, node, leaf):
-    return Piece(node.name, f"1 / {tok(node.args[0].name)}", refs=[node.args[0].name], hint="inv")
+def _real(v) -> str:
+    """A number as a keyword's value: `0.2`, `(-0.5)`, `inf`."""
+    text = {float("inf"): "inf", float("-inf"): "-inf"}.get(float(v)) or repr(float(v))
+    return f"({text})" if text.startswith("-") else text
+
+
+def _keywords(op, *names_defaults, hint=None):
+    """An operation whose ATen arguments after the tensor are the language's keywords, in
+    order (`leaky_relu negative_slope=0.2`, `elu alpha=0.5`); a default is left out."""
+    def f(t, node, leaf):
+        words = [op]
+        for i, (name, default) in enumerate(names_defaults):
+            v = arg(node, i + 1, name, default)
+            if hasattr(v, "meta") or isinstance(v, bool):
+                return t.opaque(node, f"a {op} with a tensor or boolean {name}")
+            if name in ("scale", "input_scale"):          # aten.elu's, which F.elu leaves at 1
+                if v != 1:
+                    return t.opaque(node, f"an elu with {name}={v}")
+                continue
+            if v is not None and float(v) != float(default):
+                words.append(f"{name}={_real(v)}")
+        return Piece(node.name, " ".join(words), node.args[0].name, hint=hint or leaf or op)
+    return f
+
+
+def _glu(t, node, leaf):
+    """F.glu halves an axis: `glu A`, with the assumption that a named axis is even."""
+    x = val(node.args[0])
+    d = arg(node, 1, "dim", -1)
+    whole = t.size(x.shape[d])
+    if not whole.isdigit():
+        t.sizes.assumes.append(f"{whole if whole.isidentifier() else f'({whole})'} % 2 == 0")
+    return Piece(node.name, f"glu {d - x.dim() if d == x.dim() - 1 else d}", node.args[0].name, hint="glu")
+
+
+def _round(t, node, leaf):
+    decimals = node.kwargs.get("decimals", 0)
+    text = "round" + (f" decimals={int(decimals)}" if decimals else "")
+    return Piece(node.name, text, node.args[0].name, hint="round")
+
+
+def _hardtanh(t, node, leaf):
+    """F.hardtanh (nn.ReLU6 is hardtanh(0, 6)): `relu6`, else `clamp min=.. max=..`."""
+    lo, hi = arg(node, 1, "min_val", -1.0), arg(node, 2, "max_val", 1.0)
+    if float(lo) == 0 and float(hi) == 6:
+        return Piece(node.name, "relu6", node.args[0].name, hint=leaf or "relu6")
+    return Piece(node.name, f"clamp min={_real(lo)} max={_real(hi)}", node.args[0].name, hint=leaf or "clamped")
+
+
+def _nan_to_num(t, node, leaf):
+    words = ["nan_to_num"]
+    for i, name in enumerate(("nan", "posinf", "neginf")):
+        v = arg(node, i + 1, name, None)
+        if v is not None and (name != "nan" or float(v) != 0):
+            words.append(f"{name}={_real(v)}")
+    return Piece(node.name, " ".join(words), node.args[0].name, hint="finite")
+
+
+def _logical(t, node, leaf):
+    """torch.logical_and / or / xor: the piped tensor and another, a bool tensor."""
+    a, b = node.args[0], node.args[1]
+    op = target_name(node).split(".")[1]
+    if not (hasattr(b, "meta") and is_tensor(b)):
+        return t.opaque(node, f"a {op} with a number")
+    return Piece(node.name, f"{op} {tok(b.name)}", a.name, refs=[b.name],
+                 hint={"and": "both", "or": "either", "xor": "one_of"}[op[8:]])
+
+
+def _bitwise_not(t, node, leaf):
+    if dtype_word(val(node.args[0])) != "bool":
+        return t.opaque(node, "a bitwise not of whole numbers")
+    return Piece(node.name, "logical_not", node.args[0].name, hint=leaf or "logical_not")
 
 
 def _dropout(t, node, leaf):
@@ -99,7 +175,8 @@ def _binary(sign):
                 scale = _scale_text(t, val(a.args[0]), float(b))     # (q @ k^T) * (1/sqrt(Dh))
             if scale:
                 return Piece(node.name, f"scale {scale}", a.name, hint="scaled")
-        hint = {"+": "res", "-": "diff", "*": "prod", "/": "quot", "**": "pw", **COMPARE_HINTS}[sign]
+        hint = {"+": "res", "-": "diff", "*": "prod", "/": "quot", "**": "pw", "&": "both", "|": "either",
+            "^": "one_of", **COMPARE_HINTS}[sign]
         return Piece(node.name, f"{ta} {sign} {tb}", refs=[x.name for x in (a, b) if hasattr(x, "meta")],
                      hint=hint)
     return f
@@ -114,21 +191,29 @@ def _scale_text(t, x, factor: float) -> str | None:
 
 
 def _masked_fill(t, node, leaf):
+    """`mask M` for -inf (attention's masks), else `masked_fill M V`."""
     x, m, value = node.args[0], node.args[1], node.args[2]
-    if dtype_word(val(m)) != "bool" or hasattr(value, "meta") or isinstance(value, bool):
+    if dtype_word(val(m)) != "bool" or hasattr(value, "meta"):
         return t.opaque(node, "a masked_fill by a tensor value or with a mask that is not bool")
     if isinstance(value, float) and value == float("-inf"):
         return Piece(node.name, f"mask {tok(m.name)}", x.name, refs=[m.name], hint="masked")
-    if dtype_word(val(x)) == "float":
-        fill = repr(float(value))
+    kind = dtype_word(val(x))
+    if kind == "bool":
+        if not isinstance(value, bool) and value not in (0, 1):
+            return t.opaque(node, "a masked_fill of a bool tensor with a number")
+        fill = "true" if value else "false"
+    elif isinstance(value, bool):
+        return t.opaque(node, "a masked_fill of numbers with a boolean")
+    elif kind == "float":
+        if math.isnan(value):
+            return t.opaque(node, "a masked_fill with NaN")
+        fill = _real(value)
     elif float(value).is_integer():
         fill = str(int(value))
+        fill = f"({fill})" if fill.startswith("-") else fill
     else:
         return t.opaque(node, "a masked_fill of whole numbers with a fraction")
-    if val(x).shape != val(node).shape or "inf" in fill or "nan" in fill:
-        return t.opaque(node, "a masked_fill whose mask is larger than the tensor, or by infinity")
-    fill = f"({fill})" if fill.startswith("-") else fill
-    return Piece(node.name, f"where({tok(m.name)}, {fill}, {tok(x.name)})", refs=[m.name, x.name], hint="filled")
+    return Piece(node.name, f"masked_fill {tok(m.name)} {fill}", x.name, refs=[m.name], hint="filled")
 
 
 def _where(t, node, leaf):
@@ -215,7 +300,18 @@ def _expand_as(t, node, leaf):
 
 TABLE.update({
     **{f"aten.{op}.default": _unary(op) for op in UNARY},
-    "aten.pow.Tensor_Scalar": _pow, "aten.reciprocal.default": _reciprocal,
+    **{f"aten.{op}.default": _unary(name) for op, name in RENAMED.items()},
+    "aten.round.decimals": _round,
+    "aten.leaky_relu.default": _keywords("leaky_relu", ("negative_slope", 0.01)),
+    "aten.elu.default": _keywords("elu", ("alpha", 1.0), ("scale", 1), ("input_scale", 1)),
+    "aten.celu.default": _keywords("celu", ("alpha", 1.0)),
+    "aten.glu.default": _glu,
+    "aten.hardtanh.default": _hardtanh, "aten.nan_to_num.default": _nan_to_num,
+    **{f"aten.logical_{op}.default": _logical for op in ("and", "or", "xor")},
+    **{f"aten.{op}.{kind}": _binary(sign) for sign, ops in BITWISE.items() for op in ops
+       for kind in ("Tensor", "Scalar")},
+    "aten.bitwise_not.default": _bitwise_not,
+    "aten.pow.Tensor_Scalar": _pow,
     "aten.dropout.default": _dropout, "aten.clone.default": _identity, "aten.alias.default": _identity,
     "aten.detach.default": _identity, "aten.lift_fresh_copy.default": _identity,
     "aten._to_copy.default": _to, "aten.to.dtype": _to, "aten.to.dtype_layout": _to, "aten.type_as.default": _to,

@@ -1,5 +1,6 @@
-"""Import, the steps with weights and attention: linear, layer norm, RMS norm, embedding, and
-scaled_dot_product_attention written out as shapelang operations.
+"""Import, the steps with weights and attention: linear, layer, RMS, group and batch norms
+(with their eps), embedding, and scaled_dot_product_attention written out as shapelang
+operations.
 
 A step owns its weights (`linear 3*D`, `layernorm`, `embed V D`) when no other step reads
 them; its weights go into the mapping in the order the steps run. A weight read elsewhere
@@ -37,31 +38,84 @@ def _linear(t: Translator, node, leaf):
     return Piece(node.name, text, refs=refs, hint=leaf or "proj")
 
 
+def _eps(eps, default) -> str:
+    """` eps=1e-06` when it is not the operation's default."""
+    return "" if eps is None or math.isclose(eps, default, rel_tol=1e-9) else f" eps={num_text(float(eps))}"
+
+
 def _layer_norm(t: Translator, node, leaf):
     x, shape, w, b = node.args[0], node.args[1], arg(node, 2, "weight"), arg(node, 3, "bias")
     eps = arg(node, 4, "eps", LN_EPS)
     if len(shape) != 1:
         return t.opaque(node, "a layer norm over several axes")
+    if w is None and b is not None:
+        return t.opaque(node, "a layer norm with a bias and no weight")
     if w is None:
-        return t.opaque(node, "a layer norm without learned weights")
-    if not math.isclose(eps, LN_EPS, rel_tol=1e-9):
-        return t.opaque(node, f"eps={eps}; shapelang's layernorm uses {LN_EPS}")
+        return Piece(node.name, "layernorm elementwise_affine=false" + _eps(eps, LN_EPS), x.name,
+                     hint=leaf or "ln")
     if not (t.owned(w) and t.owned(b)):
         return t.opaque(node, "a layer norm whose weights other steps read too")
-    return Piece(node.name, "layernorm" + (" bias=false" if b is None else ""), x.name,
+    return Piece(node.name, "layernorm" + _eps(eps, LN_EPS) + (" bias=false" if b is None else ""), x.name,
                  weight=("layernorm", _weights(t, weight=w, bias=b)), hint=leaf or "ln", strong=True)
 
 
 def _rms_norm(t: Translator, node, leaf):
     x, shape, w, eps = node.args[0], node.args[1], arg(node, 2, "weight"), arg(node, 3, "eps")
-    if len(shape) != 1 or w is None:
-        return t.opaque(node, "an RMS norm over several axes or without weights")
-    if eps is not None:
-        return t.opaque(node, f"eps={eps}; shapelang's rmsnorm uses nn.RMSNorm's default")
+    if len(shape) != 1:
+        return t.opaque(node, "an RMS norm over several axes")
+    text = "rmsnorm" + ("" if eps is None else f" eps={num_text(float(eps))}")
+    if w is None:
+        return Piece(node.name, text + " elementwise_affine=false", x.name, hint=leaf or "norm")
     if not t.owned(w):
         return t.opaque(node, "an RMS norm whose weight other steps read too")
-    return Piece(node.name, "rmsnorm", x.name, weight=("rmsnorm", _weights(t, weight=w)),
+    return Piece(node.name, text, x.name, weight=("rmsnorm", _weights(t, weight=w)),
                  hint=leaf or "norm", strong=True)
+
+
+def _group_norm(t: Translator, node, leaf):
+    """nn.GroupNorm: `groupnorm G [eps=..] [affine=false]`, with `assume C % G == 0`."""
+    x, groups, w, b = node.args[0], node.args[1], arg(node, 2, "weight"), arg(node, 3, "bias")
+    eps = arg(node, 4, "eps", LN_EPS)
+    if (w is None) != (b is None):
+        return t.opaque(node, "a group norm with only one of weight and bias")
+    if w is not None and not (t.owned(w) and t.owned(b)):
+        return t.opaque(node, "a group norm whose weights other steps read too")
+    channels = t.size(val(x).shape[1])
+    if not channels.isdigit() and int(groups) > 1:
+        whole = channels if channels.isidentifier() else f"({channels})"
+        t.sizes.assumes.append(f"{whole} % {int(groups)} == 0")
+    text = f"groupnorm {int(groups)}" + _eps(eps, LN_EPS) + (" affine=false" if w is None else "")
+    weight = None if w is None else ("groupnorm", _weights(t, weight=w, bias=b))
+    return Piece(node.name, text, x.name, weight=weight, hint=leaf or "gn", strong=w is not None)
+
+
+def _batch_norm(t: Translator, node, leaf):
+    """nn.BatchNorm1d/2d in eval mode: `batchnorm [eps=..] [momentum=..]`, its running mean
+    and variance (and count) copied by name with its weights."""
+    x, w, b, mean, var = (node.args[0], *(arg(node, i, n) for i, n in
+                                          enumerate(("weight", "bias", "running_mean", "running_var"), 1)))
+    training, momentum, eps = arg(node, 5, "training", False), arg(node, 6, "momentum", 0.1), \
+        arg(node, 7, "eps", LN_EPS)
+    if training or mean is None or var is None:
+        return t.opaque(node, "a batch norm from the batch's own statistics (training, or no running stats)")
+    if (w is None) != (b is None):
+        return t.opaque(node, "a batch norm with only one of weight and bias")
+    tensors = {"weight": w, "bias": b, "running_mean": mean, "running_var": var}
+    tensors = {k: v for k, v in tensors.items() if v is not None}
+    if not all(t.owned(v) and t.source(v) for v in tensors.values()):
+        return t.opaque(node, "a batch norm whose weights other steps read too")
+    weights = _weights(t, **tensors)
+    count = weights["running_mean"].rpartition(".")[0]
+    count = (count + "." if count else "") + "num_batches_tracked"
+    if t.buffers is not None and count in t.buffers:
+        weights["num_batches_tracked"] = count
+    text = "batchnorm" + _eps(eps, LN_EPS)
+    if momentum is None:
+        return t.opaque(node, "a batch norm with a cumulative average (momentum=None)")
+    if not math.isclose(momentum, 0.1, rel_tol=1e-9):
+        text += f" momentum={num_text(float(momentum))}"
+    text += " affine=false" if w is None else ""
+    return Piece(node.name, text, x.name, weight=("batchnorm", weights), hint=leaf or "bn", strong=True)
 
 
 def _embedding(t: Translator, node, leaf):
@@ -126,6 +180,7 @@ TABLE.update({
     "aten.linear.default": _linear,
     "aten.layer_norm.default": _layer_norm,
     "aten.rms_norm.default": _rms_norm,
+    "aten.group_norm.default": _group_norm, "aten.batch_norm.default": _batch_norm,
     "aten.embedding.default": _embedding,
     "aten.scaled_dot_product_attention.default": _sdpa,
 })

@@ -8,6 +8,7 @@ through `Sizes`; what has no faithful spec form becomes an `opaque` step with a 
 """
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import dataclass, field
 
@@ -17,7 +18,7 @@ from .graph import arg, dtype_word, is_tensor, target_name, tok, val
 from .load import ImportFailure
 from .sizes import Sizes
 
-LN_EPS = 1e-5   # nn.LayerNorm's default, the only one a generated module uses
+LN_EPS = 1e-5   # nn.LayerNorm's default (and GroupNorm's, BatchNorm's): written only when other
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Translator:
         self.sizes = sizes
         self.params = params          # placeholder name -> (kind, fqn)
         self.shared = shared          # placeholder names used other than by one module step
+        self.buffers: set | None = None   # the module's state_dict names (a batch norm's count)
         self.n = 0
 
     # -------------------------------------------------------------- helpers
@@ -210,7 +212,7 @@ def _slice(t, node, leaf):
     d = d + x.dim() if d < 0 else d
     start, end, step = arg(node, 2, "start", None), arg(node, 3, "end", None), arg(node, 4, "step", 1)
     size = x.shape[d]
-    if step != 1:
+    if not isinstance(step, int) or step < 1:
         return t.opaque(node, f"a slice with step {step}")
     start = 0 if start is None else _sym(start)
     end = size if end is None else _sym(end)
@@ -218,12 +220,86 @@ def _slice(t, node, leaf):
         end = size
     if isinstance(start, int) and start < 0 or isinstance(end, int) and end < 0:
         return t.opaque(node, "a slice counted from the end")
-    if start == 0 and _same_size(end, size):
+    if start == 0 and _same_size(end, size) and step == 1:
         return None
     from .patterns import half
     first = half(t, start, size) or t.size(start)
     last = half(t, end, size) or t.size(end)
-    return Piece(node.name, f"slice {d} {first} {last}", node.args[0].name, hint="s")
+    every = f" step={step}" if step != 1 else ""
+    return Piece(node.name, f"slice {d} {first} {last}{every}", node.args[0].name, hint="s")
+
+
+def _number(t, x) -> str:
+    """A shift, a padding or a count as written: a number stays a number (a shift of 2 is no
+    size `Hkv` that happens to be 2); a size the module computed is written in named sizes."""
+    x = _sym(x)
+    return str(int(x)) if isinstance(x, int) else t.size(x)
+
+
+def _flip(t, node, leaf):
+    rank = val(node).dim()
+    dims = [d + rank if d < 0 else d for d in node.args[1]]
+    if not dims:
+        return None
+    return Piece(node.name, "flip " + " ".join(map(str, dims)), node.args[0].name, hint="flip")
+
+
+def _roll(t, node, leaf):
+    """torch.roll: shifts (numbers, or sizes) along axes; without axes, the flattened tensor."""
+    rank = val(node).dim()
+    shifts, dims = list(node.args[1]), list(arg(node, 2, "dims", []) or [])
+    texts = [_number(t, s) for s in shifts]
+    if not dims:
+        if len(texts) != 1:
+            return t.opaque(node, "a roll of the flattened tensor by several shifts")
+        return Piece(node.name, f"roll {texts[0]}", node.args[0].name, hint="roll")
+    dims = [d + rank if d < 0 else d for d in dims]
+    if len(dims) == 1:
+        return Piece(node.name, f"roll {texts[0]} {dims[0]}", node.args[0].name, hint="roll")
+    return Piece(node.name, f"roll [{', '.join(texts)}] [{', '.join(map(str, dims))}]", node.args[0].name,
+                 hint="roll")
+
+
+def _narrow(t, node, leaf):
+    x = val(node.args[0])
+    d = node.args[1] + x.dim() if node.args[1] < 0 else node.args[1]
+    start, length = _sym(node.args[2]), _sym(node.args[3])
+    if isinstance(start, int) and start < 0:
+        if not isinstance(x.shape[d], int):
+            return t.opaque(node, "a narrow counted from the end of a dynamic axis")
+        start += x.shape[d]
+    first, count = _number(t, start), _number(t, length)
+    whole = t.size(x.shape[d])
+    if isinstance(start, int) and isinstance(length, int) and isinstance(x.shape[d], int) \
+            and not whole.lstrip("-").isdigit():
+        t.sizes.assumes.append(f"{whole} >= {start + length}")    # a named width, wide enough
+    return Piece(node.name, f"narrow {d} {first} {count}", node.args[0].name, hint="nar")
+
+
+def _pad(t, node, leaf):
+    """F.pad with mode "constant" (aten.pad, aten.constant_pad_nd): `pad [L, R, ..] value=V`."""
+    name = target_name(node)
+    mode = "constant" if name == "aten.constant_pad_nd.default" else arg(node, 2, "mode", "constant")
+    value = arg(node, 2 if name == "aten.constant_pad_nd.default" else 3, "value", None)
+    if mode != "constant":
+        return t.opaque(node, f'a pad with mode "{mode}"')
+    if value is not None and (hasattr(value, "meta") or isinstance(value, bool) or math.isnan(value)):
+        return t.opaque(node, "a pad by a tensor, a boolean or NaN")
+    sizes = ", ".join(_number(t, p) for p in node.args[1])
+    text = f"pad [{sizes}]"
+    if value:
+        fill = {float("inf"): "inf", float("-inf"): "-inf"}.get(value) or repr(float(value)) \
+            if isinstance(value, float) else str(int(value))
+        text += f" value={fill if not fill.startswith('-') else f'({fill})'}"
+    return Piece(node.name, text, node.args[0].name, hint="pad")
+
+
+def _tile(t, node, leaf):
+    """torch.tile, and Tensor.repeat (the same where it names every axis)."""
+    counts = [_number(t, c) for c in node.args[1]]
+    if target_name(node) == "aten.repeat.default" and len(counts) < val(node.args[0]).dim():
+        return t.opaque(node, "a repeat with fewer counts than axes")
+    return Piece(node.name, f"tile [{', '.join(counts)}]", node.args[0].name, hint="tile")
 
 
 def _flatten(t, node, leaf):
@@ -286,32 +362,6 @@ def _unbind(t, node, leaf):
             for u in sorted(node.users, key=lambda u: u.args[1]) if u.target is operator.getitem]
 
 
-def _reduce(t, node, leaf):
-    x = val(node.args[0])
-    dims = arg(node, 1, "dim", None)
-    keep = arg(node, 2, "keepdim", False)
-    if dims is None or len(dims) != 1 or node.kwargs.get("dtype") is not None:
-        return t.opaque(node, "a reduction over several axes")
-    d = dims[0]
-    d = d - x.dim() if d >= 0 and d == x.dim() - 1 else d
-    op = target_name(node).split(".")[1]
-    return Piece(node.name, f"{op} {d}" + (" keepdim" if keep else ""), node.args[0].name, hint=op)
-
-
-def _var(t, node, leaf):
-    if target_name(node) == "aten.var.dim":          # var(x, dim, unbiased, keepdim)
-        correction = 1 if arg(node, 2, "unbiased", True) else 0
-        keep = arg(node, 3, "keepdim", False)
-    else:
-        correction = node.kwargs.get("correction", 1)
-        keep = node.kwargs.get("keepdim", False)
-    if correction not in (0, 1, None) or len(arg(node, 1, "dim", []) or []) != 1:
-        return t.opaque(node, f"a variance with correction {correction} or over several axes")
-    d = arg(node, 1, "dim")[0]
-    return Piece(node.name, f"var {d}" + (" keepdim" if keep else "") + (" correction=0" if correction == 0 else ""),
-                 node.args[0].name, hint="var")
-
-
 def _softmax(t, node, leaf):
     rank = val(node).dim()
     d = node.args[1]
@@ -358,13 +408,14 @@ TABLE = {
     "aten.squeeze.default": _squeeze, "aten.expand.default": _expand,
     "aten.contiguous.default": lambda t, n, leaf: Piece(n.name, "contiguous", n.args[0].name, hint="c"),
     "aten.slice.Tensor": _slice, "aten.select.int": _select,
+    "aten.flip.default": _flip, "aten.roll.default": _roll, "aten.narrow.default": _narrow,
+    "aten.pad.default": _pad, "aten.constant_pad_nd.default": _pad, "aten.tile.default": _tile,
+    "aten.repeat.default": _tile,
     "aten.unbind.int": _unbind, "aten.split.Tensor": _split, "aten.split_with_sizes.default": _split, "aten.chunk.default": _split,
-    "aten.mean.dim": _reduce, "aten.sum.dim_IntList": _reduce, "aten.amax.default": _reduce,
-    "aten.var.correction": _var, "aten.var.dim": _var,
     "aten.softmax.int": _softmax, "aten._softmax.default": _softmax, "aten.log_softmax.int": _softmax,
     "aten._log_softmax.default": _softmax,
     "aten.matmul.default": _matmul, "aten.bmm.default": _matmul, "aten.mm.default": _matmul,
     "aten.cat.default": _cat, "aten.concat.default": _cat,
     "aten.einsum.default": _einsum,
-    "aten.repeat_interleave.self_int": _repeat_interleave, "aten.amin.default": _reduce,
+    "aten.repeat_interleave.self_int": _repeat_interleave,
 }
