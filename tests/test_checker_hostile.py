@@ -273,3 +273,12 @@ def test_numbers_beyond_a_float_are_refused_by_check(factor):
     spec = check_text(f"dim B, D\ninput x: [B, D]\ny: x -> scale {factor}\n")
     assert [d.code for d in spec.diagnostics] == ["E005"]
     assert spec.diagnostics[0].span.line == 3
+
+
+def test_a_dim_defined_twice_in_terms_of_an_unknown_one_is_reported_not_a_crash():
+    # a mangled line (`dimHiC = 3` for `dim Hi, C = 3`) leaves C unknown; Ci is then defined
+    # twice from it: every error is reported, and nothing raises
+    text = "dim B\ndimHiC = 3\ndim Cf = 2\ndim Ci = C + Cf\ndim Ci = C + Cf\nexample B=1\ninput data: [B, Ci]\n"
+    spec = check_text(text)
+    found = [(d.code, d.span.line) for d in spec.diagnostics]
+    assert ("E002", 4) in found and ("E003", 5) in found, found

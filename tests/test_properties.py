@@ -1420,11 +1420,11 @@ def test_bug_zero_dim_axes(op, want):
     assert spec.ok and _shape(spec, "y") == want, (op, _codes(spec))
 
 
-@pytest.mark.xfail(strict=True, reason="the prover cannot show that min, max, // and % of sizes "
-                   "are whole (E104) or positive (E109), though docs list them as dim expressions")
 @pytest.mark.parametrize("size, want", [("min(S, N)", 2), ("max(S, N)", 3), ("L // 2 + 1", 3),
                                        ("L % 3 + 1", 2)])
-def test_bug_min_max_floordiv_mod_sizes(size, want):
+def test_min_max_floordiv_mod_sizes_are_whole_and_positive(size, want):
+    """The dim expressions the docs list: min and max by their cases, // and % by the bounds
+    of what they round (floor(L/2) >= (L - 1)/2, L % 3 >= 0)."""
     spec = _check(f"dim S, N, L\nexample S=2, N=3, L=4\ninput X: [{size}]\ny: X -> relu\n")
     assert spec.ok, (size, _codes(spec))
     assert _shape(spec, "y") == (want,)

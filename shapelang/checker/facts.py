@@ -44,6 +44,7 @@ class Facts:
             p.declare(d.name)
             self.out.dims.append(d.name)
         self._size_params(stmts)
+        dims = list(first.values())     # a dim declared twice is defined by its first line
         for d in dims:
             if d.value is not None:
                 try:
@@ -52,7 +53,9 @@ class Facts:
                     self.report(err.at(d.span))
                     self._poison_dim(d.name)
                     continue
-                sym = p.user[d.name]
+                sym = p.user.get(d.name)
+                if sym is None:             # poisoned by an error in a definition it uses
+                    continue
                 if sym in value.free_symbols:
                     self.error("E005", f"`{d.name}` is defined in terms of itself", d.span)
                     self._poison_dim(d.name)

@@ -123,20 +123,30 @@ def nonneg_given(d: sp.Expr, conditions: list[sp.Expr]) -> bool:
 
 
 def without_rounding(d: sp.Expr) -> sp.Expr | None:
-    """A lower bound of `d` with each `floor(x)` and `ceiling(x)` (`S // 2`, a conv's output
-    length) replaced by `x` or `x -+ 1`, whichever keeps it a lower bound: floor(x) <= x <
-    floor(x) + 1 and ceiling(x) - 1 < x <= ceiling(x). None when `d` has none, or one that
-    is not a term of its own with a numeric coefficient."""
-    rounded = d.atoms(sp.floor, sp.ceiling)
+    """A lower bound of `d` with each `floor(x)`, `ceiling(x)` and `a % b` (`S // 2`, a conv's
+    output length) replaced by a bound on the side that keeps it a lower bound:
+    floor(x) <= x and ceiling(x) >= x; for x = p/q with whole p and a whole q > 0, also
+    floor(x) >= (p - q + 1)/q and ceiling(x) <= (p + q - 1)/q (else x - 1 and x + 1); and
+    0 <= a % b <= b - 1 for a whole b > 0. None when `d` has none, or one that is not a
+    term of its own with a numeric coefficient."""
+    rounded = d.atoms(sp.floor, sp.ceiling, sp.Mod)
     if not rounded:
         return None
     for f in rounded:
         c = d.coeff(f)
-        if not c.is_Number or c == 0 or f.args[0].has(sp.floor, sp.ceiling):
+        if not c.is_Number or c == 0 or f.args[0].has(sp.floor, sp.ceiling, sp.Mod):
             return None
+        if isinstance(f, sp.Mod):
+            b = f.args[1]
+            if c < 0 and not (b.is_Integer and b > 0):
+                return None
+            d = d.xreplace({f: 0 if c > 0 else b - 1})
+            continue
         x = f.args[0]
+        p, q = sp.fraction(sp.together(x))
+        slack = (q - 1) / q if q.is_Integer and q > 0 and p.is_integer else 1
         if isinstance(f, sp.floor):
-            d = d.xreplace({f: x if c < 0 else x - 1})
+            d = d.xreplace({f: x if c < 0 else x - slack})
         else:
-            d = d.xreplace({f: x if c > 0 else x + 1})
+            d = d.xreplace({f: x if c > 0 else x + slack})
     return sp.expand(d)
