@@ -44,7 +44,6 @@ class Facts:
             p.declare(d.name)
             self.out.dims.append(d.name)
         self._size_params(stmts)
-        dims = list(first.values())     # a dim declared twice is defined by its first line
         for d in dims:
             if d.value is not None:
                 try:
