@@ -6,21 +6,13 @@ The frames are dynamic: the stride-2 convolution is written for the lengths it d
 export found, and the blocks read the frames as a dim bound at each call."""
 from __future__ import annotations
 
-import math
-
 import pytest
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F
 from import_kit import floats, round_trip
+from test_model_whisper import sinusoids
 from torch import nn
-
-
-def sinusoids(length, channels, max_timescale=10000):
-    log_inc = math.log(max_timescale) / (channels // 2 - 1)
-    inv = torch.exp(-log_inc * torch.arange(channels // 2))
-    t = torch.arange(length)[:, None] * inv[None, :]
-    return torch.cat([torch.sin(t), torch.cos(t)], dim=1)
 
 
 class MultiHeadAttention(nn.Module):

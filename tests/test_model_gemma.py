@@ -12,9 +12,7 @@ from pathlib import Path
 import pytest
 from test_model_llama2 import _pairs as llama_pairs
 from test_model_llama2 import _reference as llama_reference
-from torch_shapes import REDUCED, checked, module, outputs_match, same_random_weights
-
-from shapelang.codegen import runner
+from torch_shapes import REDUCED, checked, module, outputs_match, same_random_weights, total_at
 
 SPEC = Path(__file__).resolve().parent.parent / "specs" / "gemma_2b.shape"
 SIZES = [{k: v for k, v in s.items() if k not in ("B", "S")} for s in REDUCED["gemma_2b"]]
@@ -23,11 +21,6 @@ SIZES = [{k: v for k, v in s.items() if k not in ("B", "S")} for s in REDUCED["g
 def _spec():
     return checked(SPEC.read_text(), "gemma_2b.shape")
 
-
-def _total(spec, **sizes):
-    values = runner.resolve_sizes(spec, sizes)
-    env = {spec.prover.user[n]: v for n, v in values.items()}
-    return int(spec.total_params.subs(env))
 
 
 def test_parameter_total_is_the_published_one():
@@ -40,7 +33,7 @@ def test_parameter_total_is_the_published_one():
 def test_gemma_7b_is_the_same_spec_with_other_sizes():
     # Gemma-7B: hidden 3072, 28 layers, 16 heads of 256 (16 * 256 = 4096, not 3072), 16
     # key/value heads, intermediate 24576; Hugging Face counts 8,537,680,896 parameters.
-    assert _total(_spec(), D=3072, L=28, H=16, G=16, F=24576) == 8_537_680_896
+    assert total_at(_spec(), D=3072, L=28, H=16, G=16, F=24576) == 8_537_680_896
 
 
 def _reference(torch, V, D, H, G, Dh, F, L):

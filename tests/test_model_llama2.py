@@ -8,9 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
-from torch_shapes import checked, module, outputs_match, same_random_weights
-
-from shapelang.codegen import runner
+from torch_shapes import checked, module, outputs_match, same_random_weights, total_at
 
 SPEC = Path(__file__).resolve().parent.parent / "specs" / "llama2_7b.shape"
 
@@ -19,23 +17,18 @@ def _spec():
     return checked(SPEC.read_text(), "llama2_7b.shape")
 
 
-def _total(spec, **sizes):
-    values = runner.resolve_sizes(spec, sizes)
-    env = {spec.prover.user[n]: v for n, v in values.items()}
-    return int(spec.total_params.subs(env))
-
 
 def test_parameter_total_is_the_published_one():
     spec = _spec()
     assert spec.example_value(spec.total_params) == 6_738_415_616
-    assert _total(spec) == 6_738_415_616
+    assert total_at(spec) == 6_738_415_616
 
 
 def test_llama2_70b_is_the_same_spec_with_grouped_heads():
     # Llama-2-70B: hidden 8192, 80 layers, 64 query heads, 8 key/value heads,
     # intermediate 28672; Hugging Face counts 68,976,648,192 parameters.
     spec = _spec()
-    assert _total(spec, D=8192, L=80, H=64, G=8, F=28672) == 68_976_648_192
+    assert total_at(spec, D=8192, L=80, H=64, G=8, F=28672) == 68_976_648_192
 
 
 # ------------------------------------------------------------------ a hand-written reference

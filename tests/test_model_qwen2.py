@@ -10,9 +10,7 @@ from pathlib import Path
 import pytest
 from test_model_llama2 import _pairs as llama_pairs
 from test_model_llama2 import _reference as llama_reference
-from torch_shapes import REDUCED, checked, module, outputs_match, same_random_weights
-
-from shapelang.codegen import runner
+from torch_shapes import REDUCED, checked, module, outputs_match, same_random_weights, total_at
 
 SPEC = Path(__file__).resolve().parent.parent / "specs" / "qwen2_0_5b.shape"
 
@@ -20,11 +18,6 @@ SPEC = Path(__file__).resolve().parent.parent / "specs" / "qwen2_0_5b.shape"
 def _spec():
     return checked(SPEC.read_text(), "qwen2_0_5b.shape")
 
-
-def _total(spec, **sizes):
-    values = runner.resolve_sizes(spec, sizes)
-    env = {spec.prover.user[n]: v for n, v in values.items()}
-    return int(spec.total_params.subs(env))
 
 
 def test_parameter_total_is_the_published_one():
@@ -39,7 +32,7 @@ def test_parameter_total_is_the_published_one():
 def test_qwen2_1_5b_is_the_same_spec_with_other_sizes():
     # Qwen2-1.5B: hidden 1536, 28 layers, 12 heads, 2 key/value heads, intermediate 8960,
     # tied embeddings; Hugging Face counts 1,543,714,304 parameters.
-    assert _total(_spec(), D=1536, L=28, H=12, G=2, F=8960) == 1_543_714_304
+    assert total_at(_spec(), D=1536, L=28, H=12, G=2, F=8960) == 1_543_714_304
 
 
 def _reference(torch, V, D, H, G, F, L):

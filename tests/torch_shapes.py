@@ -18,6 +18,15 @@ def shape_at(spec, name: str, sizes: dict) -> tuple:
     raise KeyError(name)
 
 
+def total_at(spec, **sizes) -> int:
+    """The spec's parameter total at other sizes (Qwen2-1.5B from Qwen2-0.5B's spec)."""
+    from shapelang.codegen import runner
+
+    values = runner.resolve_sizes(spec, sizes)
+    env = {spec.prover.user[n]: v for n, v in values.items()}
+    return int(spec.total_params.subs(env))
+
+
 def checked(text: str, path: str = "<test>"):
     spec = check(text, path)
     assert spec.ok, [(d.code, d.message) for d in spec.diagnostics]
