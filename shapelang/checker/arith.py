@@ -15,13 +15,14 @@ OPERATORS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "**": "pow", "//": 
              "%": "mod", "@": "matmul", "&": "bitwise_and", "|": "bitwise_or", "^": "bitwise_xor"}
 SYMBOLS = {name: sym for sym, name in OPERATORS.items()}
 ELEMENTWISE = tuple(name for name in SYMBOLS if name != "matmul")
+BITWISE = tuple(dtypes.BITWISE.values())     # `&`, `|`, `^`
 
 
 def _precedence(c, node: BinOp, texts) -> None:
     """W203 on `q - k < W & m`: Python (and so PyTorch) reads it as `q - k < (W & m)`, where a
     learner meant `(q - k < W) & m`. Parentheses around the operand say it is meant."""
     for side, text in ((node.left, texts[0]), (node.right, texts[1])):
-        if not (isinstance(side, BinOp) and side.op in ("&", "|", "^")) or _wrapped(side, node):
+        if not (isinstance(side, BinOp) and side.op in BITWISE) or _wrapped(side, node):
             continue
         a, b = (f"({c.source_of(n)})" if _wrapped(n, side) else c.source_of(n) for n in (side.left, side.right))
         split = f"({texts[0]} {node.op} {a}) {side.op} {b}" if side is node.right else \
@@ -59,7 +60,7 @@ def binop(c, node: BinOp):
         res, refs = ops.compare(c.ctx, a, b, texts, node.span, node.op)
         return c.emit(ops.COMPARISONS[node.op], text, node.span, refs, res)[0]
     if not ta and not tb:
-        if node.op in ("&", "|", "^"):
+        if node.op in BITWISE:
             raise ShapeError("E112", f"`{text}` combines two sizes; `{node.op}` combines bool masks or "
                              "int tensors", span=node.span)
         return c.build(node, allow_real=True)
@@ -75,7 +76,7 @@ def binop(c, node: BinOp):
         ref = c._tensor_refs
         ref[id(node.left)], ref[id(node.right)] = a[1], b[1]
         return c.emit("matmul", text, node.span, [a[1], b[1]], res)[0]
-    names = OPERATORS
+    name = OPERATORS[node.op]
     if ta and tb:
         try:
             shape = ops.broadcast(c.ctx, [a[0].shape, b[0].shape],
@@ -83,12 +84,12 @@ def binop(c, node: BinOp):
         except ShapeError as err:
             raise causes.operands(c, err, node, a, b) from None
         out = elementwise([a[0], b[0]], shape, Geometry(c.prover.canon, c.same))
-        res = ops.Result((replace(out, dtype=dtypes.binary(names[node.op], a[0], b[0], node.span,
+        res = ops.Result((replace(out, dtype=dtypes.binary(name, a[0], b[0], node.span,
                                                            texts)),))
-        return c.emit(names[node.op], text, node.span, [a[1], b[1]], res)[0]
+        return c.emit(name, text, node.span, [a[1], b[1]], res)[0]
     t, s = (a, b) if ta else (b, a)
-    dt = dtypes.with_scalar(names[node.op], t[0], s, not ta, node.span, texts)
+    dt = dtypes.with_scalar(name, t[0], s, not ta, node.span, texts)
     res = ops.Result((replace(dense_like(t[0], c.prover.canon), dtype=dt),),
                      detail={"scalar": s, "scalar_left": not ta})
-    return c.emit(names[node.op], text, node.span, [t[1]], res)[0]
+    return c.emit(name, text, node.span, [t[1]], res)[0]
 
