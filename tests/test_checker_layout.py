@@ -9,6 +9,7 @@ import itertools
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from shapelang.checker.checker import check_text
 
@@ -227,7 +228,7 @@ def _checker_strides(spec, name):
     return None
 
 
-@settings(max_examples=1500, deadline=None, derandomize=True, database=None,
+@settings(max_examples=examples(1500), deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(pipelines())
 def test_view_legality_and_strides_agree_with_torch(p):

@@ -23,6 +23,7 @@ import warnings
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from shapelang import codegen
 from shapelang.checker.checker import check_text
@@ -108,7 +109,7 @@ def import_guarded(source: str, name: str) -> dict:
     return module.__dict__
 
 
-@settings(max_examples=150, deadline=None, derandomize=True,
+@settings(max_examples=examples(150), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(names=st.lists(NAME, min_size=len(KEYS), max_size=len(KEYS), unique=True),
        comments=st.lists(TEXT, min_size=3, max_size=3),
@@ -142,7 +143,7 @@ IDENTIFIER = st.text(st.characters(categories=("Lu", "Ll", "Lt", "Lm", "Lo", "Nl
                      min_size=1, max_size=8)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(name=st.one_of(st.sampled_from(HOSTILE), IDENTIFIER, st.text(max_size=8)))
 def test_every_name_maps_to_a_safe_identifier(name):
     for private in (True, False):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
+from tiers import examples
 
 from shapelang import check, render_check, to_json, trace
 from shapelang.checker import dtypes
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 F = torch.nn.functional
 ALL = list(dtypes.ORDER)
-SETTINGS = settings(max_examples=250, derandomize=True, deadline=None)
+SETTINGS = settings(max_examples=examples(250), derandomize=True, deadline=None)
 
 
 def tdtype(name: str):

@@ -212,7 +212,7 @@ def test_a_fifo_is_refused_without_waiting(tmp_path):
     os.mkfifo(up / "answers.shape")
     start = time.monotonic()
     status, out = grade(ex, up / "answers.shape", fmt="json")
-    assert time.monotonic() - start < 20
+    assert time.monotonic() - start < 60     # a FIFO would block forever: refused, not opened
     assert status == 1 and out["submissions"][0]["score"] == 0
     assert "not a regular file" in out["submissions"][0]["error"]
     status, out = grade(ex, up)

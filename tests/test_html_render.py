@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from tiers import checked as shared_check
 
 import shapelang
 from shapelang.render.html import trace_fragment, trace_html, trace_svg
@@ -38,7 +39,7 @@ def mha():
 
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
 def test_every_spec_draws_every_binding_and_fetches_nothing(path):
-    spec = shapelang.check_file(str(path))
+    spec = shared_check(path)
     page = trace_html(spec)
     drawn = set(re.findall(r'data-binding="([^"]*)"', page))
     assert _names(spec) <= drawn

@@ -4,13 +4,11 @@ tell apart, a module export cannot trace). And the `opaque` operation in the lan
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from cli_kit import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,9 +77,9 @@ MODELS = textwrap.dedent('''
 
 
 def _run(tmp_path, *args):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "shapelang", *args], cwd=tmp_path, capture_output=True,
-                          text=True, env=env, timeout=600, check=False)
+    """The command in-process (the exit code and the stderr a shell would see; the process
+    boundary itself is tested in tests/test_import_hostile.py)."""
+    return run_cli(*args, cwd=tmp_path)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ equal parameter totals (the round trip of test_import_roundtrip, by the public A
 from __future__ import annotations
 
 import pytest
+from tiers import examples
 
 torch = pytest.importorskip("torch")
 hypothesis = pytest.importorskip("hypothesis")
@@ -65,7 +66,7 @@ class Drawn(nn.Module):
         return x
 
 
-@settings(max_examples=8, deadline=None, derandomize=True,
+@settings(max_examples=examples(8), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(kinds=st.lists(st.sampled_from(KINDS), min_size=1, max_size=5),
        d=st.sampled_from([24, 40]), embed=st.booleans(), seed=st.integers(0, 3))

@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("lsprotocol", reason="the language server needs the `lsp` extra")
 from lsprotocol import types as t
+from tiers import sample
 
 import shapelang
 from shapelang.lsp import completion, findings, hover, navigation
@@ -58,7 +59,9 @@ def test_every_proved_fix_is_a_quick_fix_that_clears_its_finding():
     assert applied >= 5
 
 
-@pytest.mark.parametrize("path", SPECS + BUGS[:8], ids=lambda p: p.name)
+# the default tier: four specs of different kinds and every tenth of the others
+@pytest.mark.parametrize("path", sample(SPECS + BUGS[:8], every=10, ids=lambda p: p.name, always={
+    "mha_self_attention", "llama2_7b_step", "layout", "w301_cross_keys_reshape"}))
 def test_features_answer_at_every_position(path):
     an = _analysis(path)
     got = findings.diagnostics(an, findings.CodeDocs())

@@ -36,6 +36,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import pytest
+from tiers import examples
 
 hypothesis = pytest.importorskip("hypothesis")
 torch = pytest.importorskip("torch")
@@ -1222,7 +1223,7 @@ def check_against_torch(prog: Program, depth=0):
 COUNTS: dict = {}
 
 
-@settings(max_examples=1200, deadline=None, derandomize=True, database=None,
+@settings(max_examples=examples(1200), deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(programs())
 def test_pipelines_agree_with_torch(prog):
@@ -1235,7 +1236,7 @@ LAYOUT_OPS = ["transpose", "permute", "reshape", "reshape", "reshape", "expand",
               "pointwise", "elementwise", "scalar"]
 
 
-@settings(max_examples=600, deadline=None, derandomize=True, database=None,
+@settings(max_examples=examples(600), deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(programs(ops=LAYOUT_OPS, p_broken=0.0))
 def test_layout_pipelines_agree_with_torch(prog):

@@ -2,6 +2,7 @@
 import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from shapelang.checker.dims import _CMP
 from shapelang.checker.prover import Prover
@@ -164,7 +165,7 @@ HOLDS = {"equal": lambda a, b: a == b, "leq": lambda a, b: a <= b,
          "whole": lambda a: a.denominator == 1, "positive": lambda a: a > 0}
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@settings(max_examples=examples(300), deadline=None, derandomize=True, database=None)
 @given(st.lists(st.sampled_from(range(len(ASSUMPTIONS))), max_size=3, unique=True),
        st.sampled_from(range(len(CONDITIONS))))
 def test_verdicts_are_sound_against_brute_force(assumed, cond):

@@ -3,16 +3,16 @@
 Each reproduction of the issue is a test here, with its neighbours of the same
 class: big files of many statements, long lines, files with many lines that do
 not parse, a byte-order mark, trailing blank lines, `**` in operation arguments.
-Times are generous bounds ("finishes within N s"), not measurements: the
-benchmark is `python -m bench`. They count this process's CPU seconds
-(time.process_time), so that other work on a shared machine does not fail them.
+The guards bound the work (the calls the checker makes, tests/work.py), not
+seconds, which a busy machine stretches; the timings are in bench/
+(`python -m bench.hostile_inputs`).
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
+from work import bounded, linear
 
 from shapelang.checker.checker import check_text
 from shapelang.syntax.nodes import Binding
@@ -27,13 +27,13 @@ from shapelang.syntax.recovery import MAX_NOTES
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = (ROOT / "exercises" / "solutions" / "02_split_heads.shape").read_text()
-BOUND_S = 2.0      # CPU seconds: "well under 1 s" on the project's machine, with room to spare
+# calls of one check of a hostile file: the worst case here makes about 2.1 million (160 KB of
+# long pipelines); a blow-up (a quadratic recovery, an exponential proof) makes far more
+BOUND_CALLS = 5_000_000
 
 
-def timed_check(text):
-    t0 = time.process_time()
-    spec = check_text(text, "upload.shape")
-    return spec, time.process_time() - t0
+def bounded_check(text):
+    return bounded(lambda: check_text(text, "upload.shape"), BOUND_CALLS)
 
 
 def syntax_errors(spec):
@@ -70,8 +70,7 @@ def test_a_16kb_file_with_60_broken_lines_is_checked_quickly_and_reported_in_bou
     text, bad_lines = mixed_file(400, 60)
     assert len(text.encode()) > 16_000
     text += "last: Q -> transpose 0 9\n"          # a checker error after all the broken lines
-    spec, seconds = timed_check(text)
-    assert seconds < BOUND_S
+    spec = bounded_check(text)
     errors = syntax_errors(spec)
     assert len(errors) == MAX_NOTES + 1
     assert [d.span.line for d in errors[:MAX_NOTES]] == bad_lines[:MAX_NOTES]
@@ -99,19 +98,17 @@ def test_every_broken_line_counts_and_only_the_first_ones_are_listed(bad):
 def test_160kb_of_long_pipelines_is_checked_within_bounds():
     line = "Qh: Q -> " + " ".join(["a"] * 60) + "\n"
     text = SOLUTION + line * (160 * 1024 // len(line))
-    spec, seconds = timed_check(text)
-    assert seconds < BOUND_S
+    spec = bounded_check(text)
     n = SOLUTION.count("\n") + 1
     assert (spec.diagnostics[0].span.line, spec.diagnostics[0].code) == (n, "E003")   # Qh again
 
 
 def test_many_short_statements_up_to_the_line_limit_parse_in_linear_time():
-    body = "".join(f"x{i}: X -> relu\n" for i in range(MAX_LINES - 20))
-    text = "dim B\ninput X: [B]\n" + body
-    t0 = time.process_time()
-    spec = parse(text)
-    assert time.process_time() - t0 < BOUND_S
-    assert len(spec.statements) == MAX_LINES - 18
+    def make(n):
+        return "dim B\ninput X: [B]\n" + "".join(f"x{i}: X -> relu\n" for i in range(n))
+    half = (MAX_LINES - 20) // 2
+    spec = linear(make, parse, half)
+    assert len(spec.statements) == 2 * half + 2
 
 
 @pytest.mark.parametrize("line", [
@@ -124,8 +121,7 @@ def test_one_200kb_line_is_refused_quickly_and_the_rest_is_checked(line):
     text = SOLUTION + line + "\nlast: Q -> transpose 0 9\n"
     assert len(text) > 200_000
     n = SOLUTION.count("\n") + 1
-    spec, seconds = timed_check(text)
-    assert seconds < BOUND_S
+    spec = bounded_check(text)
     (refusal,) = [d for d in spec.diagnostics if d.code == "E004"]
     assert refusal.span.line == n and f"longer than {MAX_LINE_CHARS}" in refusal.message
     assert [d.code for d in spec.diagnostics if d.span.line == n + 1] == ["E105"]
@@ -171,8 +167,7 @@ def test_more_than_the_line_limit_of_statements_is_refused_at_the_first_line_ove
 
 def test_thousands_of_junk_lines_give_a_bounded_number_of_notes():
     text = SOLUTION + "".join(f"junk {i} !!\n" for i in range(4900))
-    spec, seconds = timed_check(text)
-    assert seconds < BOUND_S
+    spec = bounded_check(text)
     assert len(spec.diagnostics) == MAX_NOTES + 1
     assert spec.diagnostics[-1].message == f"and {4900 - MAX_NOTES} more syntax errors"
 

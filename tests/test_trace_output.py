@@ -8,15 +8,16 @@ import os
 import re
 import subprocess
 import sys
-from functools import cache
 from pathlib import Path
 
 import pytest
 import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import checked as shared_check
+from tiers import examples
 
-from shapelang import check, check_file, render
+from shapelang import check, render
 from shapelang.cli import main
 from shapelang.render import columns as layout
 from shapelang.render import poly, table
@@ -30,9 +31,8 @@ GPT2 = str(ROOT / "specs" / "gpt2_small.shape")
 BROKEN = "dim B, S, D\ninput x: [B, S, D]\nmu: x -> mean -1\ny: x - mu\n"
 
 
-@cache
 def checked(path: str):
-    return check_file(path)
+    return shared_check(path)   # once per test process
 
 
 def _env(**extra) -> dict:
@@ -440,7 +440,7 @@ def test_the_terms_beside_a_layer_count_keep_their_common_factor():
 TEXT = st.text(alphabet="ab[], |@->(x)·²", max_size=80)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(TEXT, st.integers(1, 60))
 def test_wrapped_lines_fit_and_keep_every_character(text, width):
     ranges = layout.wrap(text, width)
@@ -449,7 +449,7 @@ def test_wrapped_lines_fit_and_keep_every_character(text, width):
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(ranges))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.lists(TEXT, min_size=5, max_size=5), min_size=1, max_size=6), st.integers(40, 160))
 def test_any_table_fits_any_width(cells, width):
     cols = [layout.Column(f"c{k}", f"column {k}") for k in range(5)]

@@ -63,6 +63,7 @@ class Prover:
         self._cache: dict = {}
         self.notation = Notation()   # how the learner writes sizes, for messages
         self.zero_ok: set[sp.Symbol] = set()   # dims that may be 0 (`assume P >= 0`)
+        self.work = 0   # conditions decided and sizes tried: what tests bound, not seconds
 
     # -- set up
     def declare(self, name: str) -> sp.Symbol:
@@ -291,6 +292,7 @@ class Prover:
         hit = self._cache.get(key)
         if hit is not None:
             return hit
+        self.work += 1
         try:
             ok = prove()
         except (sp.PolynomialError, TypeError, ValueError, RecursionError):
@@ -483,6 +485,7 @@ class Prover:
             if env is None:
                 continue
             tried += 1
+            self.work += 1
             try:
                 if broken(env):
                     names = sorted(expr.free_symbols, key=str)
