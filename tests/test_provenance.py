@@ -37,11 +37,17 @@ BUGS = {
                                         "o: a @ V -> transpose 2 3 -> reshape [B, S, D]\n"), "W302", 1),
     "merge via flatten": (("a: Q @ (K -> transpose -2 -1) -> softmax -1\no: a @ V -> flatten 1\n"
                           "o2: o -> view [B, S, D]\n"), "W302", 2),
-    "softmax over the queries": ("a: Q @ (K -> transpose -2 -1) -> softmax -2\n", "W303", 0),
-    "softmax over the heads": ("a: Q @ (K -> transpose -2 -1) -> softmax 1\n", "W303", 0),
-    "softmax over queries via einsum": ('a: einsum("bhqd,bhkd->bhqk", Q, K) -> softmax 2\n', "W303", 0),
-    "mean over the tokens": ("mu: X -> mean 1 keepdim\nc: X - mu\n", "W304", 0),
-    "var over the tokens": ("v: X -> var 1 keepdim\n", "W304", 0),
+    # a softmax's axis is checked where its weights are used (here `@ V`, over the keys)
+    "softmax over the queries": ("a: Q @ (K -> transpose -2 -1) -> softmax -2\no: a @ V\n", "W303", 0),
+    "softmax over the heads": ("a: Q @ (K -> transpose -2 -1) -> softmax 1\no: a @ V\n", "W303", 0),
+    "softmax over queries via einsum": (('a: einsum("bhqd,bhkd->bhqk", Q, K) -> softmax 2\n'
+                                        'o: einsum("bhqk,bhkd->bhqd", a, V)\n'), "W303", 0),
+    # statistics are checked where they normalise: a mean and a variance along different axes
+    "mean over the tokens": ("mu: X -> mean 1 keepdim\nc: (X - mu) / (X -> var -1 keepdim -> sqrt)\n",
+                             "W304", 0),
+    "var over the tokens": ("v: X -> var 1 keepdim\nn: (X - (X -> mean -1 keepdim)) / (v -> sqrt)\n",
+                            "W304", 0),
+    "rms over the tokens": ("ms: X -> square -> mean 1 keepdim\nn: X * (ms + 1e-6 -> rsqrt)\n", "W304", 0),
     "layernorm after a transpose": ("n: X -> transpose 1 2 -> layernorm\n", "W304", 0),
     "causal mask on cross-attention": (("dim T\ninput Y: [B, T, D]\n"
                                        "Qy: Y -> linear D -> view [B, T, H, Dh] -> transpose 1 2\n"

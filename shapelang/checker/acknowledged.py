@@ -39,11 +39,30 @@ def codes_by_line(text: str) -> dict[int, set[str]]:
     return out
 
 
-def drop(text: str, diagnostics: list) -> list:
-    """The diagnostics without the warnings their line's comment acknowledges."""
+def split(text: str, diagnostics: list) -> tuple[list, list]:
+    """(the diagnostics without the warnings their line's comment acknowledges, those
+    acknowledged as (diagnostic, the reason written after the code)): the trace and JSON show
+    the second list, so that a deliberate choice stays visible; `check` and `--strict` see
+    only the first."""
     named = codes_by_line(text)
     if not named:
-        return diagnostics
-    return [d for d in diagnostics
-            if not (d.severity == "warning" and d.span is not None
-                    and d.code in named.get(d.span.line, ()))]
+        return diagnostics, []
+    keep, meant = [], []
+    lines = text.split("\n")
+    for d in diagnostics:
+        if d.severity == "warning" and d.span is not None and d.code in named.get(d.span.line, ()):
+            meant.append((d, reason(lines[d.span.line - 1])))
+        else:
+            keep.append(d)
+    return keep, meant
+
+
+def reason(line: str) -> str:
+    """What follows `allow Wxxx:` in a line's comment ('' when nothing does)."""
+    m = re.search(r"\ballow\s+W\d{3}(?:\s*,\s*W\d{3})*\s*:?\s*(.*)", _comment(line))
+    return m.group(1).strip() if m else ""
+
+
+def drop(text: str, diagnostics: list) -> list:
+    """The diagnostics without the warnings their line's comment acknowledges."""
+    return split(text, diagnostics)[0]

@@ -53,7 +53,7 @@ def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True) ->
     checker = Checker(spec, skipped)
     checker.out.diagnostics.extend(syntax_errors)
     out = checker.run()
-    out.diagnostics[:] = acknowledged.drop(text, out.diagnostics)   # `# W302: meant` on its line
+    out.diagnostics[:], out.acknowledged = acknowledged.split(text, out.diagnostics)   # `# allow W302`
     if prove_fixes:   # PyTorch spellings named, with candidate rewrites (checker/habits.py)
         out.diagnostics[:] = [habits.improve(text, d) for d in out.diagnostics]
     if any(d.fixes for d in out.diagnostics):

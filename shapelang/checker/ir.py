@@ -125,6 +125,7 @@ class CheckedSpec(Totals):
     # more than its assumptions for that): codegen writes one class from it for every call
     generic_blocks: dict = field(default_factory=dict)
     size_params: dict = field(default_factory=dict)   # size parameter declared by a block alone -> the block
+    acknowledged: list = field(default_factory=list)  # (warning, reason) the author's `# allow` keeps out
 
     @property
     def ok(self) -> bool:

@@ -49,7 +49,8 @@ def _binding_json(spec, b, types) -> dict:
 
 def spec_json(spec: CheckedSpec, with_trace: bool) -> dict:
     out = {"file": spec.path, "ok": spec.ok,
-           "diagnostics": [diagnostic_json(d) for d in spec.diagnostics]}
+           "diagnostics": [diagnostic_json(d) for d in spec.diagnostics],
+           "acknowledged": [{**diagnostic_json(d), "reason": why} for d, why in spec.acknowledged]}
     types = _types(spec, spec.decls, spec.bindings)
     out["bindings"] = [_binding_json(spec, b, types) for b in spec.bindings]
     if with_trace:

@@ -316,6 +316,9 @@ class _Trace:
             out += [Line("")] + prose(head, "block", "    ")
             out += prose(self.total("parameters", ir.total_params, "  "), "total", "    ")
             out += table
+        for d, why in getattr(spec, "acknowledged", ()):   # the author's `# allow`, still shown here
+            out += prose(f"meant: line {d.span.line} {d.code}" + (f" ({why})" if why else "")
+                         + f": {d.message}", "dropped", "    ")
         out += [Line("")] + prose(self.total("total parameters", spec.total_params), "total")
         out += prose(self.total("total multiply-add FLOPs (forward)", spec.total_flops), "total")
         if spec.diagnostics:

@@ -38,12 +38,17 @@ CODES: dict[str, str] = {
     "W203": "a comparison of a `&`, `|` or `^` (Python's precedence binds them first)",
     "W301": "an axis is made of parts of different axes (heads mixed with tokens)",
     "W302": "pieces of an axis merged back out of order",
-    "W303": "softmax over an axis other than the keys of attention scores",
-    "W304": "normalisation statistics over an axis other than the features",
+    "W303": "a softmax's weights summed or picked along an axis other than the one they add up to 1 along",
+    "W304": "normalisation statistics along an axis other than the features, or mean and variance along different axes",
     "W305": "causal mask on scores whose query and key lengths are unrelated",
     "W306": "scores scaled by a size other than the one they contracted",
     "W307": "elementwise op or product between tensors whose same-sized axes, or pieces of an axis, are swapped",
     "W308": "a bias added to attention scores that is the same for every key (softmax cancels it)",
+    "W309": "channels and positions swapped: a conv or a channel norm reads channels at axis 1 of features-last data",
+    "W310": "a rotation (rotate_half) along an axis its angle tables do not run along, or across heads",
+    "W311": "positions counted by a size the lookup table does not cover (arange of the wrong length)",
+    "W312": "the scale or a mask applied after the softmax instead of before it",
+    "W313": "a mask that hides its own diagonal or keeps no key for a query (a row of -inf: NaN)",
 }
 
 

@@ -11,13 +11,14 @@ that reading an explanation needs neither the parser nor the prover.
 from __future__ import annotations
 
 from .base import Explanation
+from .contracts import CONTRACTS
 from .shapes import SHAPES
 from .syntax import SYNTAX
 from .values import VALUES
 
 __all__ = ["EXPLANATIONS", "Explanation", "listing", "markdown", "text"]
 
-EXPLANATIONS: dict[str, Explanation] = {**SYNTAX, **SHAPES, **VALUES}
+EXPLANATIONS: dict[str, Explanation] = {**SYNTAX, **SHAPES, **VALUES, **CONTRACTS}
 
 
 def _indent(spec: str) -> str:

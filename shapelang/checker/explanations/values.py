@@ -93,11 +93,14 @@ merged: heads -> transpose 1 2 -> reshape [B, S, D]
 """),
     "W303": Explanation(
         means="""
-In `q @ (k -> transpose -2 -1)` the rows of the scores are the queries and the
-columns are the keys. Each query's weights over the keys must add up to 1, so
-the softmax goes over the columns: the last axis. `softmax -2` normalises over
-the queries and `softmax 1` over the heads. With einsum the key axis is the
-one that came from the second operand (`k` in `"bqd,bkd->bqk"`).
+A softmax makes weights that add up to 1 along one axis; the step that uses
+them as weights (`@ v`, an einsum, a weighted sum, a top-k) must sum or pick
+along that same axis. In `q @ (k -> transpose -2 -1)` the columns are the keys,
+and `weights @ v` sums over them, so the softmax goes over the last axis:
+`softmax -2` normalises over the queries and `softmax 1` over the heads. The
+contract is checked where the weights are used, not by the look of the scores:
+a softmax over axis -2 of scores laid out keys-first, or Slot Attention's
+softmax over the slots followed by a renormalisation over the inputs, is right.
 
 ```
 weights: scores -> softmax -2   # wrong: over the queries
@@ -117,11 +120,17 @@ heads: weights @ v
 """),
     "W304": Explanation(
         means="""
-Layer norm and RMS norm take one mean (and one variance) per token, over that
-token's D features. `mean 1 keepdim` on `[B, S, D]` averages each feature over
-the sentence instead; `mean -2 keepdim` is the same mistake counted from the
-end. After a transpose the features are no longer last, so take the statistics
-over the axis they moved to:
+A normalisation divides a tensor by its own statistics: the mean and the
+variance of one normalisation run along one axis (a certain mistake when they
+do not). Layer norm and RMS norm take them per token, over that token's D
+features; `mean 1 keepdim` on `[B, S, D]` used to normalise x averages each
+feature over the sentence instead, and `mean -2 keepdim` is the same counted
+from the end. That can be the design (RevIN and instance norm take each
+channel's statistics over time): the warning then says what the spec does, and
+`# allow W304: <why>` on the line says it is meant. A mean that only pools
+(appended to every token, not subtracted) is no normalisation and is not
+checked. After a transpose the features are no longer last, so take the
+statistics over the axis they moved to:
 
 ```
 mu: x -> mean 1 keepdim    # wrong: one mean per feature, over the tokens

@@ -209,7 +209,7 @@ ENTRIES = [
     OpDef("expand_as", "expand_as T", "broadcasts size-1 axes to T's shape (a view)", expand_as,
           family="layout", provenance="expand", positional=("other",)),
     OpDef("tile", "tile [R1, R2, ..]", "torch.tile: repeats the whole tensor R times along each axis "
-          "(counts line up from the right)", tile, family="layout", values=("reps",)),
+          "(counts line up from the right)", tile, family="layout", provenance="new", values=("reps",)),
     OpDef("pad", "pad [L, R, ..] [value=V]", "F.pad: pairs (before, after) of sizes from the last "
           "axis (negative ones crop), filled with V (0 by default; `-inf` allowed); mode \"constant\"",
           pad, family="layout", kwargs=("mode", "value"), dtype="fill", values=("pads", "value")),

@@ -32,13 +32,22 @@ from .. import patterns
 from ..arith import ELEMENTWISE
 from ..ops.table import TABLE
 from ..ops.tables import COMPARISONS
+
+_COMPARISONS = frozenset(COMPARISONS.values())
+_PICKS = frozenset({"topk", "argmax", "argmin", "max", "min", "sort", "argsort", "kthvalue"})
+
+
+def _inverse_root(factor) -> bool:
+    f = factor if isinstance(factor, sp.Basic) or factor is None else sp.sympify(factor)
+    return f is not None and f.is_Pow and f.exp == sp.Rational(-1, 2)
 from .atoms import TP, Atom, Axis
+from .contracts import ContractRules, triangle
 from .findings import Findings
 from .layers import LayerRules
 from .regroup import Regrouper
 
 
-class Provenance(LayerRules):
+class Provenance(LayerRules, ContractRules):
     """The pass; `c` is the checker that has just produced the IR (prover, example, report)."""
 
     def __init__(self, checker):
@@ -52,9 +61,20 @@ class Provenance(LayerRules):
                        for sym in reversed(list(self.prover.user.values()))}
         self.findings = Findings(self)
         self._canon: dict = {}   # size -> its canonical form (None: it is 1)
+        # contracts (contracts.py): findings made once, rotated axes, the widths of the spec
+        self._consumed: set = set()
+        self._rotated: dict = {}
+        self._rotation_of: dict = {}
+        self._rotation_warned: set = set()
+        self._cut_at: dict = {}   # a half of an axis -> the step that cut it
+        self._width_cache = None
+        self._declared_last: set = set()
+        self._allowed = None
+        self._spec = None
 
     # ------------------------------------------------------------ walking the IR
     def run(self, spec) -> None:
+        self._spec = spec
         env = {d.name: self.decl(d) for d in spec.decls}
         for b in spec.bindings:
             self.binding(b, env)
@@ -78,13 +98,27 @@ class Provenance(LayerRules):
                 for k, tp in enumerate(outs):
                     env[f"{ref}.{k}"] = tp
 
+    def _all_steps(self):
+        seen, todo = set(), [self._spec]
+        while todo:
+            ir = todo.pop()
+            for b in getattr(ir, "bindings", ()) or ():
+                for s in b.steps:
+                    yield s
+                    blk = getattr(s, "block", None)
+                    if blk is not None and id(blk) not in seen:
+                        seen.add(id(blk))
+                        todo.append(blk)
+
     def decl(self, d) -> TP:
         t = d.type
         rank = len(t.shape)
         axes = []
         for k, size in enumerate(t.shape):
-            feature = d.kind == "param" or (t.dtype == "float" and rank >= 2 and k == rank - 1)
-            axes.append(self.fresh(size, feature))
+            convention = d.kind != "param" and t.dtype == "float" and rank >= 2 and k == rank - 1
+            axes.append(self.fresh(size, d.kind == "param" or convention))
+            if convention:   # features by convention only ([.., D] last): layers' widths come first
+                self._declared_last.update(axes[-1])
         return TP(tuple(axes))
 
     def fresh(self, size, feature=False) -> Axis:
@@ -101,6 +135,13 @@ class Provenance(LayerRules):
             x = ins[0] if ins else None
             if x is None and s.inputs:   # an input of unknown provenance (no inputs: a new tensor)
                 return None
+            if x is not None and op in _PICKS and "dim" in s.detail and s.detail["dim"] is not None \
+                    and s.detail["dim"] < len(x.axes):
+                self.consumed(s, x, x.axes[s.detail["dim"]], "picks")
+            if op == "masked_fill":
+                self.after_softmax(s, x, "fills some of the weights")
+                if s.detail.get("value") == -sp.oo:
+                    self.mask_polarity(s, ins[1] if len(ins) > 1 else None, False)
             out = rule(s, x, ins)
             return None if out is None else tuple(out)
         if op == "input":
@@ -111,7 +152,7 @@ class Provenance(LayerRules):
             return None
         if op == "matmul":
             return self.matmul(s, ins[0], ins[1])
-        if op in ELEMENTWISE or op == "neg" or op in COMPARISONS.values():
+        if op in ELEMENTWISE or op == "neg" or op in _COMPARISONS:
             return self.elementwise(s, ins)
         return None
 
@@ -149,8 +190,11 @@ class Provenance(LayerRules):
             return x
         axes = self.rg.regroup(x, shape)
         if axes is None:
-            self.findings.warn_mixed(s, x, shape, fixes)
+            # a size not proved whole (a missing assume, reported as E104) says nothing of values
+            if all(self.prover.whole(d).ok for d in shape):
+                self.findings.warn_mixed(s, x, shape, fixes)
             return None
+        self.split_rotated(s, axes)
         parent = self.rg.out_of_order(axes)
         if parent is not None:
             self.findings.warn(s, "W302", f"`{s.text}` puts the pieces of the axis {parent.label} back "
@@ -207,14 +251,33 @@ class Provenance(LayerRules):
 
     # ------------------------------------------------------------ value ops
     def p_same(self, s, x: TP, ins):
-        if s.op in ("softmax", "log_softmax"):
-            self.findings.check_softmax(s, x)
-        if s.op == "scale":
-            self.findings.check_scale(s, x, s.detail.get("factor"))
-        if s.op == "mask" and s.detail.get("kind") == "causal":
-            self.findings.check_causal(s)
-        if s.op == "mask" and s.detail.get("kind") == "tensor":
-            return self.p_expand(s, x, ins)     # masked_fill broadcasts the input to the mask
+        op = s.op
+        if op in ("softmax", "log_softmax", "softmin"):
+            return [self.softmax_out(s, x)]
+        if op == "normalize" and s.detail.get("dim") is not None:
+            self.single_statistic(s, x, s.detail["dim"])
+        if op == "scale":
+            factor = s.detail.get("factor")
+            self.findings.check_scale(s, x, factor)
+            if _inverse_root(factor):
+                self.after_softmax(s, x, "scales the weights")
+        if op == "mask":
+            self.after_softmax(s, x, "masks the weights")
+            if s.detail.get("kind") == "causal":
+                self.findings.check_causal(s)
+            else:
+                self.mask_polarity(s, ins[1] if len(ins) > 1 else None, False)
+                return self.p_expand(s, x, ins)     # masked_fill broadcasts the input to the mask
+        if op in ("tril", "triu"):
+            return [x.mark(tri=triangle(op, s.detail.get("diagonal"), x.marks.get("tri")))]
+        if op == "logical_not" and x.marks.get("tri"):
+            return [x.mark(tri={"lower": "supper", "supper": "lower", "upper": "slower",
+                                "slower": "upper"}.get(x.marks["tri"]))]
+        if op in ("groupnorm", "batchnorm"):
+            self.channels(s, x)
+            return [TP(x.axes)]
+        if op == "square":
+            return [x.mark(squared=x.marks.get("centred") and x or x)]
         return [x]
 
     def p_norm(self, s, x: TP, ins):
@@ -223,10 +286,10 @@ class Provenance(LayerRules):
 
     def p_reduce(self, s, x: TP, ins):
         d = s.detail["dim"]
-        if s.detail.get("keepdim") and s.op in ("mean", "var"):
-            self.findings.check_features(s, x, d, "takes its statistics")
+        if x.marks.get("weighted") and s.op in ("sum", "mean") and d < len(x.axes):
+            self.consumed(s, x, x.axes[d], "sums")
         axes = x.axes[:d] + (((),) if s.detail.get("keepdim") else ()) + x.axes[d + 1:]
-        return [x.carry(axes)]
+        return [self.statistic(s, x, d, x.carry(axes))]
 
     def p_select(self, s, x: TP, ins):
         d = s.detail["dim"]
@@ -234,12 +297,15 @@ class Provenance(LayerRules):
 
     def p_slice(self, s, x: TP, ins):
         d = s.detail["dim"]
-        return [x.carry(x.axes[:d] + (self._derived(x.axes[d], s.out.shape[d]),) + x.axes[d + 1:])]
+        half = self.half_slice(s, x, d)
+        piece = half if half is not None else self._derived(x.axes[d], s.out.shape[d])
+        return [x.carry(x.axes[:d] + (piece,) + x.axes[d + 1:])]
 
     def p_linear(self, s, x: TP, ins):
         return [TP(x.axes[:-1] + (self.fresh(s.out.shape[-1], True),))]
 
     def p_embed(self, s, x: TP, ins):
+        self.index_range(s, x, ins[1] if len(ins) > 1 else None)
         return [TP(x.axes + (self.fresh(s.out.shape[-1], True),))]
 
     def p_concat(self, s, x: TP, ins):
@@ -248,13 +314,15 @@ class Provenance(LayerRules):
         if first is None or d >= len(first.axes):
             return None
         axes = list(first.axes)
-        axes[d] = self._derived(first.axes[d], s.out.shape[d])
+        rot = self.joined(s, ins, d) if len(ins) == len(s.inputs) else None
+        axes[d] = (rot,) if rot is not None else self._derived(first.axes[d], s.out.shape[d])
         return [TP(tuple(axes))]
 
     def p_split(self, s, x: TP, ins):
         d = s.detail["dim"]
-        return [x.carry(x.axes[:d] + (self._derived(x.axes[d], t.shape[d]),) + x.axes[d + 1:])
+        outs = [x.carry(x.axes[:d] + (self._derived(x.axes[d], t.shape[d]),) + x.axes[d + 1:])
                 for t in s.outputs]
+        return self.halves(s, x, outs)
 
     def _derived(self, axis: Axis, size) -> Axis:
         feature = any(a.feature for a in axis)
@@ -279,6 +347,16 @@ class Provenance(LayerRules):
         if len(ins) != len(spec.inputs) or any(ch not in letters for ch in spec.output):
             return None
         axes = tuple(letters[ch] for ch in spec.output)
+        for lets, tp in zip(spec.inputs, ins):   # weights summed along another index than theirs
+            dist = tp.marks.get("dist")
+            if dist is not None and dist[0] in tp.axes:
+                mine = lets[tp.axes.index(dist[0])]
+                summed = [ch for ch in lets if ch not in spec.output and tp.axes[lets.index(ch)]]
+                if mine in spec.output and summed:
+                    ch = summed[0]
+                    other = next(((t, t.axes[ls.index(ch)]) for ls, t in zip(spec.inputs, ins)
+                                  if t is not tp and ch in ls), (None, None))
+                    self.consumed(s, tp, tp.axes[lets.index(ch)], "sums", *other)
         out = TP(axes)
         if len(ins) == 2:
             mine = [ch for ch in spec.output if owners.get(ch) == {1}]
@@ -298,8 +376,12 @@ class Provenance(LayerRules):
         n = max(len(bx), len(by))
         bx, by = ((),) * (n - len(bx)) + bx, ((),) * (n - len(by)) + by
         self.findings.check_reordered(s, (bx, by), tail=2)
+        self.consumed(s, x, x.axes[-1], "sums", y, y.axes[-2])
+        self.consumed(s, y, y.axes[-2], "sums", x, x.axes[-1])
         # paired batch axes count the same thing; take the right operand's, as the values do
         batch = tuple(b if b else a for a, b in zip(bx, by))
+        if not any(by) and all(t.feature for ax in y.axes[-2:] for t in ax):   # x @ W: a projection
+            return (TP(batch + (x.axes[-2], y.axes[-1])),)
         keys = self.keyed(y.axes[-1])
         return (TP(batch + (x.axes[-2], keys), keys or None, x.axes[-1] or None),)
 
@@ -317,7 +399,16 @@ class Provenance(LayerRules):
             self.findings.check_swapped(s, ts[0], ts[1])
         if len(ts) == 1 and s.op in ("div", "mul") and "scalar" in s.detail:
             sc = s.detail["scalar"]
-            self.findings.check_scale(s, ts[0], 1 / sc if s.op == "div" and not s.detail.get("scalar_left") else sc)
+            factor = 1 / sc if s.op == "div" and not s.detail.get("scalar_left") else sc
+            self.findings.check_scale(s, ts[0], factor)
+            if _inverse_root(factor):
+                self.after_softmax(s, ts[0], "scales the weights")
+        if len(ts) == 1:   # with a number: the same axes, the same facts (a + eps, x / 2), but no
+            # longer a count (arange + 1) nor a mask
+            if s.op in _COMPARISONS:
+                return (self.comparison(s, ins, ts[0].carry(ts[0].axes)),)
+            out = ts[0].mark(index=None, tri=None)
+            return (out if s.op in ("add", "sub", "mul", "div", "neg") else out.carry(out.axes),)
         rank = len(s.out.shape)
         base = next((t for t in ts if t.keys is not None), ts[0])
         # scores keep their axes (and so their key axis) whichever side a bias is added on
@@ -325,13 +416,36 @@ class Provenance(LayerRules):
         padded = [((),) * (rank - len(t.axes)) + t.axes for t in ordered]
         axes = tuple(next((p[k] for p in padded if p[k]), ()) for k in range(rank))
         axes = self._outer_axes(axes, padded)
+        self.rotation_pairs(s, padded)
         out = base.carry(axes)
+        if len(ts) == 2 and ts[0].contracted and ts[1].contracted and ts[0].contracted != ts[1].contracted:
+            out.contracted = None   # a sum of products over different widths: no one width to scale by
+        out = self._contracts(s, ts, out)
         if out.keys is not None and out.flat_bias is None and s.op in ("add", "sub") and len(padded) == 2 \
                 and out.keys and out.keys in padded[0]:
             k = padded[0].index(out.keys)
             if not padded[1][k] and any(padded[1]):   # a term that varies, but not along the keys
                 out.flat_bias = s
         return (out,)
+
+    def _contracts(self, s, ts, out: TP) -> TP:
+        if s.op in _COMPARISONS:
+            return self.comparison(s, ts, out)
+        out = out.mark(index=None, tri=None) if out.marks else out
+        if len(ts) != 2:
+            return out
+        a, b = ts
+        if s.op in ("sub", "div", "mul"):
+            out = self.normalised(s, a, b, out)
+            if s.op == "mul":
+                out = self.normalised(s, b, a, out)
+        if s.op == "div":
+            out = self.divided(s, a, b, out)
+        if s.op == "mul" and (a.marks.get("dist") is None) != (b.marks.get("dist") is None):
+            dist = (a.marks.get("dist") or b.marks.get("dist"))
+            # a softmax over a size-1 axis (all ones) stays marked: broadcast, it weighs nothing
+            out = out.mark(weighted=True, dist=dist if dist[0] in out.axes or dist[0] == () else None)
+        return out
 
     @staticmethod
     def _outer_axes(axes, padded) -> tuple:

@@ -40,19 +40,56 @@ class TP:
     """A tensor's provenance: one Axis per dim, plus what attention scores carry:
     `keys`, their key axis, `contracted`, the axis the score product summed over, and
     `flat_bias`, the step that added a term constant along the keys (a softmax over the
-    keys cancels it)."""
-    __slots__ = ("axes", "contracted", "flat_bias", "keys")
+    keys cancels it). `marks` holds the facts the contracts of later steps read (see
+    contracts.py): `dist` (axis, step): the values add up to 1 along that axis (a softmax);
+    `weighted`: a product of such weights with other values; `stat` (axis, step, source):
+    a statistic taken over that axis of the tensor `source` (a mean, a variance);
+    `centred` (axis, step): the tensor minus its mean over that axis; `tri`: where a
+    mask over the last two axes is True (or non-zero): "lower" (row >= column), "slower"
+    (row > column), "upper", "supper"; `index` (axis, end): the values count 0..end-1
+    along that axis (an arange)."""
+    __slots__ = ("axes", "contracted", "flat_bias", "keys", "marks")
 
     def __init__(self, axes: tuple, keys: Axis | None = None, contracted: Axis | None = None,
-                 flat_bias=None):
+                 flat_bias=None, marks: dict | None = None):
         self.axes, self.keys, self.contracted, self.flat_bias = axes, keys, contracted, flat_bias
+        self.marks = marks or {}
 
     def carry(self, axes) -> TP:
-        """Same scores markers if the key axis survives."""
+        """Same scores markers if the key axis survives; the marks whose axes survive."""
         axes = tuple(axes)
+        marks = _carried(self, axes) if self.marks else None
         if self.keys is None or self.keys not in axes:
-            return TP(axes)
-        return TP(axes, self.keys, self.contracted, self.flat_bias)
+            return TP(axes, marks=marks)
+        return TP(axes, self.keys, self.contracted, self.flat_bias, marks)
+
+    def mark(self, **marks) -> TP:
+        """A copy with these marks set (None removes one)."""
+        out = TP(self.axes, self.keys, self.contracted, self.flat_bias, dict(self.marks))
+        for k, v in marks.items():
+            if v is None:
+                out.marks.pop(k, None)
+            else:
+                out.marks[k] = v
+        return out
+
+
+_FLIP = {"lower": "upper", "upper": "lower", "slower": "supper", "supper": "slower"}
+
+
+def _carried(t: TP, axes: tuple) -> dict:
+    out = {}
+    for key in ("dist", "index"):
+        v = t.marks.get(key)
+        if v is not None and v[0] in axes:
+            out[key] = v
+    tri = t.marks.get("tri")
+    if tri and len(t.axes) >= 2 and len(axes) >= 2:
+        if axes[-2:] == t.axes[-2:]:
+            out["tri"] = tri
+        elif axes[-2:] == t.axes[-2:][::-1]:
+            out["tri"] = _FLIP.get(tri)
+    return out
 
 
 def label_of(axis: Axis) -> str:

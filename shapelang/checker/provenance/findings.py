@@ -101,8 +101,9 @@ class Findings:
                   help=None if fix else "normalise before moving the feature axis away from the end, "
                   "or move it back with a transpose first")
 
-    def check_causal(self, s, what: str = "`mask causal`") -> None:
-        rows, cols = s.detail["rows"], s.detail["cols"]
+    def check_causal(self, s, what: str = "`mask causal`", rows=None, cols=None) -> None:
+        if rows is None:
+            rows, cols = s.detail["rows"], s.detail["cols"]
         if self.p.prover.same(rows, cols):
             return
         if self.p.prover.leq(rows, cols).ok:
@@ -231,14 +232,21 @@ class Findings:
                     out.append((span, f"{_perm_text(perm)} -> {verb} [{', '.join(target)}]"))
                     break
             if len(shape) <= 5:
+                # split in place, then move: of the orders that read whole pieces, the one that
+                # keeps the pieces of each axis in the order the learner wrote them (`[3, B, H,
+                # S, Dh]` cuts 3·D as 3, H, Dh, not H, 3, Dh), then the one that moves least
+                best = None
                 for perm in _perms(len(shape)):
-                    if perm == tuple(range(len(shape))):
-                        continue
                     axes = self.p.rg.regroup(src, [shape[k] for k in perm])
-                    if axes is not None and self.p.rg.out_of_order(axes) is None and self.p.rg.all_whole(axes):
-                        inv = [perm.index(k) for k in range(len(shape))]
-                        out.append((span, f"{verb} [{', '.join(target[k] for k in perm)}] -> {_perm_text(inv)}"))
-                        break
+                    if axes is None or self.p.rg.out_of_order(axes) is not None or not self.p.rg.all_whole(axes):
+                        continue
+                    key = (_swapped_pieces(perm, axes), sum(1 for k, v in enumerate(perm) if k != v))
+                    if best is None or key < best[0]:
+                        best = (key, perm)
+                if best is not None:
+                    perm = best[1]
+                    inv = [perm.index(k) for k in range(len(shape))]
+                    out.append((span, f"{verb} [{', '.join(target[k] for k in perm)}] -> {_perm_text(inv)}"))
         return out[:4]
 
 
@@ -248,6 +256,17 @@ def _perms(n: int):
 
     perms = [p for p in itertools.permutations(range(n)) if p != tuple(range(n))]
     return sorted(perms, key=lambda p: (sum(1 for k, v in enumerate(p) if k != v), p))
+
+
+def _swapped_pieces(perm, axes) -> int:
+    """Pairs of pieces of one axis that the permuted order puts in the other order than the
+    target written (axes[i] is the axis read for target position perm[i])."""
+    where = {}
+    for i, axis in enumerate(axes):
+        for a in axis:
+            if a.parent is not None:
+                where.setdefault(a.parent, []).append((a.index, perm[i]))
+    return sum(1 for pieces in where.values() for x in pieces for y in pieces if x[0] < y[0] and x[1] > y[1])
 
 
 def _perm_text(perm) -> str:

@@ -15,6 +15,8 @@ class LayerRules:
         if len(ins) < 3 or any(t is None for t in ins[:3]) or min(len(t.axes) for t in ins[:3]) < 2:
             return None
         k, v = ins[1], ins[2]
+        if s.detail.get("mask") and len(ins) > 3:
+            self.mask_polarity(s, ins[3], True)
         if s.detail.get("causal"):
             self.findings.check_causal(s, "`is_causal=true`")
         if s.detail.get("scale") is not None:
@@ -51,10 +53,24 @@ class LayerRules:
         return [TP(tuple(axes))]
 
     def p_new(self, s, x, ins):
-        """A tensor made from sizes alone (arange, full, ..): new axes."""
-        return [TP(tuple(self.fresh(d) for d in s.out.shape))]
+        """A tensor made from sizes alone (arange, full, ..): new axes; an arange counts 0..N-1
+        along its axis, ones (or full of true) are True everywhere (a mask to cut a triangle from)."""
+        out = TP(tuple(self.fresh(d) for d in s.out.shape))
+        det = s.detail
+        if s.op == "arange" and det.get("start") == 0 and det.get("step") == 1 and out.axes and out.axes[0]:
+            return [out.mark(index=(out.axes[0], det["end"]))]
+        if s.op in ("ones", "full") and len(s.out.shape) >= 2 and det.get("value") not in (0, False, None):
+            return [out.mark(tri="all")]
+        return [out]
 
     def p_where(self, s, x: TP, ins):
+        values = s.detail.get("values")
+        if s.op == "where" and values and len(values) == 2 and ins:
+            import sympy as sp
+            if values[1] == -sp.oo and values[0] is None:
+                self.mask_polarity(s, ins[0], True)
+            elif values[0] == -sp.oo and values[1] is None:
+                self.mask_polarity(s, ins[0], False)
         return self.elementwise(s, ins)
 
     def p_conv(self, s, x: TP, ins):
@@ -63,6 +79,7 @@ class LayerRules:
         n = s.detail["spatial"]
         if len(x.axes) < n + 1:
             return None
+        self.channels(s, x)
         lead = x.axes[:-n - 1]
         chans = self.fresh(s.out.shape[len(lead)], True)
         spatial = []

@@ -106,10 +106,18 @@ class Regrouper:
             groups.append(group)
         if cur is not None or any(not self.prover.is_one(s) for s in sizes[i:]):
             return None, None, (shape[-1] if shape else one, cur if cur is not None else max(0, i - 1))
-        # a piece cut here that shares its axis with anything else mixes values
+        # an axis made of neighbours in memory (B with the heads of D in `view [S, B*H, Dh]`,
+        # PyTorch's own layout) is a flatten: it mixes nothing, and a later split undoes it. An
+        # axis cut here whose pieces go into two such merged axes spreads its positions over both
+        shared: dict = {}
         for g, size in zip(groups, shape):
-            if g and len(g) > 1 and any(len(cuts[a]) > 1 for a, _ in g):
-                return None, None, (size, next(a for a, _ in g if len(cuts[a]) > 1))
+            if g and len(g) > 1:
+                for a, _ in g:
+                    if len(cuts[a]) > 1:
+                        shared.setdefault(a, []).append(size)
+        for a, sizes_ in shared.items():
+            if len(sizes_) > 1:
+                return None, None, (sizes_[0], a)
         return groups, cuts, None
 
     def _piece_name(self, i, j, cuts, groups, shape):
@@ -146,7 +154,9 @@ class Regrouper:
                 if a.parent is not None:
                     seen.setdefault(a.parent, []).append(a.index)
             for p, idx in seen.items():
-                if idx != sorted(idx) or len(idx) > 1 and idx != list(range(idx[0], idx[0] + len(idx))):
+                # in memory order; a gap is a piece taken out before (one of q, k, v selected
+                # from [.., H, 3, Dh]), not a reordering
+                if idx != sorted(idx) or len(set(idx)) != len(idx):
                     return p
         return None
 
