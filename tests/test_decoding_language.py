@@ -143,10 +143,12 @@ def test_hover_on_a_block_names_every_returned_shape(tmp_path):
 
 
 def test_axis_provenance_is_followed_through_a_scan():
-    # the mean over the positions of the cache, inside the scanned block, is found (W304)
-    # as it is in a plain call of the block
-    wrong = SCAN.replace("(k -> slice 1 0 1)", "(k -> mean 1 keepdim)")
+    # a normalisation of the cache whose mean runs over its positions and whose variance over
+    # its features, inside the scanned block, is found (W304) as in a plain call of the block
+    wrong = SCAN.replace("(k -> slice 1 0 1)", "((k - (k -> mean 1 keepdim)) / (k -> var -1 keepdim -> sqrt) "
+                                               "-> slice 1 0 1)")
     assert "W304" in _codes(wrong)
+    assert "W304" not in _codes(SCAN.replace("(k -> slice 1 0 1)", "(k -> mean 1 keepdim)"))   # a pooled cache
     spec = api.check(SCAN)
     stack = next(s for b in spec.bindings for s in b.steps if s.op == "stack")
     assert [len(tp.axes) for tp in stack.provenance] == [3, 4]

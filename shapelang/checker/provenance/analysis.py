@@ -191,7 +191,7 @@ class Provenance(LayerRules, ContractRules):
         axes = self.rg.regroup(x, shape)
         if axes is None:
             # a size not proved whole (a missing assume, reported as E104) says nothing of values
-            if all(self.prover.whole(d).ok for d in shape):
+            if all(self._whole(d) for d in shape):
                 self.findings.warn_mixed(s, x, shape, fixes)
             return None
         self.split_rotated(s, axes)
@@ -203,6 +203,15 @@ class Provenance(LayerRules, ContractRules):
         # the pieces, in the order they now have: values reordered within one axis (DeepSeek's
         # rotary pairs, meant; heads merged the wrong way, warned above) are still that axis's
         return x.carry(axes)
+
+    def _whole(self, size) -> bool:
+        """The size is proved whole, and so is every derived dim it names (`dim Dh = D / H`
+        without `assume D % H == 0` is an E104 of its own)."""
+        pr = self.prover
+        if not pr.whole(size).ok:
+            return False
+        free = getattr(size, "free_symbols", set())
+        return all(pr.whole(value).ok for sym, value in pr.definition.items() if sym in free)
 
     # ------------------------------------------------------------ other layout ops
     def p_permute(self, s, x: TP, ins):

@@ -179,9 +179,11 @@ class ContractRules:
         if len(x.axes) < 3 or not all(x.axes[1:]):
             return
         shape = [_size(ax) for ax in x.axes]
-        widths = self._widths()
+        widths = self._widths(exclude=s)
         c, spatial = shape[1], shape[2:]
-        if any(self.prover.same(c, w) for w in widths):
+        # no layer saying what a width is, nothing is known: `[B, C, L]` and `[B, S, D]` inputs
+        # differ only by their names
+        if not widths or any(self.prover.same(c, w) for w in widths):
             return
         hit = next((d for d in spatial if any(self.prover.same(d, w) for w in widths)), None)
         if hit is None:
@@ -195,9 +197,13 @@ class ContractRules:
                            notes=((f"{s.op} takes [batch, channels, positions..]; a [B, S, D] activation "
                                    "has its features last"),))
 
-    def _widths(self) -> list:
+    def _widths(self, exclude=None) -> list:
         """Sizes the spec uses as widths: what `linear`, `embed` and norms of the last axis give,
-        and the channels of convolutions and channel norms."""
+        the channels convolutions make (but `exclude`'s own), a weight's last axis."""
+        if exclude is not None and exclude.op in ("conv1d", "conv2d"):
+            own = exclude.out.shape[1] if len(exclude.out.shape) >= 3 else None
+            rest = [w for w in self._widths() if w is not own]
+            return rest if own is None or len(rest) < len(self._widths()) else self._widths()
         if self._width_cache is None:
             out = []
             for step in self._all_steps():
