@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_kit import run_cli
 
 from shapelang.checker.checker import check_file
 from shapelang.cli import main
@@ -19,9 +20,15 @@ SPEC = ("dim B, D\nexample B=2, D=4\nassume D % 2 == 0\ninput x: [B, D]\nparam w
         "y: x @ w -> softmax -1\n")
 
 
-def _cli(*args, cwd=None) -> subprocess.CompletedProcess:
+def _process(*args, cwd=None) -> subprocess.CompletedProcess:
+    """The command as a process of its own: what a shell sees on stdout (`-o -`)."""
     return subprocess.run([sys.executable, "-m", "shapelang", *args], capture_output=True, text=True,
                           cwd=cwd, timeout=120, check=False)
+
+
+def _cli(*args, cwd=None):
+    """The command in-process: its exit code, stdout and stderr (tests/cli_kit.py)."""
+    return run_cli(*args, cwd=cwd)
 
 
 @pytest.fixture
@@ -111,9 +118,9 @@ def test_output_to_a_directory_is_refused_without_suggesting_force(spec_path, tm
 
 
 def test_output_dash_is_stdout(spec_path, tmp_path):
-    proc = _cli("codegen", str(spec_path), "-o", "-", cwd=tmp_path)
+    proc = _process("codegen", str(spec_path), "-o", "-", cwd=tmp_path)
     assert proc.returncode == 0
-    assert proc.stdout == _cli("codegen", str(spec_path)).stdout and proc.stdout.startswith('"""')
+    assert proc.stdout == _process("codegen", str(spec_path)).stdout and proc.stdout.startswith('"""')
     assert not (tmp_path / "-").exists()
 
 

@@ -41,6 +41,8 @@ def _pre_commit() -> list[str]:
     return [exe]
 
 
+# pre-commit builds a fresh virtualenv with the project in it (about 25 s): the exhaustive tier
+@pytest.mark.exhaustive
 def test_hooks_on_a_temporary_repository(tmp_path, head):
     cmd = _pre_commit()
     repo = tmp_path / "repo"
