@@ -94,3 +94,25 @@ def test_hover_over_a_bool_mask_shows_bool():
     assert "input ids: [S] int" in hover.hover(an, 3, 7)[0]
     assert "[S] float16" in hover.hover(an, 5, 1)[0]
     assert "`m: [S] bool`" in hover.hover(an, 7, 10)[0]
+
+
+@pytest.mark.parametrize("name", ["mha_self_attention", "gpt2_small", "llama2_7b_step"])
+def test_hover_answers_for_exactly_the_columns_of_each_name(name):
+    """Every occurrence of a name is hovered from its first column to its last, and the
+    hover names that occurrence's span; the column before it, where that is a space, is not
+    that occurrence. An off-by-one in positions fails here on every spec."""
+    an = _analysis(ROOT / "specs" / f"{name}.shape")
+    lines = an.text.split("\n")
+    checked = 0
+    for occ in an.index.occurrences:
+        sp = occ.span
+        if sp.line != sp.end_line or an.index.resolve(occ) is None:   # a keyword: the step's hover
+            continue
+        for col in (sp.column, sp.end_column - 1):
+            got = hover.hover(an, sp.line, col)
+            assert got is not None and got[1] == sp, (name, sp, col, got and got[1])
+        if sp.column > 1 and lines[sp.line - 1][sp.column - 2] == " ":
+            got = hover.hover(an, sp.line, sp.column - 1)
+            assert got is None or got[1] != sp, (name, sp)
+        checked += 1
+    assert checked > 20

@@ -520,6 +520,252 @@ def ref_t5_relative(i, w, sz):
     return _lin(_merge(_sdpa(q, k, v, attn_mask=bias, scale=1.0)), w, "out")   # T5: no 1/sqrt(Dh)
 
 
+# ------------------------------------------------------------------ look-alikes of W309-W313
+
+def _bn(t, w, name, eps=1e-5):
+    """BatchNorm in eval mode, named `name` in the state dict (running statistics)."""
+    return _F().batch_norm(t, w[f"{name}.running_mean"], w[f"{name}.running_var"], w[f"{name}.weight"],
+                           w[f"{name}.bias"], training=False, eps=eps)
+
+
+def _rope_tables(s, dh):
+    """cos and sin [s, dh] of the usual rotary angles, in float32 as the spec computes them."""
+    torch = _torch()
+    inv_freq = 1.0 / 10000.0 ** (torch.arange(0, dh, 2, dtype=torch.float32) / dh)
+    freqs = torch.outer(torch.arange(s).float(), inv_freq)
+    emb = torch.cat([freqs, freqs], -1)
+    return emb.cos(), emb.sin()
+
+
+def _rotate_half(t):
+    """HF transformers' rotate_half on the last axis."""
+    half = t.shape[-1] // 2
+    return _torch().cat([-t[..., half:], t[..., :half]], -1)
+
+
+def _causal_softmax(scores):
+    torch = _torch()
+    n, m = scores.shape[-2:]
+    hide = torch.ones(n, m, dtype=torch.bool).triu(1)
+    return scores.masked_fill(hide, float("-inf")).softmax(-1)
+
+
+def ref_conformer_conv_module(i, w, sz):
+    F = _F()
+    x, p = i["x"], "out."
+    u = F.layer_norm(x, x.shape[-1:], w[p + "u.weight"], w[p + "u.bias"]).transpose(1, 2)   # [B, D, S]
+    g = F.glu(F.conv1d(u, w[p + "gated.weight"], w[p + "gated.bias"]), dim=1)
+    dw = F.conv1d(g, w[p + "dw_conv.weight"], w[p + "dw_conv.bias"], padding=sz["Pk"], groups=x.shape[-1])
+    dw = F.silu(_bn(dw, w, p + "dw_bn"))
+    return x + F.conv1d(dw, w[p + "out_conv.weight"], w[p + "out_conv.bias"]).transpose(1, 2)
+
+
+def ref_cpvt_peg(i, w, sz):
+    F = _F()
+    t = i["tokens"]
+    b, _, c = t.shape
+    fmap = t.transpose(1, 2).reshape(b, c, sz["Hp"], sz["Wp"])
+    peg = F.conv2d(fmap, w["peg.weight"], w["peg.bias"], padding=1, groups=c).flatten(2).transpose(1, 2)
+    h = F.layer_norm(t + peg, (c,), w["h.weight"], w["h.bias"])
+    return _lin(F.gelu(_lin(h, w, "out_linear1")), w, "out_linear2")
+
+
+def ref_unet1d_block(i, w, sz):
+    F = _F()
+    sig, g = i["sig"], sz["G"]
+    h = F.conv1d(F.silu(F.group_norm(sig, g, w["h_gn.weight"], w["h_gn.bias"])), w["h_conv.weight"],
+                 w["h_conv.bias"], padding=1)
+    t = _lin(F.silu(i["temb"]), w, "t")[:, :, None]                 # one value per channel
+    h2 = F.conv1d(F.silu(F.group_norm(h + t, g, w["h2_gn.weight"], w["h2_gn.bias"])), w["h2_conv.weight"],
+                  w["h2_conv.bias"], padding=1)
+    return sig + h2
+
+
+def ref_mobilenet_inverted_residual(i, w, sz):
+    F = _F()
+    x = i["fmap"]
+    e = w["expand_conv.weight"].shape[0]
+    h = F.relu6(_bn(F.conv2d(x, w["expand_conv.weight"]), w, "expand_bn"))
+    h = F.relu6(_bn(F.conv2d(h, w["depthwise_conv.weight"], padding=1, groups=e), w, "depthwise_bn"))
+    return x + _bn(F.conv2d(h, w["project_conv.weight"]), w, "project_bn")
+
+
+def ref_mel_conv_pos_table(i, w, sz):
+    F = _F()
+    feats = F.gelu(F.conv1d(i["mel"], w["feats.weight"], w["feats.bias"], padding=1))   # [B, D, T]
+    h = (feats + w["pos"]).transpose(1, 2)                           # pos[d, t] on channel d, frame t
+    return _lin(F.layer_norm(h, h.shape[-1:], w["h.weight"], w["h.bias"]), w, "out")
+
+
+def ref_rope_linear_heads(i, w, sz):
+    """Llama-style RoPE in HF's [B, H, S, Dh] layout with computed tables; causal sdpa."""
+    x, h = i["x"], sz["H"]
+    cos, sin = _rope_tables(x.shape[1], x.shape[-1] // h)
+    q, k = (_heads(_lin(x, w, n), h) for n in ("q_linear", "k_linear"))
+    q, k = (t * cos + _rotate_half(t) * sin for t in (q, k))
+    return _lin(_merge(_sdpa(q, k, _heads(_lin(x, w, "v"), h), True)), w, "out")
+
+
+def ref_partial_rotary(i, w, sz):
+    torch = _torch()
+    x, h, cos, sin = i["x"], sz["H"], w["cos_table"], w["sin_table"]
+    rd = cos.shape[-1]
+
+    def partial(t):                                                  # GPT-NeoX: rotate the first rd
+        rot, rest = t[..., :rd], t[..., rd:]
+        return torch.cat([rot * cos + _rotate_half(rot) * sin, rest], -1)
+
+    q, k = (partial(_heads(_lin(x, w, n), h)) for n in ("q_linear", "k_linear"))
+    return _lin(_merge(_sdpa(q, k, _heads(_lin(x, w, "v"), h), True)), w, "out")
+
+
+def ref_rope_params_causal(i, w, sz):
+    """RoPE on [B, H, S, Dh] heads with the [S, Dh] tables, [D, D] parameters, causal."""
+    x, h, cos, sin = i["x"], sz["H"], w["cos_table"], w["sin_table"]
+    q, k = (_heads(x @ w[n], h) for n in ("W_q", "W_k"))
+    q, k = (t * cos + _rotate_half(t) * sin for t in (q, k))
+    return _merge(_sdpa(q, k, _heads(x @ w["W_v"], h), True)) @ w["W_o"]
+
+
+def ref_rope_complex(i, w, sz):
+    """RoPE as the complex product (x1 + i x2) e^(i angle) on each head's halves."""
+    torch = _torch()
+    x, h = i["x"], sz["H"]
+    dh = x.shape[-1] // h
+    inv_freq = 1.0 / 10000.0 ** (torch.arange(0, dh, 2, dtype=torch.float32) / dh)
+    angles = torch.outer(torch.arange(x.shape[1]).float(), inv_freq)
+    turn = torch.complex(angles.cos().double(), angles.sin().double())
+
+    def rope(t):
+        z = torch.complex(t[..., :dh // 2], t[..., dh // 2:]) * turn
+        return torch.cat([z.real, z.imag], -1)
+
+    q, k = (rope(_heads(_lin(x, w, n), h)) for n in ("q_linear", "k_linear"))
+    return _lin(_merge(_sdpa(q, k, _heads(_lin(x, w, "v"), h), True)), w, "out")
+
+
+def ref_single_head_rope(i, w, sz):
+    x = i["x"]
+    q, k = x @ w["W_q"], x @ w["W_k"]
+    cos, sin = _rope_tables(x.shape[1], q.shape[-1])
+    q, k = (t * cos + _rotate_half(t) * sin for t in (q, k))
+    return _sdpa(q, k, x @ w["W_v"], True)
+
+
+def ref_differential_chunk(i, w, sz):
+    x, h = i["x"], sz["H"]
+    q, k = (_heads(_lin(x, w, n), 2 * h) for n in ("q", "k"))      # [B, 2H, S, Dh]
+    v = _heads(_lin(x, w, "v"), h)                                  # [B, H, S, 2*Dh]
+    maps = _causal_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]))
+    diff = maps[:, :h] - w["lam"] * maps[:, h:]                     # map j minus lam * map j + H
+    return _lin(_merge(diff @ v), w, "out")
+
+
+def ref_bert_embeddings(i, w, sz):
+    F = _F()
+    h = F.embedding(i["ids"], w["W_tok"]) + F.embedding(i["segs"], w["W_seg"]) + w["W_pos"][None]
+    return F.layer_norm(h, h.shape[-1:], w["out.weight"], w["out.bias"], eps=1e-12)
+
+
+def ref_audio_learned_positions(i, w, sz):
+    F = _F()
+    h = F.gelu(F.conv1d(i["mel"], w["frames_conv1.weight"], w["frames_conv1.bias"], padding=1))
+    h = F.gelu(F.conv1d(h, w["frames_conv2.weight"], w["frames_conv2.bias"], stride=2, padding=1))
+    h = h.transpose(1, 2)
+    h = h + w["W_pos"][:h.shape[1]]                                  # the first T/2 rows
+    return F.layer_norm(h, h.shape[-1:], w["out.weight"], w["out.bias"])
+
+
+def ref_detr_learned_positions(i, w, sz):
+    torch = _torch()
+    fmap = i["fmap"]
+    hh, ww = fmap.shape[-2:]
+    x_emb, y_emb = w["col_embed"][:ww], w["row_embed"][:hh]          # DETR's PositionEmbeddingLearned
+    pos = torch.cat([x_emb.unsqueeze(0).repeat(hh, 1, 1), y_emb.unsqueeze(1).repeat(1, ww, 1)], -1)
+    pos = pos.permute(2, 0, 1).unsqueeze(0)
+    return _lin((fmap + pos).flatten(2).transpose(1, 2), w, "out")
+
+
+def ref_two_length_embeddings(i, w, sz):
+    F = _F()
+
+    def embed(ids, p):
+        return F.embedding(ids, w[p + "W_tok"]) + w[p + "W_pos"][:ids.shape[1]]
+
+    src, tgt = embed(i["src_ids"], "src."), embed(i["tgt_ids"], "tgt.")
+    return _lin(_sdpa(tgt, src, src), w, "out")
+
+
+def ref_vit_cls_positions(i, w, sz):
+    F, torch = _F(), _torch()
+    emb = _lin(i["patches"], w, "emb")
+    tokens = torch.cat([w["cls"].expand(emb.shape[0], -1, -1), emb], 1) + w["W_pos"]
+    return F.layer_norm(tokens, tokens.shape[-1:], w["out.weight"], w["out.bias"], eps=1e-6)
+
+
+def ref_fused_qkv_causal(i, w, sz):
+    x, h = i["x"], sz["H"]
+    b, s, d = x.shape
+    q, k, v = (x @ w["W_qkv"]).view(b, s, 3, h, d // h).permute(2, 0, 3, 1, 4)
+    return _merge(_sdpa(q, k, v, True)) @ w["W_o"]
+
+
+def ref_cross_key_padding(i, w, sz, queries="tgt", keys="memory", residual=True, zero_padded_queries=False):
+    """Attention of `queries` over `keys` (linears q, k, v, out) with the padded keys hidden
+    (bool `pad`, True at padding); optionally the padded queries' weights zeroed after it."""
+    xq, xk, h, pad = i[queries], i[keys], sz["H"], i["pad"]
+    q = _heads(_lin(xq, w, "q"), h)
+    k, v = (_heads(_lin(xk, w, n), h) for n in ("k", "v"))
+    heads = _sdpa(q, k, v, attn_mask=~pad[:, None, None, :])
+    if zero_padded_queries:
+        heads = heads * (~pad)[:, None, :, None]
+    out = _lin(_merge(heads), w, "out")
+    return xq + out if residual else out
+
+
+def ref_linear_attention(i, w, sz):
+    """lucidrains' LinearAttention (denoising-diffusion-pytorch), without its norms."""
+    F, torch = _F(), _torch()
+    fmap, h = i["fmap"], sz["H"]
+    b, _, x, y = fmap.shape
+    q, k, v = (t.reshape(b, h, -1, x * y) for t in F.conv2d(fmap, w["qkv.weight"]).chunk(3, 1))
+    q = q.softmax(-2) * q.shape[-2] ** -0.5
+    k = k.softmax(-1)
+    context = torch.einsum("bhdn,bhen->bhde", k, v)
+    out = torch.einsum("bhde,bhdn->bhen", context, q).reshape(b, -1, x, y)
+    return F.conv2d(out, w["out.weight"], w["out.bias"])
+
+
+def ref_masked_softmax_attention(i, w, sz):
+    """Bilinear attention with the dropped keys hidden by -inf before the softmax (a row with
+    no key kept gives zeros)."""
+    dec, enc, keep = i["dec"], i["enc"], i["keep"]
+    scores = dec @ w["W_att"] @ enc.transpose(1, 2)
+    weights = scores.masked_fill(~keep[:, None, :], float("-inf")).softmax(-1).nan_to_num(0.0)
+    return weights @ enc
+
+
+def ref_fused_split_causal(i, w, sz):
+    x, h = i["x"], sz["H"]
+    q, k, v = (_heads(t, h) for t in _lin(x, w, "qkv").split(x.shape[-1], -1))
+    return _lin(_merge(_sdpa(q, k, v, True)), w, "out")
+
+
+def ref_single_head_params_causal(i, w, sz):
+    x = i["x"]
+    return _sdpa(x @ w["W_q"], x @ w["W_k"], x @ w["W_v"], True)
+
+
+def ref_backward_lm(i, w, sz):
+    torch = _torch()
+    x, h = i["x"], sz["H"]
+    s = x.shape[1]
+    keep = torch.ones(s, s, dtype=torch.bool).triu()                # itself and the later tokens
+    q, k, v = (_heads(_lin(x, w, n), h) for n in ("q", "k", "v"))
+    return _lin(_merge(_sdpa(q, k, v, attn_mask=keep)), w, "out")
+
+
+SELF_PADDED = {"queries": "x", "keys": "x", "residual": False}   # self-attention, no residual
 LOOKALIKE_REFERENCES = {
     "w301_mha_seq_first_batch_heads": (ref_torch_mha_seq_first, {}),
     "w301_transpose_then_reshape_features_first": (ref_mha_params, CAUSAL),
@@ -563,4 +809,32 @@ LOOKALIKE_REFERENCES = {
     "w308_stable_softmax_max_shift": (ref_mha_linear, {}),
     "w308_t5_relative_bias_embed": (ref_t5_relative, {}),
     "w308_padding_bias_unsqueeze_keys": (ref_cross_linear, {"queries": "x", "keys": "x", "bias": "pad_bias"}),
+    "w309_conformer_pointwise_conv_batchnorm": (ref_conformer_conv_module, {}),
+    "w309_cpvt_peg_tokens_to_map": (ref_cpvt_peg, {}),
+    "w309_unet1d_groupnorm_time_embedding": (ref_unet1d_block, {}),
+    "w309_mobilenet_inverted_residual_batchnorm": (ref_mobilenet_inverted_residual, {}),
+    "w309_mel_conv_channels_first_pos_table": (ref_mel_conv_pos_table, {}),
+    "w310_rope_bshd_heads_third_chunk": (ref_rope_linear_heads, {}),
+    "w310_partial_rotary_slice_narrow": (ref_partial_rotary, {}),
+    "w310_rope_full_width_per_head_einops": (ref_rope_params_causal, {}),
+    "w310_rope_halves_without_concat_swap": (ref_rope_complex, {}),
+    "w310_single_head_rope_full_width": (ref_single_head_rope, {}),
+    "w310_differential_heads_chunk": (ref_differential_chunk, {}),
+    "w311_bert_table_exactly_seq_len": (ref_bert_embeddings, {}),
+    "w311_audio_positions_after_stride2": (ref_audio_learned_positions, {}),
+    "w311_detr_learned_row_col_positions": (ref_detr_learned_positions, {}),
+    "w311_block_positions_two_lengths": (ref_two_length_embeddings, {}),
+    "w311_vit_cls_positions_n_plus_one": (ref_vit_cls_positions, {}),
+    "w312_scale_as_division_then_fill": (ref_fused_qkv_causal, {}),
+    "w312_cross_dropout_after_softmax": (ref_cross_key_padding, {}),
+    "w312_deberta_xsoftmax_refill_zero": (ref_cross_key_padding, SELF_PADDED),
+    "w312_longformer_zero_padded_query_rows": (ref_cross_key_padding, {**SELF_PADDED, "zero_padded_queries": True}),
+    "w312_linear_attention_scale_after_feature_softmax": (ref_linear_attention, {}),
+    "w312_allennlp_masked_softmax_renormalise": (ref_masked_softmax_attention, {}),
+    "w313_triu1_ones_masked_fill": (ref_fused_split_causal, {}),
+    "w313_tril_attn_mask_keep": (ref_gqa_linear, {}),
+    "w313_where_tril_keep": (ref_single_head_params_causal, {}),
+    "w313_arange_ge_keep_mask": (ref_mha_linear, CAUSAL),
+    "w313_backward_lm_tril_minus1_fill": (ref_backward_lm, {}),
+    "w313_tutorial_square_subsequent_mask": (ref_mha_linear, CAUSAL),
 }

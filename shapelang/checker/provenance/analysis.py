@@ -139,10 +139,13 @@ class Provenance(LayerRules, ContractRules):
                     and s.detail["dim"] < len(x.axes):
                 self.consumed(s, x, x.axes[s.detail["dim"]], "picks")
             if op == "masked_fill":
-                self.after_softmax(s, x, "fills some of the weights")
+                m = ins[1] if len(ins) > 1 else None
+                self.after_softmax(s, x, "fills some of the weights", m)
                 if s.detail.get("value") == -sp.oo:
-                    self.mask_polarity(s, ins[1] if len(ins) > 1 else None, False)
+                    self.mask_polarity(s, m, False)
             out = rule(s, x, ins)
+            if op == "masked_fill" and out and len(ins) > 1 and ins[1] is not None:
+                out = [out[0].mark(masked_by=ins[1])] + list(out[1:])
             return None if out is None else tuple(out)
         if op == "input":
             return (TP(tuple(self.fresh(d) for d in s.out.shape)),)
@@ -271,12 +274,14 @@ class Provenance(LayerRules, ContractRules):
             if _inverse_root(factor):
                 self.after_softmax(s, x, "scales the weights")
         if op == "mask":
-            self.after_softmax(s, x, "masks the weights")
+            m = ins[1] if len(ins) > 1 and s.detail.get("kind") != "causal" else None
+            self.after_softmax(s, x, "masks the weights", m)
             if s.detail.get("kind") == "causal":
                 self.findings.check_causal(s)
             else:
-                self.mask_polarity(s, ins[1] if len(ins) > 1 else None, False)
-                return self.p_expand(s, x, ins)     # masked_fill broadcasts the input to the mask
+                self.mask_polarity(s, m, False)
+                out = self.p_expand(s, x, ins)     # masked_fill broadcasts the input to the mask
+                return [out[0].mark(masked_by=m)] if m is not None else out
         if op in ("tril", "triu"):
             return [x.mark(tri=triangle(op, s.detail.get("diagonal"), x.marks.get("tri")))]
         if op == "logical_not" and x.marks.get("tri"):

@@ -85,12 +85,22 @@ class ContractRules:
                            f"axis {d} ({label_of(along)}), but `{s.text}` on line {s.span.line} {verb} "
                            f"them along {label_of(axis)}: {why}", fix=fix, notes=tuple(notes))
 
-    def after_softmax(self, s, x: TP, what: str) -> None:
-        """A scale or a -inf mask on weights a softmax has already made (W312)."""
+    def after_softmax(self, s, x: TP, what: str, mask: TP | None = None) -> None:
+        """A scale or a mask on attention weights a softmax has already made (W312). Not: a
+        softmax that made no weights over keys (a feature map, as in linear attention); a mask
+        that is constant along the weights' axis (whole rows zeroed, Longformer's padded
+        queries); the mask the scores already had before the softmax (DeBERTa's refill)."""
         dist = x.marks.get("dist")
-        if dist is None:
+        if dist is None or x.keys is None:
             return
         softmax = dist[1]
+        if mask is not None:
+            if mask is x.marks.get("masked_by"):
+                return
+            rank = len(x.axes)
+            padded = ((),) * (rank - len(mask.axes)) + mask.axes
+            if dist[0] in x.axes and len(padded) == rank and not padded[x.axes.index(dist[0])]:
+                return
         self.findings.warn(s, "W312", f"`{s.text}` {what} after `{softmax.text}` on line "
                            f"{softmax.span.line}: the weights no longer add up to 1",
                            help=f"put `{s.text}` before the softmax, on the scores",
@@ -211,8 +221,9 @@ class ContractRules:
                     out.append(step.out.shape[-1])
                 if step.op in ("conv1d", "conv2d") and len(step.out.shape) >= 3:
                     out.append(step.out.shape[1])
+            weights = {s.inputs[1] for s in self._all_steps() if s.op in ("matmul", "einsum") and len(s.inputs) > 1}
             for d in getattr(self._spec, "decls", ()):   # a weight's last axis, a gain's length
-                if d.kind == "param" and d.type.shape:
+                if d.kind == "param" and (len(d.type.shape) == 1 or d.name in weights and d.type.shape):
                     out.append(d.type.shape[-1])
             self._width_cache = out
         return self._width_cache
@@ -320,8 +331,8 @@ class ContractRules:
         rows = _size(table.axes[0])
         end = index[1]
         verdict = self.prover.leq(end, rows)
-        if verdict.ok:
-            return
+        if verdict.status != "refuted" and not self._unbounded(end, rows):
+            return   # proved, or true for all the prover can tell (`T/2 <= P` from `T <= 2*P`)
         cex = verdict.counterexample
         at = f" (for instance {', '.join(f'{k}={v}' for k, v in cex.items())})" if cex else ""
         self.findings.warn(s, "W311", f"`{s.text}` looks up rows 0..{self.user(end)}-1 of a table of "
@@ -330,6 +341,16 @@ class ContractRules:
                            help=f"count the positions of the axis they are added along (the tokens), "
                                 f"with an `assume` that the table covers them (`assume S <= {self.user(rows)}` "
                                 "for S tokens)")
+
+    def _unbounded(self, end, rows) -> bool:
+        """`end` grows without `rows`: its dims are in no assumption and not in `rows` (the
+        batch size against a table of 32 rows, beyond the sizes a search tries)."""
+        pr = self.prover
+        mine = pr.canon(end).free_symbols
+        bound = set().union(*(r.left.free_symbols | r.right.free_symbols for r in pr.relations)) \
+            if pr.relations else set()
+        return bool(mine) and not (mine & (bound | pr.canon(rows).free_symbols)) \
+            and not (mine & set(pr.definition) | mine & set(pr.fresh))
 
     # ------------------------------------------------------------ masks (W313)
     def mask_polarity(self, s, m: TP | None, keep: bool) -> None:
