@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,10 @@ LOOKALIKE = sorted((CORPUS / "lookalike").glob("*.shape"))
 PUBLIC = sorted((CORPUS / "public").glob("*.shape"))
 CORRECT = CLEAN + LOOKALIKE + PUBLIC
 CODES = [f"W3{i:02d}" for i in range(1, 14)]
+
+sys.path.insert(0, str(CORPUS))   # the references share tests/provenance/refs_common.py
+from refs_common import _F, _heads, _merge, _sdpa
+
 MARK = re.compile(r"#\s*W:\s*(\S+)")
 
 
@@ -222,28 +227,6 @@ def test_bug_scrambles_values_and_twin_matches_pytorch(bug):
 
 
 # ------------------------------------------------------------------ PyTorch references
-
-def _F():
-    import torch.nn.functional as F
-
-    return F
-
-
-def _heads(t, h):
-    """[B, S, h*Dh] -> [B, h, S, Dh]"""
-    b, s, w = t.shape
-    return t.reshape(b, s, h, w // h).transpose(1, 2)
-
-
-def _merge(t):
-    """[B, h, S, Dh] -> [B, S, h*Dh]"""
-    b, h, s, d = t.shape
-    return t.transpose(1, 2).reshape(b, s, h * d)
-
-
-def _sdpa(q, k, v, causal=False, **kw):
-    return _F().scaled_dot_product_attention(q, k, v, is_causal=causal, **kw)
-
 
 def ref_mha(i, w, sz, causal=False):
     x, h = i["x"], sz["H"]

@@ -19,42 +19,7 @@ from __future__ import annotations
 
 import math
 
-
-def _torch():
-    import torch
-
-    return torch
-
-
-def _F():
-    import torch.nn.functional as F
-
-    return F
-
-
-def _lin(t, w, name):
-    """nn.Linear named `name` in the state dict (bias if it has one)."""
-    return _F().linear(t, w[f"{name}.weight"], w.get(f"{name}.bias"))
-
-
-def _ln(t, w, name, eps=1e-5):
-    return _F().layer_norm(t, t.shape[-1:], w[f"{name}.weight"], w[f"{name}.bias"], eps=eps)
-
-
-def _heads(t, h):
-    """[B, S, h*Dh] -> [B, h, S, Dh]"""
-    b, s, width = t.shape
-    return t.reshape(b, s, h, width // h).transpose(1, 2)
-
-
-def _merge(t):
-    """[B, h, S, Dh] -> [B, S, h*Dh]"""
-    b, h, s, d = t.shape
-    return t.transpose(1, 2).reshape(b, s, h * d)
-
-
-def _sdpa(q, k, v, causal=False, **kw):
-    return _F().scaled_dot_product_attention(q, k, v, is_causal=causal, **kw)
+from refs_common import _F, _heads, _lin, _ln, _merge, _sdpa, _torch
 
 
 def _attend(scores, v, dim=-1):
