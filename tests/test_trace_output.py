@@ -97,8 +97,10 @@ def test_check_colours_severity_and_carets_on_a_terminal_only(broken):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
-@pytest.mark.parametrize("env, args", [({"NO_COLOR": "1"}, []), ({"NO_COLOR": "true"}, []),
-                                       ({}, ["--color", "never"]), ({"TERM": "dumb"}, [])])
+@pytest.mark.parametrize("env, args", [  # each a terminal of its own: one by default, the rest exhaustive
+    ({"NO_COLOR": "1"}, []), pytest.param({"NO_COLOR": "true"}, [], marks=pytest.mark.exhaustive),
+    pytest.param({}, ["--color", "never"], marks=pytest.mark.exhaustive),
+    pytest.param({"TERM": "dumb"}, [], marks=pytest.mark.exhaustive)])
 def test_no_colour_when_asked_not_to(broken, env, args):
     for cmd in (["check", broken], ["trace", MHA]):
         out = in_terminal(cmd + args, **env)

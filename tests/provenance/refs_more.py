@@ -2,7 +2,7 @@
 
 BUG_REFERENCES: for the bug pairs bugs/w30x_b_*.shape, what the correct twin
 (NAME.fixed.shape) computes. LOOKALIKE_REFERENCES: for lookalike/*.shape,
-correct specs that look like one of the W301-W308 mistakes, what they compute.
+correct specs that look like one of the W301-W313 mistakes, what they compute.
 
 Each reference is `ref(inputs, weights, sizes, **options) -> Tensor`, written
 from the PyTorch formula (F.scaled_dot_product_attention, F.layer_norm,
