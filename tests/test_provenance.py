@@ -59,6 +59,17 @@ BUGS = {
                                  "W306", 0),
     "divide by the model width": ("a: Q @ (K -> transpose -2 -1) / sqrt(D)\n", "W306", 0),
     "scores added transposed": ("a: Q @ (K -> transpose -2 -1)\nb: a + (a -> transpose -2 -1)\n", "W307", 1),
+    # the contracts of W309-W313, and a causal triangle that forgets the cached positions
+    "convolution over the features": ("c: X -> linear D -> conv1d S 3 padding=1\n", "W309", 0),
+    "positions counted by the batch": ("dim P = 64\nparam W_pos: [P, D]\np: arange(B) -> embed W_pos -> unsqueeze 1\n"
+                                       "y: X + p\n", "W311", 2),
+    "scale after the softmax": ("a: Q @ (K -> transpose -2 -1) -> softmax -1 -> scale 1/sqrt(Dh)\no: a @ V\n",
+                                "W312", 0),
+    "fill mask keeping the diagonal": ("a: Q @ (K -> transpose -2 -1) -> mask (ones([S, S]) -> tril -> bool)\n",
+                                       "W313", 0),
+    "causal triangle without the cache offset": (("dim P\ninput Kc: [B, H, P + S, Dh]\n"
+                                                 "fut: (arange(P + S) -> unsqueeze 0) > (arange(S) -> unsqueeze 1)\n"
+                                                 "a: Q @ (Kc -> transpose -2 -1) -> masked_fill fut -inf\n"), "W305", 3),
 }
 
 
@@ -71,6 +82,15 @@ def test_bug_is_found_at_its_line(name):
 
 
 CLEAN = {
+    # the correct forms of the contract cases above
+    "convolution over time": "c: X -> linear D -> transpose 1 2 -> conv1d D 3 padding=1 -> transpose 1 2\n",
+    "positions counted by the tokens": "dim P = 64\nassume S <= P\nparam W_pos: [P, D]\np: arange(S) -> embed W_pos\n"
+                                       "y: X + p\n",
+    "fill mask hiding the future": "a: Q @ (K -> transpose -2 -1) -> mask (ones([S, S]) -> triu 1 -> bool) -> softmax -1\n"
+                                   "o: a @ V\n",
+    "causal triangle offset by the cache": "dim P = 3\ninput Kc: [B, H, P + S, Dh]\n"
+                                           "fut: (arange(P + S) -> unsqueeze 0) > (arange(P, P + S) -> unsqueeze 1)\n"
+                                           "a: Q @ (Kc -> transpose -2 -1) -> masked_fill fut -inf -> softmax -1\n",
     "view then transpose": "o: Q @ (K -> transpose -2 -1) -> scale 1/sqrt(Dh) -> softmax -1\n"
                            "y: o @ V -> transpose 1 2 -> reshape [B, S, D] -> linear D\nr: X + y\n",
     "transpose 2 1 and contiguous view": "a: Q @ (K -> transpose 3 2) -> softmax 3\n"

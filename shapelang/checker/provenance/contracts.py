@@ -209,24 +209,21 @@ class ContractRules:
 
     def _widths(self, exclude=None) -> list:
         """Sizes the spec uses as widths: what `linear`, `embed` and norms of the last axis give,
-        the channels convolutions make (but `exclude`'s own), a weight's last axis."""
-        if exclude is not None and exclude.op in ("conv1d", "conv2d"):
-            own = exclude.out.shape[1] if len(exclude.out.shape) >= 3 else None
-            rest = [w for w in self._widths() if w is not own]
-            return rest if own is None or len(rest) < len(self._widths()) else self._widths()
+        the channels convolutions make (but `exclude`'s own), a weight's last axis, a gain's
+        length."""
         if self._width_cache is None:
             out = []
             for step in self._all_steps():
                 if step.op in ("linear", "embed", "layernorm", "rmsnorm") and step.out.shape:
-                    out.append(step.out.shape[-1])
+                    out.append((step, step.out.shape[-1]))
                 if step.op in ("conv1d", "conv2d") and len(step.out.shape) >= 3:
-                    out.append(step.out.shape[1])
+                    out.append((step, step.out.shape[1]))
             weights = {s.inputs[1] for s in self._all_steps() if s.op in ("matmul", "einsum") and len(s.inputs) > 1}
-            for d in getattr(self._spec, "decls", ()):   # a weight's last axis, a gain's length
+            for d in getattr(self._spec, "decls", ()):
                 if d.kind == "param" and (len(d.type.shape) == 1 or d.name in weights and d.type.shape):
-                    out.append(d.type.shape[-1])
+                    out.append((None, d.type.shape[-1]))
             self._width_cache = out
-        return self._width_cache
+        return [w for step, w in self._width_cache if exclude is None or step is not exclude]
 
     def is_width(self, axis) -> bool:
         """An axis of features: of a size the spec's layers use as a width; in a spec with no
@@ -389,7 +386,8 @@ class ContractRules:
             return out
         if len(ins) == 2 and all(t is not None for t in ins) and s.op in _COMPARE:
             a, b = (t.marks.get("index") for t in ins)
-            if a and b and self.prover.same(a[1], b[1]) and len(s.out.shape) >= 2:
+            # both count from 0: the triangle is anchored at (0, 0), whatever the two lengths
+            if a and b and len(s.out.shape) >= 2:
                 ra, rb = ((),) * (len(s.out.shape) - len(ins[0].axes)) + ins[0].axes, \
                     ((),) * (len(s.out.shape) - len(ins[1].axes)) + ins[1].axes
                 if ra[-2] and not ra[-1] and rb[-1] and not rb[-2]:
