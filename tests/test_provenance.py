@@ -61,8 +61,8 @@ BUGS = {
     "scores added transposed": ("a: Q @ (K -> transpose -2 -1)\nb: a + (a -> transpose -2 -1)\n", "W307", 1),
     # the contracts of W309-W313, and a causal triangle that forgets the cached positions
     "convolution over the features": ("c: X -> linear D -> conv1d S 3 padding=1\n", "W309", 0),
-    "positions counted by the batch": ("dim P = 64\nparam W_pos: [P, D]\np: arange(B) -> embed W_pos -> unsqueeze 1\n"
-                                       "y: X + p\n", "W311", 2),
+    "positions counted by the batch": (("dim P = 64\nparam W_pos: [P, D]\np: arange(B) -> embed W_pos -> unsqueeze 1\n"
+                                       "y: X + p\n"), "W311", 2),
     "scale after the softmax": ("a: Q @ (K -> transpose -2 -1) -> softmax -1 -> scale 1/sqrt(Dh)\no: a @ V\n",
                                 "W312", 0),
     "fill mask keeping the diagonal": ("a: Q @ (K -> transpose -2 -1) -> mask (ones([S, S]) -> tril -> bool)\n",

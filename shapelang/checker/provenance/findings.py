@@ -132,8 +132,8 @@ class Findings:
         if self.p.prover.same(base, contracted):
             return
         want = self.p.user(contracted)
-        fix = [(s.span, f"scale 1/sqrt({want})", f"if you meant scaled dot-product attention's 1/sqrt of "
-                f"the width the scores summed over ({want})")] if s.op == "scale" else None
+        fix = [(s.span, f"scale 1/sqrt({want})", (f"if you meant scaled dot-product attention's 1/sqrt of "
+                f"the width the scores summed over ({want})"))] if s.op == "scale" else None
         self.warn(s, "W306", f"`{s.text}` divides the scores by sqrt({self.p.user(base)}), but the "
                   f"product that made them summed over {want} terms", fix=fix,
                   notes=((f"scaled dot-product attention divides by the square root of the width "
