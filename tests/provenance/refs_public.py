@@ -17,6 +17,7 @@ import math
 
 import torch
 import torch.nn.functional as F
+from test_model_t5 import relative_position_bucket  # HF's T5 buckets, as the T5 model test has them
 
 FMIN = torch.finfo(torch.float32).min   # what Hugging Face adds for a hidden position
 
@@ -60,24 +61,6 @@ def ref_bert_self_attention(i, w, sz):
     return _merge(scores.softmax(-1) @ v)
 
 
-def _t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    """T5Attention._relative_position_bucket, as in modeling_t5.py."""
-    relative_buckets = 0
-    if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
-    max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    if_large = max_exact + (
-        torch.log(relative_position.float() / max_exact)
-        / math.log(max_distance / max_exact)
-        * (num_buckets - max_exact)
-    ).to(torch.long)
-    if_large = torch.min(if_large, torch.full_like(if_large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position, if_large)
 
 
 def ref_t5_relative_bias_attention(i, w, sz):
@@ -85,7 +68,7 @@ def ref_t5_relative_bias_attention(i, w, sz):
     x, h, s = i["hidden_states"], sz["H"], sz["S"]
     ctx = torch.arange(s)[:, None]
     mem = torch.arange(s)[None, :]
-    buckets = _t5_bucket(mem - ctx, True, num_buckets=8, max_distance=16)
+    buckets = relative_position_bucket(mem - ctx, True, num_buckets=8, max_distance=16)
     bias = F.embedding(buckets, w["position_bias.weight"]).permute(2, 0, 1).unsqueeze(0)
     q, k, v = (_split(_lin(x, w, n, bias=False), h) for n in ("q", "k", "v"))
     scores = q @ k.transpose(3, 2) + bias
