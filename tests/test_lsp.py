@@ -345,3 +345,27 @@ def test_hover_shows_the_dtype_of_a_mask_and_of_ids():
     assert "x: [B, S]\n" in r["x"].contents.value   # float32, the default, is not written
     assert "[B, S] bool → [B, S] bool" in r["step"].contents.value
     assert "keep: [B, S] bool" in r["use"].contents.value
+
+
+def _frame(message: dict) -> bytes:
+    import json
+
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def test_shutdown_and_exit_end_the_server_cleanly():
+    """An editor's last two messages: the server answers `shutdown`, leaves on `exit` with
+    status 0, and prints nothing on stderr (no traceback from flushing a closed stdout)."""
+    import subprocess
+
+    messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"processId": None, "rootUri": None, "capabilities": {}}},
+                {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+                {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+                {"jsonrpc": "2.0", "method": "exit"}]
+    proc = subprocess.run([sys.executable, "-m", "shapelang", "lsp"], input=b"".join(map(_frame, messages)),
+                          capture_output=True, timeout=120, cwd=ROOT, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert b'"id": 2' in proc.stdout.replace(b'"id":2', b'"id": 2')   # shutdown was answered
+    assert b"Traceback" not in proc.stderr and b"Error" not in proc.stderr, proc.stderr.decode()

@@ -116,3 +116,26 @@ def test_hover_answers_for_exactly_the_columns_of_each_name(name):
             assert got is None or got[1] != sp, (name, sp)
         checked += 1
     assert checked > 20
+
+
+def test_hover_markdown_closes_its_code_block_in_commonmark():
+    """VS Code renders hovers with markdown-it: a closing fence with text after it does not
+    close the block. The example sizes follow the fence as their own paragraph."""
+    markdown_it = pytest.importorskip("markdown_it", reason="markdown-it-py renders the hover as VS Code does")
+    md = markdown_it.MarkdownIt("commonmark")
+    an = _analysis(ROOT / "specs" / "mha_self_attention.shape")
+    shown = 0
+    for occ in an.index.occurrences:
+        got = hover.hover(an, occ.span.line, occ.span.column)
+        if got is None or "```" not in got[0]:
+            continue
+        tokens = md.parse(got[0])
+        fences = [tk for tk in tokens if tk.type == "fence"]
+        assert fences and all(tk.info == "shapelang" for tk in fences), got[0]
+        html = md.render(got[0])
+        assert "```" not in html, html          # no stray backticks: every fence closed
+        assert html.count("<pre>") == len(fences)
+        if "example:" in got[0]:
+            assert "example:" not in fences[0].content and "example:" in html
+            shown += 1
+    assert shown > 5

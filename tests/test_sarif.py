@@ -132,3 +132,26 @@ def test_the_example_workflow_runs_real_commands():
         argv = [a if not a.startswith("$(") else "x.shape"
                 for a in shlex.split(cmd.replace("$(git ls-files '*.shape')", "$(files)"))][1:]
         _parser().parse_args(argv)   # exits on an unknown option
+
+
+def test_paths_are_normalised_and_relative_to_the_repository_root(tmp_path, monkeypatch):
+    """GitHub maps `file=` and SARIF URIs from the repository's root: a path written with
+    `..` and from a subfolder becomes that file's path from the root, in both formats."""
+    from cli_kit import run_cli
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "models" / "sub").mkdir(parents=True)
+    (repo / "models" / "attn.shape").write_text("dim B, D\ninput x: [B, D]\nparam w: [B, B]\ny: x @ w\n")
+    work = repo / "models" / "sub"
+    r = run_cli("check", "--format", "github", "../sub/../attn.shape", cwd=work)
+    assert r.returncode == 1
+    assert r.stdout.startswith("::error file=models/attn.shape,line=4,"), r.stdout
+    r = run_cli("check", "--format", "sarif", str(work / ".." / "attn.shape"), cwd=work)
+    log = json.loads(r.stdout)
+    (uri,) = {x["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for x in log["runs"][0]["results"]}
+    assert uri == "models/attn.shape"
+    outside = tmp_path / "elsewhere.shape"      # a file outside the repository keeps its absolute path
+    outside.write_text("dim B, D\ninput x: [B, D]\nparam w: [B, B]\ny: x @ w\n")
+    r = run_cli("check", "--format", "github", str(outside), cwd=work)
+    assert f"file={escape_property(outside.as_posix())}," in r.stdout

@@ -228,8 +228,9 @@ def entry() -> None:
 
     try:
         status = main()
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if not stream.closed:   # `shapelang lsp` closes stdout when the client says exit
+                stream.flush()
     except BrokenPipeError:   # `shapelang trace big.shape | head`: the reader has gone
         os._exit(0)
     os._exit(status)

@@ -91,8 +91,9 @@ def _tensor(spec: CheckedSpec, sym: Symbol) -> str | None:
         ty = _typed(spec, sym.name, spec.decls, spec.bindings)
         if ty is None:
             return None
-        return (f"```shapelang\n{sym.kind} {sym.name}: {_typed_shape(spec, ty)}\n```"
-                f"{_at_example(spec, ty.shape)}")
+        example = _at_example(spec, ty.shape).strip()   # after the fence: CommonMark closes a fence
+        return (f"```shapelang\n{sym.kind} {sym.name}: {_typed_shape(spec, ty)}\n```"   # alone on its line
+                + (f"\n\n{example}" if example else ""))
     rows = []
     for k, ir in enumerate(spec.blocks.get(sym.scope, [])):
         ty = _typed(spec, sym.name, ir.inputs + ir.params + ir.buffers, ir.bindings)

@@ -32,13 +32,22 @@ def information_uri() -> str | None:
     return None
 
 
+def _root(start: Path) -> Path:
+    """The repository the working folder is in (the folder holding `.git`), else the working
+    folder: GitHub maps annotation and SARIF paths from the repository's root."""
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return start
+
+
 def relative_path(path: str) -> str:
-    """The file as the repository sees it: relative to the working folder when inside it."""
-    p = Path(path)
-    if not p.is_absolute():
-        return p.as_posix()
+    """The file as the repository sees it: normalised (`sub/../a.shape` is `a.shape`) and
+    relative to the repository's root when inside it, else absolute."""
+    cwd = Path.cwd()
+    p = Path(os.path.normpath(cwd / path))
     try:
-        rel = Path(os.path.relpath(p, Path.cwd()))
+        rel = Path(os.path.relpath(p, _root(cwd)))
     except ValueError:   # another drive
         return p.as_posix()
     return p.as_posix() if rel.as_posix().startswith("../") else rel.as_posix()
