@@ -143,7 +143,7 @@ class Checker(Facts):
         return self.out
 
     def provenance(self) -> None:
-        """Where every axis's elements come from, and what shapes alone miss (W301-W308)."""
+        """Where every axis's elements come from, and what shapes alone miss (W301-W313)."""
         analysis = Provenance(self)
         analysis.run(self.out)
         for d in analysis.findings.found:

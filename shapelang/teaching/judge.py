@@ -307,7 +307,7 @@ class Judge:
 
     def _mixed_values(self, fills: dict, st) -> str | None:
         """What `shapelang check` says about where the values of this statement come from
-        (W301-W308), so that check and grade name the same mistake; None if it says nothing.
+        (W301-W313), so that check and grade name the same mistake; None if it says nothing.
         The proved fix is left out: it would hand out the answer."""
         from ..checker.checker import check_text
 

@@ -6,18 +6,20 @@ size H out of token positions. This pass walks the checked IR and records, for
 every axis of every tensor, an ordered product of logical *atoms*: the axes of
 inputs and parameters, the new axes of learned maps, and the pieces a split
 creates (D = H·Dh after `view [B, S, H, Dh]`). From that it reports what
-shapes miss (codes W301-W307, see docs/diagnostics.md):
+shapes miss (codes W301-W313, see docs/diagnostics.md):
 
 - W301 an axis made of parts of different axes (heads mixed with tokens);
 - W302 pieces of one axis merged back out of order (heads merged without
   moving H back next to Dh);
-- W303 softmax of attention scores over an axis other than the keys;
-- W304 normalisation statistics over an axis other than the features;
 - W305 a causal mask on scores whose query and key lengths are unrelated;
 - W306 `scale 1/sqrt(X)` where X is not the size the scores contracted;
 - W307 an elementwise op or a product between tensors whose same-sized axes (or the
   pieces of one axis) are swapped;
-- W308 a bias added to scores that is constant along the keys (softmax cancels it).
+- W308 a bias added to scores that is constant along the keys (softmax cancels it);
+- W303, W304 and W309-W313: the contracts of contracts.py (a softmax's weights used
+  along their axis, one normalisation's statistics along one axis, channels at axis 1,
+  rotations within a head, arange lookups, scale and mask before the softmax, masks
+  that leave every query a key).
 
 Every decision about sizes goes through the prover, so it holds for all sizes
 that satisfy the assumptions. Where the pass does not know an operation, the
