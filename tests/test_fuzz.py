@@ -13,17 +13,16 @@ of mutated cases and a fifth of the token soup; `--exhaustive` runs the rest.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import random
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from tiers import sample, sweep
+from work import hard_limit
 
 from shapelang import render
 from shapelang.checker.checker import check_text
@@ -179,27 +178,6 @@ def seeds() -> list[tuple[str, str]]:
            for p in sorted((ROOT / "specs").glob("*.shape"))]
     out += [(f"inline{i}", s) for i, s in enumerate(INLINE_SEEDS)]
     return out
-
-
-@contextlib.contextmanager
-def hard_limit(seconds: int):
-    """Abort a hung case with an exception (Unix main thread only)."""
-    usable = hasattr(signal, "setitimer") and hasattr(signal, "SIGALRM")
-    if usable:
-        try:
-            def handler(signum, frame):
-                raise TimeoutError(f"check_text did not return within {seconds} s")
-            old = signal.signal(signal.SIGALRM, handler)
-        except ValueError:      # not the main thread
-            usable = False
-    if usable:
-        signal.setitimer(signal.ITIMER_REAL, seconds, 0.25)   # re-fires if a finalizer swallows it
-    try:
-        yield
-    finally:
-        if usable:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)
 
 
 def known_hang(text: str) -> bool:

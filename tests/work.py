@@ -26,25 +26,27 @@ class _Count:
 
 
 @contextlib.contextmanager
-def _alarm(seconds: int):
-    usable = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
+def hard_limit(seconds: int):
+    """Abort a hung call with TimeoutError after `seconds` (Unix main thread only): a hang
+    detector, never a bound on how fast something runs."""
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if usable:
         def handler(signum, frame):
             raise TimeoutError(f"still running after {seconds} s: a hang")
         old = signal.signal(signal.SIGALRM, handler)
-        signal.alarm(seconds)
+        signal.setitimer(signal.ITIMER_REAL, seconds, 0.25)   # re-fires if a finalizer swallows it
     try:
         yield
     finally:
         if usable:
-            signal.alarm(0)
+            signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old)
 
 
 def calls(fn):
     """fn()'s result and the number of calls it made."""
     count = _Count()
-    with _alarm(HANG_S):
+    with hard_limit(HANG_S):
         sys.setprofile(count)
         try:
             out = fn()

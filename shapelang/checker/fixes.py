@@ -35,10 +35,6 @@ def inserts(span, text: str) -> int:
     return 0
 
 
-# warnings a fix may reveal further down: the analysis knew nothing past the broken line
-REVEALED: set = set()   # none: a help whose rewritten spec gets a new finding anywhere after it is not shown
-
-
 def _code(line: str) -> str:
     """The line without its comment, for showing (a `#` inside a quoted pattern stays)."""
     quoted = False
@@ -51,7 +47,7 @@ def _code(line: str) -> str:
 
 
 def _after(diags, line: int, inserted: int = 0, where: int = 0) -> dict:
-    """What counts against a fix: everything on its line, errors and mixing warnings after it.
+    """What counts against a fix: every finding on its line and after it.
     `inserted` lines before line `where` (a new `assume`): later lines move down by that
     many, and any finding on an inserted line counts against the fix."""
     out: dict = {}
@@ -63,7 +59,7 @@ def _after(diags, line: int, inserted: int = 0, where: int = 0) -> dict:
                 out[key] = out.get(key, 0) + 1
                 continue
             at -= inserted
-        if at == line or (at > line and d.code not in REVEALED):
+        if at >= line:   # a help whose rewritten spec gets any new finding at or after it is not shown
             key = (d.code, at)
             out[key] = out.get(key, 0) + 1
     return out

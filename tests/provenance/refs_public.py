@@ -17,6 +17,7 @@ import math
 
 import torch
 import torch.nn.functional as F
+from test_model_bloom import build_alibi_tensor  # HF's ALiBi, as the BLOOM model test has it
 from test_model_t5 import relative_position_bucket  # HF's T5 buckets, as the T5 model test has them
 
 FMIN = torch.finfo(torch.float32).min   # what Hugging Face adds for a hidden position
@@ -164,18 +165,6 @@ def ref_falcon_multi_query(i, w, sz):
     return _lin(out, w, "attn_output", bias=False)
 
 
-def _bloom_alibi(attention_mask, num_heads, dtype):
-    """build_alibi_tensor for a power-of-two head count."""
-    batch_size, seq_length = attention_mask.shape
-    closest_power_of_2 = 2 ** math.floor(math.log2(num_heads))
-    base = torch.tensor(2 ** (-(2 ** -(math.log2(closest_power_of_2) - 3))), dtype=torch.float32)
-    powers = torch.arange(1, 1 + closest_power_of_2, dtype=torch.int32)
-    slopes = torch.pow(base, powers)
-    arange_tensor = ((attention_mask.cumsum(dim=-1) - 1) * attention_mask)[:, None, :]
-    alibi = slopes[..., None] * arange_tensor
-    return alibi.reshape(batch_size * num_heads, 1, seq_length).to(dtype)
-
-
 def ref_bloom_attention(i, w, sz):
     """BloomAttention (eager): heads in the batch, alibi.baddbmm(q, k, beta=1, alpha=1/sqrt(Dh))."""
     x, m, h = i["hidden_states"], i["attention_mask"], sz["H"]
@@ -185,7 +174,7 @@ def ref_bloom_attention(i, w, sz):
     q = fused[..., 0, :].transpose(1, 2).reshape(b * h, s, hd)
     k = fused[..., 1, :].permute(0, 2, 3, 1).reshape(b * h, hd, s)
     v = fused[..., 2, :].transpose(1, 2).reshape(b * h, s, hd)
-    alibi = _bloom_alibi(m, h, x.dtype)
+    alibi = build_alibi_tensor(torch, m, h).to(x.dtype)
     scores = alibi.baddbmm(batch1=q, batch2=k, beta=1.0, alpha=1.0 / math.sqrt(hd)).view(b, h, s, s)
     hide = torch.ones(s, s, dtype=torch.bool).triu(1) | (m == 0)[:, None, None, :]
     probs = scores.masked_fill(hide, FMIN).softmax(-1).view(b * h, s, s)

@@ -34,19 +34,14 @@ from .. import patterns
 from ..arith import ELEMENTWISE
 from ..ops.table import TABLE
 from ..ops.tables import COMPARISONS
-
-_COMPARISONS = frozenset(COMPARISONS.values())
-_PICKS = frozenset({"topk", "argmax", "argmin", "max", "min", "sort", "argsort", "kthvalue"})
-
-
-def _inverse_root(factor) -> bool:
-    f = factor if isinstance(factor, sp.Basic) or factor is None else sp.sympify(factor)
-    return f is not None and f.is_Pow and f.exp == sp.Rational(-1, 2)
-from .atoms import TP, Atom, Axis
+from .atoms import NEGATED, TP, Atom, Axis, root_base
 from .contracts import ContractRules, triangle
 from .findings import Findings
 from .layers import LayerRules
 from .regroup import Regrouper
+
+_COMPARISONS = frozenset(COMPARISONS.values())
+_PICKS = frozenset({"topk", "argmax", "argmin", "max", "min", "sort", "argsort", "kthvalue"})
 
 
 class Provenance(LayerRules, ContractRules):
@@ -273,7 +268,7 @@ class Provenance(LayerRules, ContractRules):
         if op == "scale":
             factor = s.detail.get("factor")
             self.findings.check_scale(s, x, factor)
-            if _inverse_root(factor):
+            if root_base(factor) is not None:
                 self.after_softmax(s, x, "scales the weights")
         if op == "mask":
             m = ins[1] if len(ins) > 1 and s.detail.get("kind") != "causal" else None
@@ -287,13 +282,12 @@ class Provenance(LayerRules, ContractRules):
         if op in ("tril", "triu"):
             return [x.mark(tri=triangle(op, s.detail.get("diagonal"), x.marks.get("tri")))]
         if op == "logical_not" and x.marks.get("tri"):
-            return [x.mark(tri={"lower": "supper", "supper": "lower", "upper": "slower",
-                                "slower": "upper"}.get(x.marks["tri"]))]
+            return [x.mark(tri=NEGATED.get(x.marks["tri"]))]
         if op in ("groupnorm", "batchnorm"):
             self.channels(s, x)
             return [TP(x.axes)]
         if op == "square":
-            return [x.mark(squared=x.marks.get("centred") and x or x)]
+            return [x.mark(squared=x)]   # a mean of it is a mean of squares (RMS, or a variance)
         return [x]
 
     def p_norm(self, s, x: TP, ins):
@@ -417,7 +411,7 @@ class Provenance(LayerRules, ContractRules):
             sc = s.detail["scalar"]
             factor = 1 / sc if s.op == "div" and not s.detail.get("scalar_left") else sc
             self.findings.check_scale(s, ts[0], factor)
-            if _inverse_root(factor):
+            if root_base(factor) is not None:
                 self.after_softmax(s, ts[0], "scales the weights")
         if len(ts) == 1:   # with a number: the same axes, the same facts (a + eps, x / 2), but no
             # longer a count (arange + 1) nor a mask

@@ -74,7 +74,17 @@ class TP:
         return out
 
 
-_FLIP = {"lower": "upper", "upper": "lower", "slower": "supper", "supper": "slower"}
+# a mask's triangle (TP.marks["tri"]) with its two axes swapped, and with True and False swapped
+TRANSPOSED = {"lower": "upper", "upper": "lower", "slower": "supper", "supper": "slower"}
+NEGATED = {"lower": "supper", "supper": "lower", "upper": "slower", "slower": "upper"}
+
+
+def root_base(factor):
+    """X when a scale factor is X**(-1/2), `1/sqrt(X)`; else None."""
+    if factor is None:
+        return None
+    f = factor if isinstance(factor, sp.Basic) else sp.sympify(factor)
+    return f.base if f.is_Pow and f.exp == sp.Rational(-1, 2) else None
 
 
 def _carried(t: TP, axes: tuple) -> dict:
@@ -88,7 +98,7 @@ def _carried(t: TP, axes: tuple) -> dict:
         if axes[-2:] == t.axes[-2:]:
             out["tri"] = tri
         elif axes[-2:] == t.axes[-2:][::-1]:
-            out["tri"] = _FLIP.get(tri)
+            out["tri"] = TRANSPOSED.get(tri)
     return out
 
 

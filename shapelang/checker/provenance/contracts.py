@@ -21,9 +21,8 @@ Each hook takes provenance (atoms.TP) and returns provenance; the analysis calls
 """
 from __future__ import annotations
 
-from .atoms import TP, Atom, _size, label_of
+from .atoms import NEGATED, TP, Atom, _size, label_of
 
-_FLIP = {"lower": "supper", "supper": "lower", "upper": "slower", "slower": "upper"}
 _COMPARE = {"ge": "lower", "gt": "slower", "le": "upper", "lt": "supper"}   # rows OP columns
 _MIRROR = {"ge": "le", "le": "ge", "gt": "lt", "lt": "gt"}
 
@@ -212,13 +211,14 @@ class ContractRules:
         the channels convolutions make (but `exclude`'s own), a weight's last axis, a gain's
         length."""
         if self._width_cache is None:
-            out = []
+            out, weights = [], set()   # weights: names used as the right operand of a product
             for step in self._all_steps():
                 if step.op in ("linear", "embed", "layernorm", "rmsnorm") and step.out.shape:
                     out.append((step, step.out.shape[-1]))
-                if step.op in ("conv1d", "conv2d") and len(step.out.shape) >= 3:
+                elif step.op in ("conv1d", "conv2d") and len(step.out.shape) >= 3:
                     out.append((step, step.out.shape[1]))
-            weights = {s.inputs[1] for s in self._all_steps() if s.op in ("matmul", "einsum") and len(s.inputs) > 1}
+                elif step.op in ("matmul", "einsum") and len(step.inputs) > 1:
+                    weights.add(step.inputs[1])
             for d in getattr(self._spec, "decls", ()):
                 if d.kind == "param" and (len(d.type.shape) == 1 or d.name in weights and d.type.shape):
                     out.append((None, d.type.shape[-1]))
@@ -382,7 +382,7 @@ class ContractRules:
             if tri is not None and s.op in ("eq", "ne") and sc is not None:
                 zero = sc in (0, False)
                 flip = (s.op == "eq") == zero
-                return out.mark(tri=(_FLIP.get(tri) if flip else tri) if tri != "all" else None)
+                return out.mark(tri=(NEGATED.get(tri) if flip else tri) if tri != "all" else None)
             return out
         if len(ins) == 2 and all(t is not None for t in ins) and s.op in _COMPARE:
             a, b = (t.marks.get("index") for t in ins)

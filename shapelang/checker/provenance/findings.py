@@ -2,11 +2,9 @@
 candidate fixes that shapelang.checker.fixes proves before they are shown."""
 from __future__ import annotations
 
-import sympy as sp
-
 from ...syntax.diagnostics import Diagnostic
 from .. import dims as dimlib
-from .atoms import TP, _size, label_of
+from .atoms import TP, _size, label_of, root_base
 
 
 class Findings:
@@ -53,23 +51,6 @@ class Findings:
         return f"the axis of size {name} is made of positions of {atom.label}"
 
     # ------------------------------------------------------------ findings
-    def check_softmax(self, s, x: TP) -> None:
-        if x.keys is None:
-            return
-        d = s.detail["dim"]
-        if x.axes[d] == x.keys:
-            self.check_flat_bias(s, x)
-            return
-        k = x.axes.index(x.keys)
-        rank = len(x.axes)
-        right = -1 if k == rank - 1 else k
-        self.warn(s, "W303", f"`{s.text}` normalises the attention scores over axis {d} "
-                  f"({label_of(x.axes[d])}), but each query's weights over the keys must add up to 1, "
-                  f"and the keys are axis {k} ({label_of(x.keys)})",
-                  fix=(s, f"{s.op} {right}"),
-                  notes=(("the key axis is the one that came from the columns of the right operand "
-                         "of the product that made the scores"),))
-
     def check_flat_bias(self, softmax, x: TP) -> None:
         """A term added to the scores that does not vary along the keys shifts every score of
         a query's row by the same amount, which the softmax over the keys takes away."""
@@ -93,12 +74,9 @@ class Findings:
         if here or not x.axes[d] or not feat:
             return
         k = feat[-1]
-        fix = None
-        if s.op in ("mean", "var"):
-            fix = (s, s.text.replace(str(_axis_text(s)), str(k - len(x.axes) if k == len(x.axes) - 1 else k), 1))
         self.warn(s, "W304", f"`{s.text}` {verb} over {label_of(x.axes[d])}, not over the features "
-                  f"({label_of(x.axes[k])}, axis {k})", fix=fix,
-                  help=None if fix else "normalise before moving the feature axis away from the end, "
+                  f"({label_of(x.axes[k])}, axis {k})",
+                  help="normalise before moving the feature axis away from the end, "
                   "or move it back with a transpose first")
 
     def check_causal(self, s, what: str = "`mask causal`", rows=None, cols=None) -> None:
@@ -122,12 +100,9 @@ class Findings:
                          "the same positions (or keys = past + queries)"),))
 
     def check_scale(self, s, x: TP, factor) -> None:
-        if x.contracted is None or factor is None:
+        base = root_base(factor)
+        if x.contracted is None or base is None:
             return
-        f = sp.sympify(factor) if not isinstance(factor, sp.Basic) else factor
-        if not (f.is_Pow and f.exp == sp.Rational(-1, 2)):
-            return
-        base = f.base
         contracted = _size(x.contracted)
         if self.p.prover.same(base, contracted):
             return
@@ -276,7 +251,3 @@ def _perm_text(perm) -> str:
         return f"transpose {moved[0]} {moved[1]}"
     return "permute " + " ".join(str(v) for v in perm)
 
-
-def _axis_text(s):
-    parts = s.text.split()
-    return parts[1] if len(parts) > 1 else ""
