@@ -65,6 +65,9 @@ BUGS = {
                                        "y: X + p\n"), "W311", 2),
     "scale after the softmax": ("a: Q @ (K -> transpose -2 -1) -> softmax -1 -> scale 1/sqrt(Dh)\no: a @ V\n",
                                 "W312", 0),
+    "a keep mask after the softmax": (("a: Q @ (K -> transpose -2 -1) -> softmax -1\n"
+                                     "m: where((arange(S) -> unsqueeze 1) >= arange(S), a, -inf)\no: m @ V\n"),
+                                     "W312", 1),
     "fill mask keeping the diagonal": ("a: Q @ (K -> transpose -2 -1) -> mask (ones([S, S]) -> tril -> bool)\n",
                                        "W313", 0),
     "causal triangle without the cache offset": (("dim P\ninput Kc: [B, H, P + S, Dh]\n"

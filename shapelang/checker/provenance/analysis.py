@@ -136,10 +136,8 @@ class Provenance(LayerRules, ContractRules):
                     and s.detail["dim"] < len(x.axes):
                 self.consumed(s, x, x.axes[s.detail["dim"]], "picks")
             if op == "masked_fill":
-                m = ins[1] if len(ins) > 1 else None
-                self.after_softmax(s, x, "fills some of the weights", m)
-                if s.detail.get("value") == -sp.oo:
-                    self.mask_polarity(s, m, False)
+                self.masked(s, x, ins[1] if len(ins) > 1 else None, False, s.detail.get("value") == -sp.oo,
+                            "fills some of the weights")
             out = rule(s, x, ins)
             if op == "masked_fill" and out and len(ins) > 1 and ins[1] is not None:
                 out = [out[0].mark(masked_by=ins[1])] + list(out[1:])
@@ -272,11 +270,10 @@ class Provenance(LayerRules, ContractRules):
                 self.after_softmax(s, x, "scales the weights")
         if op == "mask":
             m = ins[1] if len(ins) > 1 and s.detail.get("kind") != "causal" else None
-            self.after_softmax(s, x, "masks the weights", m)
+            self.masked(s, x, m, False, m is not None, "masks the weights")
             if s.detail.get("kind") == "causal":
                 self.findings.check_causal(s)
             else:
-                self.mask_polarity(s, m, False)
                 out = self.p_expand(s, x, ins)     # masked_fill broadcasts the input to the mask
                 return [out[0].mark(masked_by=m)] if m is not None else out
         if op in ("tril", "triu"):

@@ -106,6 +106,15 @@ class ContractRules:
                            notes=(("softmax(scores) comes after the scale and the mask: "
                                    "softmax(mask(scale(scores)))"),))
 
+    def masked(self, s, x: TP | None, m: TP | None, keep: bool, fill_inf: bool, what: str) -> None:
+        """Scores (or weights) `x` masked by `m`: `mask M` and masked_fill hide where M is True,
+        where(M, x, -inf) keeps there (`keep`). Checked: a mask after the softmax (W312); when
+        the fill is -inf, a mask that empties a row or lines up unrelated lengths (W313, W305)."""
+        if x is not None:
+            self.after_softmax(s, x, what, m)
+        if fill_inf:
+            self.mask_polarity(s, m, keep)
+
     def divided(self, s, a: TP, b: TP, out: TP) -> TP:
         """a / b: a divided by its own sum along an axis adds up to 1 along it."""
         stat = b.marks.get("stat")

@@ -65,12 +65,11 @@ class LayerRules:
 
     def p_where(self, s, x: TP, ins):
         values = s.detail.get("values")
-        if s.op == "where" and values and len(values) == 2 and ins:
+        if s.op == "where" and values and len(values) == 2 and len(ins) == 2:   # where(M, x, v) or (M, v, x)
             import sympy as sp
-            if values[1] == -sp.oo and values[0] is None:
-                self.mask_polarity(s, ins[0], True)
-            elif values[0] == -sp.oo and values[1] is None:
-                self.mask_polarity(s, ins[0], False)
+
+            keep = values[0] is None
+            self.masked(s, ins[1], ins[0], keep, values[1 if keep else 0] == -sp.oo, "masks the weights")
         return self.elementwise(s, ins)
 
     def p_conv(self, s, x: TP, ins):
