@@ -155,3 +155,59 @@ def test_paths_are_normalised_and_relative_to_the_repository_root(tmp_path, monk
     outside.write_text("dim B, D\ninput x: [B, D]\nparam w: [B, B]\ny: x @ w\n")
     r = run_cli("check", "--format", "github", str(outside), cwd=work)
     assert f"file={escape_property(outside.as_posix())}," in r.stdout
+
+
+def _rel_uri(uri: str) -> bool:
+    return not (uri.startswith(("/", "file:", "..")) or "://" in uri or "/../" in uri or "\\" in uri)
+
+
+def test_the_log_meets_githubs_ingestion_rules(logs, monkeypatch):
+    """What GitHub's code scanning (and the SARIF Multitool's GitHub rule set) asks of a log:
+    every rule named and described in full, with help text and a help URI; the tool with its
+    version and information URI; every location a region in a file relative to the root; a
+    message on every result; and the log within GitHub's upload limits."""
+    docs = "https://example.org/shapelang/docs/"
+    monkeypatch.setenv("SHAPELANG_DOCS_URL", docs.rstrip("/"))
+    from shapelang.checker.explanations import text
+
+    headings = {line[4:] for line in (ROOT / "docs" / "diagnostics.md").read_text().splitlines()
+                if line.startswith("### ")}
+    for rel, spec, _ in logs:
+        log = sarif_log([(rel, list(spec.diagnostics))], "0.1.0")
+        (run,) = log["runs"]
+        driver = run["tool"]["driver"]
+        assert driver["informationUri"] == docs and driver["version"] == "0.1.0"
+        names = set()
+        for rule in driver["rules"]:
+            title = CODES[rule["id"]]
+            assert rule["name"][0].isupper() and rule["name"].isalnum() and rule["name"] not in names
+            names.add(rule["name"])
+            assert rule["shortDescription"]["text"] == title
+            assert len(rule["fullDescription"]["text"]) > len(title)
+            assert rule["help"]["text"] == text(rule["id"], title)
+            assert rule["help"]["markdown"].startswith(f"### {rule['id']}: {title}")
+            # the link lands on the code's own heading in the published docs
+            assert f"{rule['id']}: {title}" in headings
+            assert rule["helpUri"].startswith(docs + "diagnostics.md#" + rule["id"].lower() + "-")
+        assert len(log["runs"]) <= 20 and len(run["results"]) <= 25_000
+        for r in run["results"]:
+            assert r["message"]["text"].strip()
+            locations = r["locations"] + r.get("relatedLocations", [])
+            assert len(locations) <= 1_000
+            for loc in locations:
+                phys = loc["physicalLocation"]
+                assert _rel_uri(phys["artifactLocation"]["uri"]), phys
+                assert phys["region"]["startLine"] >= 1
+
+
+def test_no_links_without_a_published_address(logs, monkeypatch):
+    """SARIF's helpUri and informationUri must be absolute: with no docs address configured
+    they are left out rather than invented."""
+    monkeypatch.delenv("SHAPELANG_DOCS_URL", raising=False)
+    rel, spec, _ = logs[0]
+    log = sarif_log([(rel, list(spec.diagnostics))], "0.1.0")
+    driver = log["runs"][0]["tool"]["driver"]
+    assert all("helpUri" not in r for r in driver["rules"])
+    assert all(r["help"]["text"] for r in driver["rules"])
+    monkeypatch.setenv("SHAPELANG_DOCS_URL", "docs/")      # not absolute: ignored
+    assert "informationUri" not in sarif_log([], "0.1.0")["runs"][0]["tool"]["driver"]

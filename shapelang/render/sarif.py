@@ -17,19 +17,43 @@ from ..syntax.nodes import Span
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
 
-def information_uri() -> str | None:
-    """The project's home page from the installed package's metadata, if it names one."""
-    from importlib import metadata
+DOCS_ENV = "SHAPELANG_DOCS_URL"
 
-    try:
-        urls = metadata.metadata("shapelang").get_all("Project-URL") or []
-    except metadata.PackageNotFoundError:
+
+def docs_uri() -> str | None:
+    """Where shapelang's docs/ folder is published, as an absolute http(s) URL ending in `/`:
+    `$SHAPELANG_DOCS_URL` (the example workflow sets it), else a `Documentation` or `Homepage`
+    Project-URL of the installed package. None when neither names one: SARIF's `helpUri` and
+    `informationUri` must be absolute, and an invented address would send readers nowhere."""
+    url = os.environ.get(DOCS_ENV, "").strip()
+    if not url:
+        from importlib import metadata
+
+        try:
+            entries = metadata.metadata("shapelang").get_all("Project-URL") or []
+        except metadata.PackageNotFoundError:
+            entries = []
+        for entry in entries:
+            label, _, value = entry.partition(",")
+            if label.strip().lower() in ("documentation", "homepage") and value.strip():
+                url = value.strip()
+                break
+    if not url.startswith(("https://", "http://")):
         return None
-    for entry in urls:
-        label, _, url = entry.partition(",")
-        if label.strip().lower() in ("homepage", "documentation", "source") and url.strip():
-            return url.strip()
-    return None
+    return url if url.endswith("/") else url + "/"
+
+
+def anchor(code: str, title: str) -> str:
+    """The anchor GitHub's Markdown gives the heading `### CODE: title` in docs/diagnostics.md."""
+    text = f"{code}: {title}".lower()
+    return "".join(c if c.isalnum() or c in "-_" else "-" if c == " " else "" for c in text)
+
+
+def rule_name(title: str) -> str:
+    """A rule's `name`: its title in PascalCase (`matmul operands do not fit` is
+    `MatmulOperandsDoNotFit`), as SARIF's rule-name convention asks."""
+    words = "".join(c if c.isalnum() else "" if c == "'" else " " for c in title).split()
+    return "".join(w[:1].upper() + w[1:] for w in words)
 
 
 def _root(start: Path) -> Path:
@@ -79,9 +103,25 @@ def _edit_region(span: Span) -> dict:
 
 
 def rules() -> list[dict]:
-    return [{"id": code, "shortDescription": {"text": text},
-             "defaultConfiguration": {"level": "warning" if code.startswith("W") else "error"}}
-            for code, text in CODES.items()]
+    """One rule per code, with what `shapelang explain CODE` says: its meaning as the full
+    description, the whole explanation (wrong and right examples) as the help, and a link to the
+    code's section of docs/diagnostics.md where the docs' address is known (`docs_uri`)."""
+    from ..checker.explanations import EXPLANATIONS, markdown, text
+
+    docs = docs_uri()
+    out = []
+    for code, title in CODES.items():
+        rule = {"id": code, "name": rule_name(title), "shortDescription": {"text": title},
+                "fullDescription": {"text": " ".join(EXPLANATIONS[code].means.split())},
+                "help": {"text": text(code, title), "markdown": markdown({code: title})},
+                "defaultConfiguration": {"level": "warning" if code.startswith("W") else "error"},
+                # an error is proved for every size; a warning reads intent, and may be meant
+                "properties": {"tags": ["correctness"],
+                               "precision": "high" if code.startswith("W") else "very-high"}}
+        if docs:
+            rule["helpUri"] = f"{docs}diagnostics.md#{anchor(code, title)}"
+        out.append(rule)
+    return out
 
 
 def result(d: Diagnostic, path: str, rule_index: dict[str, int]) -> dict:
@@ -115,7 +155,7 @@ def sarif_log(findings: list[tuple[str, list[Diagnostic]]], version: str) -> dic
     index = {r["id"]: i for i, r in enumerate(table)}
     results = [result(d, path, index) for path, diags in findings for d in diags]
     driver = {"name": "shapelang", "version": version, "rules": table}
-    home = information_uri()
+    home = docs_uri()
     if home:
         driver["informationUri"] = home
     return {"$schema": SCHEMA_URI, "version": "2.1.0",
