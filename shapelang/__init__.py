@@ -9,17 +9,16 @@ importing the package (and `shapelang --help`) does not import sympy:
 """
 __version__ = "0.1.0"
 
-_API = ("CheckedSpec", "CodegenError", "Diagnostic", "check", "check_file", "codegen", "grader",
-        "render_check", "run", "to_json", "trace")
-
 __all__ = ["CheckedSpec", "CodegenError", "Diagnostic", "__version__", "check", "check_file", "codegen",
            "grader", "render_check", "run", "to_json", "trace"]
 
 
 def __getattr__(name: str):
-    if name in _API:
-        from . import api
+    import importlib
 
+    api = importlib.import_module("shapelang.api")   # light: it loads each stage when first used
+
+    if name in api.__all__:
         return getattr(api, name)
     raise AttributeError(f"module 'shapelang' has no attribute {name!r}")
 

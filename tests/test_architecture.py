@@ -23,11 +23,13 @@ ALLOWED = {
     # PyTorch -> spec: beside codegen (it generates the spec's module to prove the import faithful)
     "importer": {"syntax", "checker", "codegen"},
     "teaching": {"syntax", "checker", "render"},
-    "api": {"syntax", "checker", "render", "codegen", "teaching"},
-    "lsp": {"api", "syntax", "checker", "render", "fmt"},
-    "serve": {"api", "syntax", "render", "teaching"},
-    "cli": {"api", "syntax", "checker", "render", "codegen", "teaching", "lsp", "fmt", "serve", "importer"},
-    "notebook": {"api", "syntax", "checker", "render", "teaching"},
+    "api": {"syntax", "checker", "render", "fmt", "codegen", "importer", "teaching"},
+    # the outer packages go through the door (shapelang.api) and nothing else of the stages;
+    # the CLI starts the language server and the playground
+    "lsp": {"api"},
+    "serve": {"api"},
+    "cli": {"api", "lsp", "serve"},
+    "notebook": {"api"},
     "__init__": {"api", "notebook"},
     "__main__": {"cli"},
 }
@@ -82,7 +84,37 @@ def test_the_graph_is_not_empty():
     # guards the test itself: a broken walk would find no imports and pass everything
     assert "shapelang.checker.checker" in GRAPH
     assert "shapelang.syntax.parser" in GRAPH["shapelang.checker.checker"]
-    assert any(m.startswith("shapelang.codegen") for m in GRAPH["shapelang.cli.codegen"])
+    assert "shapelang.api" in GRAPH["shapelang.cli.codegen"]
+
+
+OUTER = ("cli", "lsp", "serve", "notebook")
+
+
+@pytest.mark.parametrize("module", sorted(m for m in GRAPH if _stage(m) in OUTER))
+def test_the_outer_packages_use_only_the_api(module):
+    """cli, lsp, serve and notebook reach the stages through `shapelang.api` alone: a private
+    helper of another stage (render.common._shape, teaching.results...) is not a dependency
+    they may take, so a stage can be rearranged behind the door."""
+    stage = _stage(module)
+    wrong = sorted(t for t in GRAPH[module]
+                   if _stage(t) not in (stage, "api", "__init__") and _stage(t) not in ALLOWED[stage])
+    assert not wrong, f"{module} imports {wrong}: add what it needs to shapelang.api and use that"
+
+
+def test_the_api_door_opens_onto_real_names():
+    """Every name the API loads lazily exists, in a stage the API may depend on."""
+    from shapelang import api
+
+    for name, (module, attr) in api._LAZY.items():
+        assert _stage(module) in ALLOWED["api"], (name, module)
+        if _stage(module) == "importer":
+            continue        # imports torch; checked where torch is (tests/test_import_*)
+        assert getattr(api, name) is not None, name
+    assert set(api.__all__) >= set(api._LAZY) and len(set(api.__all__)) == len(api.__all__)
+    for name in api.__all__:
+        if api._LAZY.get(name, ("",))[0].startswith("shapelang.importer"):
+            continue
+        assert hasattr(api, name), name
 
 
 @pytest.mark.parametrize("module", sorted(GRAPH))

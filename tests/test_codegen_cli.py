@@ -80,12 +80,12 @@ def test_a_forward_failure_names_the_step(monkeypatch, capsys):
 
 
 def test_an_internal_error_of_codegen_is_reported_not_raised(spec_path, monkeypatch, capsys):
-    from shapelang.cli import codegen as cli_codegen
+    from shapelang.codegen import generator
 
     def broken(*_a, **_k):
         raise KeyError("return")
 
-    monkeypatch.setattr(cli_codegen, "generate", broken)
+    monkeypatch.setattr(generator, "generate", broken)
     monkeypatch.setattr(runner, "generate", broken)
     for command in ("codegen", "run"):
         assert main([command, str(spec_path)]) == 1

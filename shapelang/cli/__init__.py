@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import api
+
 DESCRIPTIONS = {
     "check": """\
 Prove every step of each spec for all sizes that satisfy its `assume` lines, and
@@ -34,8 +36,6 @@ Exit status: 0 clean (warnings allowed), 1 errors (or warnings with --strict),
 
 example:  shapelang trace specs/mha_self_attention.shape""",
 }
-FORMATS = ("text: for people (default); json: diagnostics and shapes for tools; sarif: a SARIF "
-           "2.1.0 log; github: workflow-command annotations")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,10 +47,7 @@ def _parser() -> argparse.ArgumentParser:
         c = sub.add_parser(name, help=help_text, description=DESCRIPTIONS[name],
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         c.add_argument("files", nargs="+", metavar="FILE", help="a .shape spec")
-        formats = ["text", "json", "sarif", "github"] + (["html", "svg"] if name == "trace" else [])
-        c.add_argument("--format", choices=formats, default="text",
-                       help=FORMATS
-                       + ("; html: a self-contained page; svg: one figure" if name == "trace" else ""))
+        c.add_argument("--format", choices=api.formats(name), default="text", help=api.formats_help(name))
         c.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
         c.add_argument("--color", "--colour", choices=["auto", "always", "never"], default="auto",
                        help="colour the text output (auto: on a terminal, unless NO_COLOR is set)")
@@ -130,12 +127,14 @@ def _width(args) -> int:
 
 
 def _check(args) -> int:
-    from .. import render
     from .common import fails, read_spec
 
-    if args.format in ("sarif", "github"):
+    if api.format_info(args.format).per_run:
         from .ci import ci_command
         return ci_command(args)
+    options = api.RenderOptions(provenance=getattr(args, "provenance", False),
+                                width=_width(args) if args.command == "trace" else 0,
+                                example_only=getattr(args, "example_only", False))
     output = getattr(args, "output", None)
     if output and len(args.files) != 1:
         print("shapelang: -o takes one FILE", file=sys.stderr)
@@ -148,17 +147,7 @@ def _check(args) -> int:
             return 2
         if fails(spec, args.strict):
             status = 1
-        if args.format == "json":
-            written.append(render.to_json(render.spec_json(spec, args.command == "trace")))
-        elif args.format in ("html", "svg"):
-            from ..render import html
-            written.append(html.trace_html(spec) if args.format == "html" else html.trace_svg(spec))
-        elif args.command == "check":
-            from ..render.color import diagnostic_lines
-            written.append(diagnostic_lines(render.check_text(spec).rstrip("\n")))
-        else:
-            written.append(render.trace_lines(spec, provenance=args.provenance, width=_width(args),
-                                              example_only=args.example_only))
+        written.append(api.render(spec, args.format, args.command, options))
         if not output:
             _write(written.pop(), sys.stdout, args)
     if output:
@@ -176,8 +165,7 @@ def _write(out, stream, args) -> None:
     if isinstance(out, str):
         stream.write(out)
         return
-    from ..render import color
-    color.write(out, stream, args.format == "text" and color.wants_color(args.color, stream))
+    api.write_lines(out, stream, colour=api.format_info(args.format).coloured and args.color,)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,12 +3,10 @@ from __future__ import annotations
 
 import sys
 
+from .. import api
+
 
 def ci_command(args) -> int:
-    from .. import __version__
-    from ..render.github import github_text
-    from ..render.json import to_json
-    from ..render.sarif import relative_path, sarif_log
     from .common import fails, read_spec
 
     status = 0
@@ -20,8 +18,5 @@ def ci_command(args) -> int:
         if fails(spec, args.strict):
             status = 1
         findings.append((path, list(spec.diagnostics)))
-    if args.format == "sarif":
-        sys.stdout.write(to_json(sarif_log(findings, __version__)))
-    else:
-        sys.stdout.write(github_text([(relative_path(p), d) for p, d in findings]))
+    sys.stdout.write(api.report(findings, args.format))
     return status

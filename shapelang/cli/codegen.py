@@ -9,17 +9,7 @@ import json
 import os
 import sys
 
-from ..codegen.generator import generate, write_atomic
-from ..codegen.naming import CodegenError
-from ..codegen.runner import (
-    SizesError,
-    _import_torch,
-    parse_sizes,
-    report_json,
-    report_text,
-    resolve_sizes,
-    run_spec,
-)
+from .. import api
 from .common import checked_spec
 
 
@@ -64,9 +54,9 @@ def codegen_command(args) -> int:
     if isinstance(spec, int):
         return spec
     try:
-        source = generate(spec, names=getattr(args, "names", "dotted"),
+        source = api.codegen(spec, names=getattr(args, "names", "dotted"),
                           attention=getattr(args, "attention", "sdpa")).source
-    except CodegenError as err:
+    except api.CodegenError as err:
         print(f"shapelang: cannot generate code for {args.file}: {err}", file=sys.stderr)
         return 1
     except Exception as err:  # noqa: BLE001 - never a traceback
@@ -75,7 +65,7 @@ def codegen_command(args) -> int:
         sys.stdout.write(source)
         return 0
     try:
-        write_atomic(args.output, source, force=args.force)
+        api.write_atomic(args.output, source, force=args.force)
     except FileExistsError:
         print(f"shapelang: {args.output} exists; add --force to overwrite it", file=sys.stderr)
         return 2
@@ -91,23 +81,23 @@ def run_command(args) -> int:
     if isinstance(spec, int):
         return spec
     try:
-        _import_torch()
+        api.torch_available()
     except ImportError:
         print("shapelang: `run` needs PyTorch: pip install 'shapelang[torch]'", file=sys.stderr)
         return 2
     try:
-        sizes = resolve_sizes(spec, parse_sizes(args.sizes))
-        rep = run_spec(spec, sizes)
-    except SizesError as err:
+        sizes = api.resolve_sizes(spec, api.parse_sizes(args.sizes))
+        rep = api.run_spec(spec, sizes)
+    except api.SizesError as err:
         print(f"shapelang: {err}", file=sys.stderr)
         return 2
-    except CodegenError as err:
+    except api.CodegenError as err:
         print(f"shapelang: cannot generate code for {args.file}: {err}", file=sys.stderr)
         return 1
     except Exception as err:  # noqa: BLE001 - never a traceback
         return _internal("running", args.file, err)
     if getattr(args, "format", "text") == "json":
-        sys.stdout.write(json.dumps(report_json(rep), indent=2) + "\n")
+        sys.stdout.write(json.dumps(api.report_json(rep), indent=2) + "\n")
     else:
-        sys.stdout.write(report_text(rep))
+        sys.stdout.write(api.report_text(rep))
     return 0 if rep.ok else 1

@@ -23,18 +23,18 @@ def fails(spec, strict: bool) -> bool:
 def checked_spec(path: str, *, out=None, refusal: str | None = None):
     """Read and check a spec for a command that needs it clean: the CheckedSpec, or the
     exit code after printing why not (2: unreadable, 1: findings, shown on `out`)."""
-    from .. import render
+    from .. import api
 
     spec = read_spec(path)
     if spec is None:
         return 2
     if not spec.ok:
-        (out or sys.stdout).write(render.check_text(spec))
+        (out or sys.stdout).write(api.render_check(spec))
         if refusal:
             print(refusal, file=sys.stderr)
         return 1
     if spec.diagnostics:   # warnings only
-        sys.stderr.write(render.check_text(spec))
+        sys.stderr.write(api.render_check(spec))
     return spec
 
 

@@ -27,11 +27,11 @@ def _normalise(code: str, known) -> str | None:
 
 
 def command(args) -> int:
-    from ..checker.explanations import listing, text
-    from ..syntax.diagnostics import CODES
+    from .. import api
 
+    CODES = api.CODES
     if args.code is None:
-        sys.stdout.write(listing(CODES))
+        sys.stdout.write(api.explanations())
         return 0
     code = _normalise(args.code, CODES)
     if code is None:
@@ -39,5 +39,5 @@ def command(args) -> int:
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         print(f"shapelang: no code {args.code}{hint} (`shapelang explain` lists them all)", file=sys.stderr)
         return 2
-    sys.stdout.write(text(code, CODES[code]))
+    sys.stdout.write(api.explain(code))
     return 0

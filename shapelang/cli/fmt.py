@@ -5,6 +5,8 @@ import difflib
 import sys
 from pathlib import Path
 
+from .. import api
+
 
 def _targets(names: list[str]) -> list[Path]:
     out: list[Path] = []
@@ -15,8 +17,8 @@ def _targets(names: list[str]) -> list[Path]:
 
 
 def fmt_command(args) -> int:
-    from ..fmt import FormatError, LayoutBug, format_text
-    from ..render import diagnostic_text
+    FormatError, LayoutBug, format_text = api.FormatError, api.LayoutBug, api.format_spec
+    diagnostic_text = api.diagnostic_text
 
     status = 0
     changed = 0

@@ -14,8 +14,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import api
+
 if TYPE_CHECKING:
-    from ..teaching.results import SubmissionResult
+    from ..api import SubmissionResult
 
 # Gradescope's visibility values; the parser needs them before anything heavy is imported
 # (a test keeps them equal to shapelang.teaching.results.VISIBILITIES)
@@ -70,8 +72,8 @@ def command(args) -> int:
 
 
 def _make_cli(args) -> int:
-    from ..teaching.exercise import ExerciseError, make
-    from ..teaching.results import read_text, write_output
+    ExerciseError, make = api.ExerciseError, api.make_exercise
+    read_text, write_output = api.read_text, api.write_output
 
     try:
         text = read_text(args.file)
@@ -93,8 +95,7 @@ def _make_cli(args) -> int:
     for w in warnings:
         print(f"shapelang: note: {w}", file=sys.stderr)
     if getattr(args, "notebook", False):
-        from ..teaching.notebook import notebook_json
-        out = notebook_json(out)
+        out = api.notebook_json(out)
     try:
         write_output(args.output, out)
     except OSError as err:
@@ -109,21 +110,10 @@ def _usage(message: str) -> int:
 
 
 def _grade_cli(args) -> int:
-    from ..teaching.exercise import ExerciseError
-    from ..teaching.grader import Grader
-    from ..teaching.results import (
-        MAX_ENTRIES,
-        Visibility,
-        find_solution,
-        gradescope_json,
-        prairielearn_json,
-        read_text,
-        result_json,
-        scan,
-        score_value,
-        text_report,
-        write_output,
-    )
+    ExerciseError, Grader, Visibility, MAX_ENTRIES = api.ExerciseError, api.Grader, api.Visibility, api.MAX_ENTRIES
+    find_solution, read_text, write_output, scan = api.find_solution, api.read_text, api.write_output, api.scan_upload
+    gradescope_json, prairielearn_json, result_json = api.gradescope_json, api.prairielearn_json, api.result_json
+    score_value, text_report = api.score_value, api.text_report
 
     solution = args.solution or find_solution(args.exercise)
     if solution is None:

@@ -13,6 +13,8 @@ import os
 import sys
 import warnings
 
+from .. import api
+
 
 def add_parser(sub) -> None:
     c = sub.add_parser("import", help="write the spec of an existing PyTorch module (needs torch)",
@@ -66,9 +68,8 @@ def command(args) -> int:
     except ImportError:
         print("shapelang: import needs PyTorch: pip install 'shapelang[torch]'", file=sys.stderr)
         return 2
-    from ..codegen.generator import write_atomic
-    from ..importer import ImportFailure, UsageError, import_module
-    from ..importer.load import parse_kwargs
+    write_atomic, import_module, parse_kwargs = api.write_atomic, api.import_module, api.parse_kwargs
+    ImportFailure, UsageError = api.ImportFailure, api.UsageError
 
     weights_path = args.weights
     if weights_path is None and args.output:

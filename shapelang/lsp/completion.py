@@ -1,5 +1,5 @@
 """Completion and signature help: operation names from the table of operations
-(shapelang.checker.ops.TABLE, with their usage and doc line), block names, and
+(the op table, with their usage and doc line), block names, and
 the dims and tensors in scope at the cursor."""
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import re
 
 from lsprotocol import types as t
 
-from ..checker.ops.table import TABLE
-from ..render.common import _shape
+from .. import api
 from .documents import Analysis
 from .hover import _typed
 
@@ -22,7 +21,7 @@ def _ops(an: Analysis) -> list[t.CompletionItem]:
     items = [t.CompletionItem(label=name, kind=t.CompletionItemKind.Function, detail=d.usage,
                               documentation=t.MarkupContent(t.MarkupKind.Markdown,
                                                             f"`{d.usage}`\n\n{d.doc}"))
-             for name, d in TABLE.items()]
+             for name, d in api.operations().items()]
     for name, block in an.index.blocks.items():
         sizes = "".join(f" {p.name}=" for p in block.sizes)
         items.append(t.CompletionItem(label=name, kind=t.CompletionItemKind.Class,
@@ -48,7 +47,7 @@ def _names(an: Analysis, line: int) -> list[t.CompletionItem]:
             continue
         else:
             ty = _typed(an.spec, sym.name, an.spec.decls, an.spec.bindings) if sym.scope is None else None
-            detail = f"{sym.kind}" + (f" {_shape(ty.shape, an.spec)}" if ty is not None else "")
+            detail = f"{sym.kind}" + (f" {api.shape_text(ty.shape, an.spec)}" if ty is not None else "")
             kind = t.CompletionItemKind.Variable
         items.append(t.CompletionItem(label=sym.name, kind=kind, detail=detail))
     return items
@@ -73,9 +72,9 @@ def signature(an: Analysis, line: int, col: int) -> t.SignatureHelp | None:
     m = _IN_OP.search(before)
     if m is not None and m.group(1) in an.index.blocks and an.index.blocks[m.group(1)].sizes:
         return _block_signature(an.index.blocks[m.group(1)], m.group(2), before)
-    if m is None or m.group(1) not in TABLE:
+    if m is None or m.group(1) not in api.operations():
         return None
-    d = TABLE[m.group(1)]
+    d = api.operations()[m.group(1)]
     params = d.usage.split()[1:]
     typed = len(m.group(2).split())
     if before.endswith((" ", "\t")):

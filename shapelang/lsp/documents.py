@@ -13,8 +13,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
+from .. import api
 from ..api import check
-from ..checker.ir import CheckedSpec
 from .positions import LineMap, normalise
 from .symbols import SymbolIndex, build
 
@@ -26,7 +26,7 @@ class Analysis:
     uri: str
     version: int | None
     text: str
-    spec: CheckedSpec
+    spec: api.CheckedSpec
     lines: LineMap
     _index: SymbolIndex | None = field(default=None, repr=False)
 

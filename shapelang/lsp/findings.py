@@ -12,15 +12,14 @@ from pathlib import Path
 
 from lsprotocol import types as t
 
-from ..syntax.diagnostics import Diagnostic
-from ..syntax.nodes import Span
+from .. import api
 from .documents import Analysis
 
 SOURCE = "shapelang"
 _DOCS = Path(__file__).resolve().parents[2] / "docs" / "diagnostics.md"
 
 
-def lsp_range(an: Analysis, span: Span) -> t.Range:
+def lsp_range(an: Analysis, span: api.Span) -> t.Range:
     (l0, c0), (l1, c1) = an.lines.span_range(span)
     return t.Range(t.Position(l0, c0), t.Position(l1, c1))
 
@@ -48,7 +47,7 @@ class CodeDocs:
         return f"{self.base}#{anchor}" if anchor else self.base
 
 
-def to_lsp(an: Analysis, d: Diagnostic, docs: CodeDocs) -> t.Diagnostic:
+def to_lsp(an: Analysis, d: api.Diagnostic, docs: CodeDocs) -> t.Diagnostic:
     rng = lsp_range(an, d.span)
     here = t.Location(an.uri, rng)
     related = [t.DiagnosticRelatedInformation(t.Location(an.uri, lsp_range(an, span)), text)

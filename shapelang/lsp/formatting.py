@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from lsprotocol import types as t
 
-from ..fmt import FormatError, LayoutBug, format_text
+from .. import api
 from .positions import normalise, utf16_len
 
 
@@ -12,8 +12,8 @@ def format_edits(source: str) -> list[t.TextEdit] | None:
     when it does not parse (the diagnostics say why; nothing is changed)."""
     text = normalise(source)
     try:
-        formatted = format_text(text)
-    except (FormatError, LayoutBug):
+        formatted = api.format_spec(text)
+    except (api.FormatError, api.LayoutBug):
         return None
     if formatted == text:
         return []

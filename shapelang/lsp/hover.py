@@ -8,22 +8,20 @@ for each distinct call of the block.
 """
 from __future__ import annotations
 
-from ..checker.dtypes import suffix
-from ..checker.ir import CheckedSpec
-from ..render.common import _ex, _num, _shape, _types
+from .. import api
 from .documents import Analysis
 from .positions import contains, size
 from .symbols import Symbol
 
 
-def _at_example(spec: CheckedSpec, shape) -> str:
-    ex = _ex(spec, shape)
+def _at_example(spec: api.CheckedSpec, shape) -> str:
+    ex = api.example_shape(spec, shape)
     return "" if ex is None else f"  (example: [{', '.join(map(str, ex))}])"
 
 
-def _typed_shape(spec: CheckedSpec, ty) -> str:
+def _typed_shape(spec: api.CheckedSpec, ty) -> str:
     """`[B, S] bool`: the shape, and the dtype unless it is the default float32."""
-    return _shape(ty.shape, spec) + suffix(ty.dtype)
+    return api.shape_text(ty.shape, spec) + api.dtype_suffix(ty.dtype)
 
 
 def _typed(spec, name: str, decls, bindings):
@@ -36,7 +34,7 @@ def _typed(spec, name: str, decls, bindings):
     return None
 
 
-def _calls(spec: CheckedSpec):
+def _calls(spec: api.CheckedSpec):
     """(call step, block instance) of every block call, nested ones too."""
     out, stack, seen = [], [spec.bindings], set()
     while stack:
@@ -50,7 +48,7 @@ def _calls(spec: CheckedSpec):
     return out
 
 
-def _bound(spec: CheckedSpec, name: str, block: str | None) -> list[str]:
+def _bound(spec: api.CheckedSpec, name: str, block: str | None) -> list[str]:
     """How each call binds a dim of a block's signature: `Mlp(x, F=4*D)` on line 12: F = 4*D (256)."""
     rows = []
     for step, ir in _calls(spec):
@@ -58,15 +56,15 @@ def _bound(spec: CheckedSpec, name: str, block: str | None) -> list[str]:
             continue
         for sym, value in ir.binding_of_dims.items():
             if str(sym) == name:
-                n = _num(spec, value)
-                row = (f"`{step.text}` on line {step.span.line}: {name} = {_shape([value], spec)[1:-1]}"
-                       + (f" ({n})" if n is not None and str(n) != _shape([value], spec)[1:-1] else ""))
+                n = api.example_number(spec, value)
+                row = (f"`{step.text}` on line {step.span.line}: {name} = {api.shape_text([value], spec)[1:-1]}"
+                       + (f" ({n})" if n is not None and str(n) != api.shape_text([value], spec)[1:-1] else ""))
                 if row not in rows:
                     rows.append(row)
     return rows
 
 
-def _dim(spec: CheckedSpec, sym: Symbol) -> str:
+def _dim(spec: api.CheckedSpec, sym: Symbol) -> str:
     if sym.scope is not None:     # a size parameter: `block Mlp(x: [B, S, D], dim F)`
         rows = _bound(spec, sym.name, sym.scope)
         return "\n\n".join([f"```shapelang\ndim {sym.name}\n```",
@@ -77,7 +75,7 @@ def _dim(spec: CheckedSpec, sym: Symbol) -> str:
     lines = [f"```shapelang\n{head}\n```"]
     value = spec.example.get(sym.name)
     if value is None and sym.name in spec.definitions:
-        value = _num(spec, spec.definitions[sym.name])
+        value = api.example_number(spec, spec.definitions[sym.name])
     if value is not None:
         lines.append(f"example: `{sym.name} = {value}`")
     if sym.name in spec.call_bound:
@@ -86,7 +84,7 @@ def _dim(spec: CheckedSpec, sym: Symbol) -> str:
     return "\n\n".join(lines)
 
 
-def _tensor(spec: CheckedSpec, sym: Symbol) -> str | None:
+def _tensor(spec: api.CheckedSpec, sym: Symbol) -> str | None:
     if sym.scope is None:
         ty = _typed(spec, sym.name, spec.decls, spec.bindings)
         if ty is None:
@@ -106,14 +104,14 @@ def _tensor(spec: CheckedSpec, sym: Symbol) -> str | None:
     return f"{sym.kind} of block `{sym.scope}`\n\n" + "\n\n".join(rows)
 
 
-def _block(spec: CheckedSpec, sym: Symbol) -> str:
+def _block(spec: api.CheckedSpec, sym: Symbol) -> str:
     node = sym.node
     sig = ", ".join([f"{d.name}: [{', '.join(_src(e) for e in d.shape.dims)}]" for d in node.inputs]
                     + [f"dim {p.name}" for p in getattr(node, "sizes", ())])
     out = [f"```shapelang\nblock {sym.name}({sig})\n```"]
     for ir in spec.blocks.get(sym.name, []):
         if ir.output is not None:
-            shown = ", ".join(f"{_shape(t.shape, spec)}{_at_example(spec, t.shape)}"
+            shown = ", ".join(f"{api.shape_text(t.shape, spec)}{_at_example(spec, t.shape)}"
                               for t in ir.outputs or (ir.output,))   # `return h, k, v`: each
             row = f"returns {shown}; params {ir.total_params}"
             if row not in out:
@@ -125,15 +123,15 @@ def _src(e) -> str:
     return getattr(e, "name", None) or getattr(e, "text", None) or "…"
 
 
-def _scopes(spec: CheckedSpec):
+def _scopes(spec: api.CheckedSpec):
     """(types by ref, bindings) of the top level and of every block instance."""
-    yield _types(spec, spec.decls, spec.bindings), spec.bindings
+    yield api.types_of(spec, spec.decls, spec.bindings), spec.bindings
     for insts in spec.blocks.values():
         for ir in insts:
-            yield _types(spec, ir.inputs + ir.params + ir.buffers, ir.bindings), ir.bindings
+            yield api.types_of(spec, ir.inputs + ir.params + ir.buffers, ir.bindings), ir.bindings
 
 
-def _step(spec: CheckedSpec, line: int, col: int) -> str | None:
+def _step(spec: api.CheckedSpec, line: int, col: int) -> str | None:
     hits = [(s, types) for types, bindings in _scopes(spec) for b in bindings for s in b.steps
             if contains(s.span, line, col)]
     if not hits:

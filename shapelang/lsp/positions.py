@@ -7,7 +7,7 @@ twice there. `LineMap` converts both ways for one text.
 """
 from __future__ import annotations
 
-from ..syntax.nodes import Span
+from .. import api
 
 
 def normalise(text: str) -> str:
@@ -46,13 +46,13 @@ class LineMap:
                 return line + 1, k + 1
         return line + 1, len(text) + 1
 
-    def span_range(self, span: Span) -> tuple[tuple[int, int], tuple[int, int]]:
+    def span_range(self, span: api.Span) -> tuple[tuple[int, int], tuple[int, int]]:
         start = self.to_lsp(span.line, span.column)
         end = self.to_lsp(span.end_line, span.end_column)
         return start, max(start, end)
 
 
-def contains(span: Span, line: int, column: int) -> bool:
+def contains(span: api.Span, line: int, column: int) -> bool:
     """Whether 1-based (line, column) lies in `span` (its end column included, so that a
     cursor just after a name still finds it)."""
     if (line, column) < (span.line, span.column):
@@ -60,6 +60,6 @@ def contains(span: Span, line: int, column: int) -> bool:
     return (line, column) <= (span.end_line, span.end_column)
 
 
-def size(span: Span) -> tuple[int, int]:
+def size(span: api.Span) -> tuple[int, int]:
     """A sort key: smaller spans first."""
     return span.end_line - span.line, span.end_column - span.column if span.line == span.end_line else 10**6

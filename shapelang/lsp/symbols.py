@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..syntax import nodes as n
-from ..syntax.nodes import Span
-from ..syntax.parser import parse_recovering
+from .. import api
 from .positions import contains, size
+
+n = api.nodes          # the syntax tree's node classes
+Span = api.Span
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class SymbolIndex:
 
 
 def build(text: str) -> SymbolIndex:
-    spec, _diagnostics, _skipped = parse_recovering(text, "<lsp>")
+    spec, _diagnostics, _skipped = api.parse(text, "<lsp>")
     return _Builder(text).index(spec)
 
 

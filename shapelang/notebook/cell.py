@@ -12,9 +12,8 @@ import shlex
 from dataclasses import dataclass, field
 from html import escape
 
+from .. import api
 from ..api import check, codegen, render_check
-from ..render.html import trace_fragment
-from ..render.text import diagnostic_text
 
 MAX_SIZES = 64
 MAX_SIZE = 10**9
@@ -127,7 +126,7 @@ def run_cell(line: str, cell: str, session: Session) -> Shown:
     shown = spec.diagnostics if lines is None else \
         [d for d in spec.diagnostics if lines[0] <= d.span.line <= lines[1]]
     failed = not spec.ok or (opts.strict and bool(spec.diagnostics))
-    plain = [diagnostic_text(d, "<cell>", text) for d in shown]
+    plain = [api.diagnostic_text(d, "<cell>", text) for d in shown]
     html = []
     if missing:
         note = "run part " + ", ".join(map(str, missing)) + " first: this part builds on it"
@@ -142,7 +141,7 @@ def run_cell(line: str, cell: str, session: Session) -> Shown:
         plain.append(render_check(spec).rstrip().split("\n\n")[-1])
     elif not shown:
         plain.append("this part checks" if spec.ok else "this part checks; an earlier part has errors")
-    html.append(trace_fragment(spec, "shapelang", lines))
+    html.append(api.trace_fragment(spec, "shapelang", lines))
     if opts.codegen:
         plain_code, html_code = _codegen(spec)
         plain.append(plain_code)

@@ -65,3 +65,10 @@ def _axes(step) -> list | None:
             text += " (keys)"
         out.append(text)
     return out
+
+
+# the public names (shapelang.api re-exports them for editors and notebooks)
+example_shape = _ex        # a shape at the example sizes, or None
+example_number = _num      # a size at the example sizes, or None
+shape_text = _shape        # a shape as the trace writes it: `[B, S, D/H]`
+types_of = _types          # every name and step reference of the spec -> its type

@@ -22,7 +22,7 @@ import socket
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from ..syntax.limits import MAX_BYTES
+from .. import api
 from .worker import Busy, Worker
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -151,8 +151,8 @@ class Handler(BaseHTTPRequestHandler):
         if not length.isdigit():
             self._error(400, "bad Content-Length", close=True)
             return
-        if int(length) > MAX_BYTES:        # refused unread: the CLI's limit for one file
-            self._error(413, f"the text is larger than {MAX_BYTES // 1024} KB, the limit of "
+        if int(length) > api.LIMITS.MAX_BYTES:        # refused unread: the CLI's limit for one file
+            self._error(413, f"the text is larger than {api.LIMITS.MAX_BYTES // 1024} KB, the limit of "
                              "`shapelang check` for one file", close=True)
             return
         data = self.rfile.read(int(length))

@@ -12,12 +12,8 @@ from __future__ import annotations
 import io
 import os
 
+from .. import api
 from ..api import check, render_check
-from ..render.html import trace_fragment
-from ..render.json import diagnostic_json
-from ..render.text import diagnostic_text
-from ..syntax.limits import MAX_BYTES, MAX_LINE_CHARS, MAX_LINES
-from ..teaching.results import score_value
 
 SAMPLE = """\
 # The playground: edit the spec; its diagnostics and its picture follow as you type.
@@ -48,11 +44,11 @@ def read_as_file(data: bytes) -> str:
 
 def _read(path: str) -> bytes:
     try:
-        if os.path.getsize(path) > MAX_BYTES:
-            raise SetupError(f"{path} is larger than {MAX_BYTES // 1024} KB, the limit of "
+        if os.path.getsize(path) > api.LIMITS.MAX_BYTES:
+            raise SetupError(f"{path} is larger than {api.LIMITS.MAX_BYTES // 1024} KB, the limit of "
                              "`shapelang check`")
         with open(path, "rb") as fh:
-            return fh.read(MAX_BYTES + 1)
+            return fh.read(api.LIMITS.MAX_BYTES + 1)
     except OSError as err:
         raise SetupError(f"cannot read {path}: {err.strerror}") from None
 
@@ -72,10 +68,8 @@ class Work:
             self.text = read_as_file(_read(path)) if path else SAMPLE
 
     def _exercise(self, exercise: str, solution: str | None) -> None:
-        from ..teaching.exercise import ExerciseError
-        from ..teaching.grader import Grader
-        from ..teaching.notebook import describe_part, parts_of
-        from ..teaching.results import find_solution
+        ExerciseError, Grader = api.ExerciseError, api.Grader
+        describe_part, parts_of, find_solution = api.describe_part, api.notebook_parts, api.find_solution
 
         self.path = exercise
         self.text = read_as_file(_read(exercise))
@@ -103,11 +97,11 @@ class Work:
         """What the page starts from (for an exercise: its own text, never the solution's)."""
         out = {"mode": "exercise" if self.grader else "spec", "path": self.path,
                "title": self.title or f"shapelang: {os.path.basename(self.path)}",
-               "limits": {"max_bytes": MAX_BYTES, "max_lines": MAX_LINES,
-                          "max_line_chars": MAX_LINE_CHARS}}
+               "limits": {"max_bytes": api.LIMITS.MAX_BYTES, "max_lines": api.LIMITS.MAX_LINES,
+                          "max_line_chars": api.LIMITS.MAX_LINE_CHARS}}
         if self.grader:
             out["parts"] = self.parts
-            out["max_score"] = score_value(self.grader.max_score)
+            out["max_score"] = api.score_value(self.grader.max_score)
             out["time_limit"] = self.grader.time_limit
         else:
             out["text"] = self.text
@@ -128,14 +122,13 @@ class Work:
         spec = check(text, self.path)
         return {"ok": spec.ok, "text": render_check(spec),
                 "errors": len(spec.errors()), "warnings": len(spec.diagnostics) - len(spec.errors()),
-                "diagnostics": [dict(diagnostic_json(d), rendered=diagnostic_text(d, spec.path, spec.source))
+                "diagnostics": [dict(api.diagnostic_json(d), rendered=api.diagnostic_text(d, spec.path, spec.source))
                                 for d in spec.diagnostics],
                 "bindings": [", ".join(b.names) for b in spec.bindings],
-                "picture": trace_fragment(spec, f"trace of {os.path.basename(self.path)}")}
+                "picture": api.trace_fragment(spec, f"trace of {os.path.basename(self.path)}")}
 
     def grade(self, data: bytes) -> dict:
-        from ..teaching.results import result_json, text_report
-
+        result_json, text_report = api.result_json, api.text_report
         res = self.grader.grade_bytes(data, self.path)
-        return {"score": score_value(res.score), "max_score": score_value(res.max_score),
+        return {"score": api.score_value(res.score), "max_score": api.score_value(res.max_score),
                 "full_marks": res.full_marks, "report": text_report(res), "result": result_json(res)}
