@@ -207,3 +207,27 @@ def test_help_imports_no_stage():
             "'shapelang.checker', 'shapelang.importer', 'torch'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", out
+
+
+def test_the_docs_list_every_format_and_every_api_name():
+    """docs/trace.md's table of formats is the registry's; docs/architecture.md names every
+    public name of the API."""
+    from shapelang import api
+    from shapelang.render.formats import markdown
+
+    docs = PACKAGE.parent / "docs"
+    assert markdown() in (docs / "trace.md").read_text(), "regenerate with render.formats.markdown()"
+    arch = (docs / "architecture.md").read_text()
+    missing = [name for name in api.__all__ if f"`{name}" not in arch]
+    assert not missing, f"docs/architecture.md does not name {missing}"
+
+
+def test_the_cli_offers_exactly_the_registered_formats():
+    from shapelang.cli import _parser
+    from shapelang.render.formats import FORMATS
+
+    for command in ("check", "trace"):
+        sub = _parser()._subparsers._group_actions[0].choices[command]
+        (fmt,) = [a for a in sub._actions if "--format" in a.option_strings]
+        assert fmt.choices == [n for n, f in FORMATS.items() if command in f.commands]
+        assert all(FORMATS[n].help in fmt.help for n in fmt.choices)
