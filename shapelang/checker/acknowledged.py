@@ -13,19 +13,13 @@ from __future__ import annotations
 
 import re
 
+from ..syntax.comments import comment_of
+
 _ALLOW = re.compile(r"\ballow\s+(W\d{3}\b(?:\s*,\s*W\d{3}\b)*)")
 _CODE = re.compile(r"W\d{3}")
 
 
-def _comment(line: str) -> str:
-    """The comment of a source line (after a `#` outside quotes), or ''."""
-    quoted = False
-    for i, ch in enumerate(line):
-        if ch == '"':
-            quoted = not quoted
-        elif ch == "#" and not quoted:
-            return line[i + 1:]
-    return ""
+_comment = comment_of
 
 
 def codes_by_line(text: str) -> dict[int, set[str]]:

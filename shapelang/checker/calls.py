@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..syntax.comments import code_of
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import Call
 from . import dims as dimlib
@@ -53,7 +54,7 @@ def _operation_called(c, node: Call) -> ShapeError:
     piped = " ".join([f"{first} -> {node.func}"] + rest)
     line = c.spec.source.split("\n")[node.span.line - 1] if node.span.line == node.span.end_line else ""
     before, after = line[:node.span.column - 1], line[node.span.end_column - 1:]
-    whole = before.rstrip().endswith(":") and not after.split("#")[0].strip()
+    whole = before.rstrip().endswith(":") and not code_of(after).strip()
     text = piped if whole else f"({piped})"
     return ShapeError("E002", f"`{node.func}` is an operation, not a function: the tensor is piped into it",
                       span=node.func_span, help=f"write `{text}`",

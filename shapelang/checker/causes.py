@@ -21,6 +21,7 @@ from dataclasses import replace
 
 import sympy as sp
 
+from ..syntax.comments import code_of
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import Assume, DimDecl, Name, Span
 
@@ -135,7 +136,7 @@ def remove_item(lines: list[str], span: Span) -> tuple | None:
     if before:
         return Span(span.line, before.start() + 1, span.line, span.end_column), ""
     head = re.match(r"\s*dim\s+$", line[:a])
-    if head and not line[b:].split("#", 1)[0].strip():
+    if head and not code_of(line[b:]).strip():
         return Span(span.line, 1, span.line, len(line) + 1), ""
     return None
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..syntax.comments import code_of
+
 MAX_VERIFIED = 12   # re-checks per spec: bounds the work a file with many findings causes
 
 
@@ -37,13 +39,7 @@ def inserts(span, text: str) -> int:
 
 def _code(line: str) -> str:
     """The line without its comment, for showing (a `#` inside a quoted pattern stays)."""
-    quoted = False
-    for k, ch in enumerate(line):
-        if ch == '"':
-            quoted = not quoted
-        elif ch == "#" and not quoted:
-            return line[:k].strip()
-    return line.strip()
+    return code_of(line).strip()
 
 
 def _after(diags, line: int, inserted: int = 0, where: int = 0) -> dict:

@@ -18,6 +18,7 @@ import re
 from dataclasses import replace
 
 from ..syntax import brackets
+from ..syntax.comments import comment_start
 from ..syntax.diagnostics import Diagnostic
 from ..syntax.nodes import Span
 from ..syntax.parser import ParseFailure, parse
@@ -53,13 +54,8 @@ STAR_HELP = "did you mean `@`? `*` multiplies element by element; `@` is the mat
 
 def _code_end(line: str) -> int:
     """Where the code of a line ends (a comment starts; a `#` inside quotes stays)."""
-    quoted = False
-    for k, ch in enumerate(line):
-        if ch == '"':
-            quoted = not quoted
-        elif ch == "#" and not quoted:
-            return k
-    return len(line)
+    k = comment_start(line)
+    return len(line) if k is None else k
 
 
 def _pipes(text: str) -> list[tuple[int, int]]:

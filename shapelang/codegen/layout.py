@@ -8,6 +8,7 @@ arguments on one indented line, or one per line with a trailing comma).
 from __future__ import annotations
 
 from ..syntax import brackets
+from ..syntax.comments import comment_start
 
 WIDTH = 88
 
@@ -73,17 +74,9 @@ def comments_above(lines: list[str], line: int) -> list[str]:
 
 
 def trailing_comment(text: str) -> str | None:
-    """The `# ...` at the end of a source line, outside string literals."""
-    quote = None
-    for k, c in enumerate(text):
-        if quote:
-            if c == quote:
-                quote = None
-        elif c in "\"'":
-            quote = c
-        elif c == "#":
-            return text[k + 1:]
-    return None
+    """The text after the `#` of a spec line's comment (None: no comment)."""
+    k = comment_start(text)
+    return None if k is None else text[k + 1:]
 
 
 def comment_line(text: str) -> str:

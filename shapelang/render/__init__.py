@@ -9,7 +9,7 @@ import importlib
 _NAMES = {"check_text": "text", "diagnostic_text": "text", "diagnostic_json": "json", "spec_json": "json",
           "to_json": "json", "trace_lines": "table", "trace_text": "table"}
 
-__all__ = sorted(_NAMES)
+__all__ = ["check_text", "diagnostic_json", "diagnostic_text", "spec_json", "to_json", "trace_lines", "trace_text"]
 
 
 def __getattr__(name):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
+from .comments import code_of
 from .diagnostics import Diagnostic
 from .grammar import NotParsed, Text, run
 from .limits import ParseFailure, line_too_long
@@ -52,7 +53,7 @@ def statements_of(lines: list[str], long_lines=frozenset()) -> list[tuple[int, i
 
 def defined_names(line: str) -> set[str]:
     """Names a statement line would define (so that later uses do not cascade)."""
-    m = _DEFINES.match(line.split("#", 1)[0])
+    m = _DEFINES.match(code_of(line))
     if not m:
         return set()
     if m.group(2) is not None:

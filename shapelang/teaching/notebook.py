@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import re
 
+from ..syntax.comments import code_of
+
 NOTEBOOK_MAX_BYTES = 4 * 1024 * 1024    # a notebook with its cell outputs
 MAX_CELLS = 1000
 MAGIC = "%%shapelang"
@@ -24,7 +26,7 @@ class NotebookError(ValueError):
 
 
 def _code_of(line: str) -> str:
-    return line.split("#", 1)[0]
+    return code_of(line)
 
 
 def parts_of(text: str) -> list[str]:

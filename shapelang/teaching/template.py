@@ -19,6 +19,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from ..syntax.comments import split_comment
 from ..syntax.nodes import (
     Assume,
     Binding,
@@ -54,22 +55,6 @@ class Line:
     text: str
     code: str               # the text before a comment, right-stripped
     comment: str | None     # from `#` to the end of the line
-
-
-def split_comment(text: str) -> tuple[str, str | None]:
-    """Code and comment of one line; `#` inside a quoted pattern is not a comment."""
-    i = text.find("#")
-    if i < 0:
-        return text.rstrip(), None
-    if '"' not in text[:i]:
-        return text[:i].rstrip(), text[i:]
-    in_str = False
-    for i, ch in enumerate(text):
-        if ch == '"':
-            in_str = not in_str
-        elif ch == "#" and not in_str:
-            return text[:i].rstrip(), text[i:]
-    return text.rstrip(), None
 
 
 def split_lines(text: str) -> list[Line]:
