@@ -13,9 +13,15 @@ __all__ = ["CheckedSpec", "CodegenError", "Diagnostic", "__version__", "check", 
            "grader", "render_check", "run", "to_json", "trace"]
 
 
+_STAGES = ("api", "syntax", "checker", "render", "fmt", "codegen", "importer", "teaching", "cli", "lsp",
+           "notebook", "serve")
+
+
 def __getattr__(name: str):
     import importlib
 
+    if name in _STAGES:    # `from shapelang import render` is the package, not api.render
+        return importlib.import_module(f"{__name__}.{name}")
     api = importlib.import_module("shapelang.api")   # light: it loads each stage when first used
 
     if name in api.__all__:

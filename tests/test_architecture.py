@@ -231,3 +231,19 @@ def test_the_cli_offers_exactly_the_registered_formats():
         (fmt,) = [a for a in sub._actions if "--format" in a.option_strings]
         assert fmt.choices == [n for n, f in FORMATS.items() if command in f.commands]
         assert all(FORMATS[n].help in fmt.help for n in fmt.choices)
+
+
+def test_the_packages_names_are_the_packages():
+    """`from shapelang import render` is the render package even though the API has a
+    `render` function (`shapelang.api.render`)."""
+    import subprocess
+    import sys
+
+    code = ("import shapelang, types; from shapelang import render, codegen; "
+            "print(isinstance(render, types.ModuleType), isinstance(codegen, types.ModuleType), "
+            "callable(shapelang.check))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "True", "True"]
+    stages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} | {"api"}
+    import shapelang
+    assert stages == set(shapelang._STAGES)
