@@ -459,3 +459,15 @@ def test_any_table_fits_any_width(cells, width):
     (lines,), dropped = layout.fit_tables([rows], cols, width, ["c4", "c3"], ["c0", "c1", "c2"])
     assert all(len(ln.text) <= width for ln in lines), [ln.text for ln in lines]
     assert dropped in ([], ["c4"], ["c4", "c3"])
+
+
+def test_without_rich_colour_falls_back_to_plain_text(broken):
+    """rich is the optional `color` extra: without it `--color always` prints the same text
+    plain, with a note on how to get colour, and no traceback."""
+    code = ("import sys; sys.modules['rich'] = None; from shapelang.cli import main; "
+            f"raise SystemExit(main(['check', '--color', 'always', {str(broken)!r}]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert not ANSI.search(r.stdout) and "error[E102]" in r.stdout
+    assert "pip install 'shapelang[color]'" in r.stderr
+    assert r.stdout == piped(["check", broken])

@@ -165,7 +165,7 @@ def _write(out, stream, args) -> None:
     if isinstance(out, str):
         stream.write(out)
         return
-    api.write_lines(out, stream, colour=api.format_info(args.format).coloured and args.color,)
+    api.write_lines(out, stream, args.color if api.format_info(args.format).coloured else "never")
 
 
 def main(argv: list[str] | None = None) -> int:

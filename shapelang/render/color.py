@@ -2,13 +2,15 @@
 
 Whether to colour is decided here too: `--color always|never`, else (auto) only when the
 output is a terminal, `NO_COLOR` is unset or empty (https://no-color.org) and TERM is not
-`dumb`. rich is imported only when colour is written, so plain output (pipes, files, tests)
-costs nothing.
+`dumb`. rich (the optional `color` extra) is imported only when colour is written, so plain
+output (pipes, files, tests) costs nothing; without rich the text is printed plain, with a
+one-line note on stderr when colour was asked for.
 """
 from __future__ import annotations
 
 import os
 import re
+import sys
 
 from .columns import Line
 
@@ -85,13 +87,24 @@ def wants_color(mode: str, stream) -> bool:
         return False
 
 
+_warned: list = []
+
+
 def write(lines: list[Line], stream, color: bool) -> None:
     """Print the lines, in colour or plain."""
+    if color:
+        try:
+            from rich.console import Console
+            from rich.text import Text
+        except ImportError:     # colour is the optional `color` extra
+            if not _warned:
+                _warned.append(True)
+                print("shapelang: colour needs rich: pip install 'shapelang[color]' (printing plain text)",
+                      file=sys.stderr)
+            color = False
     if not color:
         stream.write("".join(line.text + "\n" for line in lines))
         return
-    from rich.console import Console
-    from rich.text import Text
 
     console = Console(file=stream, force_terminal=True, no_color=False, highlight=False,
                       markup=False, emoji=False, soft_wrap=True, width=10_000)
