@@ -66,6 +66,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "example_number": ("shapelang.render.common", "example_number"),
     "types_of": ("shapelang.render.common", "types_of"),
     "dtype_suffix": ("shapelang.checker.dtypes", "suffix"),
+    "dtype_spellings": ("shapelang.checker.dtypes", "spellings"),
     "format_spec": ("shapelang.fmt", "format_text"),
     # code
     "write_atomic": ("shapelang.codegen.generator", "write_atomic"),

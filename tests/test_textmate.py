@@ -47,6 +47,23 @@ def test_grammar_op_names_are_the_table():
                                      f"extra: {sorted(names - set(TABLE))}")
 
 
+def test_the_grammars_lists_are_generated_from_the_table(monkeypatch):
+    """The word lists in the grammar are written by `python -m shapelang.lsp.textmate` from the
+    op table and the dtype spellings: the file on disk is that output, and a new table entry
+    (here a made-up `softcap`) reaches all three op lists and no other."""
+    from shapelang import api
+    from shapelang.lsp import textmate
+
+    text = GRAMMAR.read_text()
+    assert textmate.generate(text) == text, "run: python -m shapelang.lsp.textmate"
+    assert textmate.main(["--check"]) == 0
+    real = api.operations()
+    monkeypatch.setattr(api, "operations", lambda: {**real, "softcap": real["tanh"]})
+    grown = textmate.generate(text)
+    assert grown.count("softcap") == len(_op_alternatives()) == 3
+    assert "bfloat16|float16|float32|float64|double|float|" in grown
+
+
 def test_extension_manifest_points_at_its_files():
     pkg = json.loads((VSCODE / "package.json").read_text())
     assert pkg["contributes"]["languages"][0]["extensions"] == [".shape"]

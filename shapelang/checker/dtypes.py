@@ -28,6 +28,11 @@ ALIASES = {"float32": "float", "int64": "int", "long": "int", "half": "float16",
 KINDS = {"bool": "bool", **{d: "int" for d in ORDER[1:6]}, **{d: "float" for d in ORDER[6:]}}
 
 
+def spellings() -> tuple[str, ...]:
+    """Every way a dtype may be written (`float32`, `float`, `long`, ...)."""
+    return tuple(ALIASES)
+
+
 def canonical(name: str) -> str | None:
     """The dtype a spelling names (`long` -> `int`, `float32` -> `float`), or None."""
     return ALIASES.get(name)
