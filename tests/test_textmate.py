@@ -169,3 +169,30 @@ def test_every_spec_tokenizes_with_the_right_scopes():
             prev = prev if tok.type == "COMMENT" else tok.value
         assert len(lines) >= text.count("\n")
     assert checked > 3000
+
+
+def test_the_extension_packages_without_a_warning(tmp_path):
+    """`npm run package` (vsce) gives a vsix with the bundled client, the grammar and the licence,
+    no warning, and nothing of the sources, tests or node_modules; the bundle loads in node and
+    exports activate/deactivate."""
+    import zipfile
+
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed: the extension is packaged with vsce, run by node")
+    if not (VSCODE / "node_modules" / ".bin" / "vsce").exists():
+        pytest.skip("vsce is not installed: run `npm ci` in editors/vscode")
+    out = tmp_path / "shapelang.vsix"
+    r = subprocess.run(["npx", "--no-install", "vsce", "package", "--allow-missing-repository", "-o", str(out)],
+                       cwd=VSCODE, capture_output=True, text=True, timeout=300)
+    log = r.stdout + r.stderr
+    assert r.returncode == 0, log
+    assert "WARNING" not in log, log
+    names = set(zipfile.ZipFile(out).namelist())
+    assert {"extension/dist/extension.js", "extension/syntaxes/shapelang.tmLanguage.json",
+            "extension/package.json", "extension/LICENSE.txt"} <= names, names
+    assert not [n for n in names if "node_modules" in n or "/test/" in n or n.endswith((".gitignore", ".map"))]
+    pkg = json.loads((VSCODE / "package.json").read_text())
+    assert pkg["main"] == "./dist/extension.js"
+    r = subprocess.run(["node", "test/bundle.js", "dist/extension.js"], cwd=VSCODE, capture_output=True,
+                       text=True, timeout=60)
+    assert json.loads(r.stdout) == {"activate": "function", "deactivate": "function"}, r.stderr
