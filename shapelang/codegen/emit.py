@@ -16,6 +16,7 @@ import sympy as sp
 
 from ..checker import dtypes
 from ..checker.ir import BlockIR, CheckedSpec, Step
+from ..checker.ops.table import moving
 from ..syntax import brackets
 from . import attention as attention_pattern
 from . import hoist, steps_layers, steps_more, steps_tables  # noqa: F401  (they register their emitters in EMITTERS)
@@ -27,8 +28,7 @@ from .steps import BINARY, CHAIN_SUFFIX, EMITTERS, FUNCTIONAL, STEPS, UNARY, Op,
 from .units import Unit
 
 # layout steps written as a method call on the line before: `y.transpose(1, 2).contiguous()`
-FOLD = {"view", "reshape", "transpose", "permute", "movedim", "unsqueeze", "squeeze", "flatten",
-        "expand", "contiguous", "repeat_interleave", "chunk", "split"}
+FOLD = moving("regroup", "move", "copy", "broadcast", "repeat", "cut")
 
 
 def _primary(rhs: str) -> bool:

@@ -20,11 +20,12 @@ import sympy as sp
 from ..checker import dims as dimlib
 from ..checker import dtypes
 from ..checker.ir import CheckedSpec
+from ..checker.ops.table import MOVES, moving
 from .generator import Generated, generate
 from .sizes import expected_size
 
-PASS_THROUGH = {"view", "reshape", "transpose", "permute", "movedim", "unsqueeze", "squeeze", "flatten", "expand",
-                "contiguous", "slice", "select", "repeat_interleave", "split", "chunk", "concat"}
+# steps whose output holds its inputs' values (token ids keep their vocabulary through them)
+PASS_THROUGH = moving(*MOVES)
 
 
 class SizesError(Exception):

@@ -16,14 +16,15 @@ from html import escape
 
 from ..checker import dims as dimlib
 from ..checker.ops import TABLE
+from ..checker.ops.table import moving
 from .common import _num, notation
 
 BOX_H = 46
 GAP = 8
 MAX_CELLS = 12          # cells drawn per side of a grid; larger sizes are elided
 PALETTE = (210, 30, 120, 280, 0, 170, 50, 330, 250, 90, 190, 15)
-LAYOUT_OPS = {"view", "reshape", "flatten", "rearrange", "unsqueeze", "squeeze", "unflatten"}
-MOVE_OPS = {"transpose", "permute", "movedim", "rearrange"}
+LAYOUT_OPS = moving("regroup", "rearrange")
+MOVE_OPS = moving("move", "rearrange")
 REDUCE_OPS = {name for name, d in TABLE.items() if d.reduces} | {"select"}
 CONTRACT_OPS = {"matmul", "linear", "einsum", "embed"}
 

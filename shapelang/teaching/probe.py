@@ -10,6 +10,7 @@ gets a *value*: at small "probe" sizes that satisfy the assumptions, every
 element is labelled with where it comes from. Layout operations (view,
 transpose, reshape, ...) move labels; any other operation makes new labels
 from the operation, its value-changing arguments and its inputs' values
+from ..checker.ops.table import moving
 (einsum and `@` are put in one canonical form first, so `A @ B` and
 `einsum("ij,jk->ik", A, B)` are one value). Two tensors with the same value
 hold the same numbers for every input.
@@ -19,11 +20,13 @@ from __future__ import annotations
 import sympy as sp
 
 from ..checker import dims as dimlib
+from ..checker.ops.table import moving
 
 MAX_PROBE_ELEMENTS = 50_000
 # steps that only move or copy data: equal shapes mean equal values
-LAYOUT = {"view", "reshape", "transpose", "permute", "contiguous", "flatten", "unsqueeze",
-          "squeeze", "expand", "repeat_interleave", "input", "rearrange"}
+LAYOUT = moving("regroup", "move", "rearrange", "copy", "broadcast", "repeat") | {"input"}
+PARTS = moving("pick", "cut", "join")           # steps that pick, cut or join parts: moved too
+REGROUP = moving("regroup", "copy")             # the same elements in the same order
 COMMUTATIVE = {"add", "mul"}
 
 
@@ -184,7 +187,7 @@ class Probe:
             outs = [self.shape(t.shape) for t in s.outputs]
             refs = [r for r in s.inputs if r != "?"]   # "?": a scalar argument, not a tensor
             ins = [vals.get(r) for r in refs]
-            if s.op in LAYOUT or s.op in ("split", "chunk", "select", "slice", "concat"):
+            if s.op in LAYOUT or s.op in PARTS:
                 if any(v is None for v in ins) and s.op != "input":
                     raise TooBig
                 res = self._layout(s, ins, outs)
@@ -236,14 +239,14 @@ class Probe:
         x = ins[0] if ins else None
         if op == "input":
             return [Val.base(("literal", outs[0]), outs[0])]
-        if op in ("view", "reshape", "flatten", "unsqueeze", "squeeze", "contiguous"):
+        if op in REGROUP:
             return [_reshape(x, outs[0])]
         if op == "transpose":
             i, j = d["dims"]
             order = list(range(len(x.shape)))
             order[i], order[j] = order[j], order[i]
             return [_permute(x, order)]
-        if op == "permute":
+        if op in ("permute", "movedim"):     # movedim's detail holds its whole order too
             return [_permute(x, list(d["dims"]))]
         if op == "expand":
             shape = outs[0]

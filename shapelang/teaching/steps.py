@@ -13,9 +13,9 @@ operation) and the same rank among those in that answer.
 """
 from __future__ import annotations
 
-FAMILIES = {"view": "regroup", "reshape": "regroup", "flatten": "regroup",
-            "rearrange": "regroup", "unsqueeze": "regroup", "squeeze": "regroup",
-            "transpose": "move", "permute": "move", "movedim": "move"}
+from ..checker.ops.table import moving
+
+FAMILIES = {**dict.fromkeys(moving("regroup", "rearrange"), "regroup"), **dict.fromkeys(moving("move"), "move")}
 
 
 def answer_ranges(st, texts: dict, judged) -> list:

@@ -202,7 +202,7 @@ ENTRIES = [
           positional=("dim", "start", "length"), values=("dim", "start", "length"),
           pytorch=("dim", "start", "length")),
     OpDef("unflatten", "unflatten A [S1, S2, ..]", "cuts axis A into several (one size may be -1), a "
-          "view", unflatten, family="layout", provenance="regroup", positional=("dim", "sizes")),
+          "view", unflatten, family="layout", provenance="regroup", positional=("dim", "sizes"), moves="regroup"),
     OpDef("unbind", "unbind [A]", "one tensor per position of axis A (0 by default; a fixed size), "
           "bound to several names: `q, k, v: qkv -> unbind 0`", unbind, family="layout",
           provenance="unbind", positional=("dim",), axes=True, values=("dim",)),

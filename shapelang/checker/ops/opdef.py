@@ -23,6 +23,11 @@ class OpDef:
     alias_of: str | None = None     # the IR operation it is another name of (`swapaxes`: transpose)
     values: tuple = ()              # the keys of its resolved arguments that change values (grading)
     pytorch: tuple = ()             # its PyTorch method's parameters in order (`dim`, `keepdim?`)
+    # how it moves elements without computing new ones (every stage's list of layout ops is
+    # derived from this, through table.moving): regroup (view, flatten...: the same order in
+    # new axes), move (transpose, permute: axes reordered), rearrange (both), copy, broadcast,
+    # repeat, pick (one part of an axis), cut (into several tensors), join; "": it computes
+    moves: str = ""
 
     @property
     def emitter_key(self) -> str:

@@ -42,30 +42,30 @@ _ENTRIES = [
     # layout: the same elements, moved or regrouped
     OpDef("view", "view [S1, S2, ..]", "a new shape for the same elements; one size may be `-1`; must be "
           "legal for the tensor's strides (else use `reshape` or `contiguous` first)", reshaping.view,
-          family="layout", provenance="regroup"),
+          family="layout", provenance="regroup", moves="regroup"),
     OpDef("reshape", "reshape [S1, S2, ..]", "as `view`, copying when the strides do not allow a view",
-          reshaping.reshape, family="layout", provenance="regroup"),
+          reshaping.reshape, family="layout", provenance="regroup", moves="regroup"),
     OpDef("transpose", "transpose A B", "swaps two axes", reshaping.transpose, family="layout",
-          provenance="permute", positional=("dim0", "dim1"), axes=True),
+          provenance="permute", positional=("dim0", "dim1"), axes=True, moves="move"),
     OpDef("permute", "permute A B C ..", "reorders all axes", reshaping.permute, family="layout",
-          provenance="permute", axes=True),
+          provenance="permute", axes=True, moves="move"),
     OpDef("unsqueeze", "unsqueeze A", "inserts an axis of size 1 at A", reshaping.unsqueeze,
-          family="layout", provenance="unsqueeze", positional=("dim",), axes=True, pytorch=('dim',)),
+          family="layout", provenance="unsqueeze", positional=("dim",), axes=True, pytorch=('dim',), moves="regroup"),
     OpDef("squeeze", "squeeze A", "removes axis A, which must be 1 (without A: every axis that is 1)",
-          reshaping.squeeze, family="layout", provenance="squeeze", positional=("dim",), axes=True, pytorch=('dim?',)),
+          reshaping.squeeze, family="layout", provenance="squeeze", positional=("dim",), axes=True, pytorch=('dim?',), moves="regroup"),
     OpDef("movedim", "movedim A B", "moves axis A to position B, keeping the order of the others",
-          reshaping.movedim, family="layout", provenance="permute", positional=("source", "destination"), axes=True, pytorch=('source', 'destination')),
+          reshaping.movedim, family="layout", provenance="permute", positional=("source", "destination"), axes=True, pytorch=('source', 'destination'), moves="move"),
     OpDef("flatten", "flatten A B", "merges axes A..B into one (`flatten A`: to the end)",
-          reshaping.flatten, family="layout", provenance="regroup", positional=("start_dim", "end_dim"), axes=True, pytorch=('start_dim?', 'end_dim?')),
+          reshaping.flatten, family="layout", provenance="regroup", positional=("start_dim", "end_dim"), axes=True, pytorch=('start_dim?', 'end_dim?'), moves="regroup"),
     OpDef("expand", "expand [S1, S2, ..]", "broadcasts size-1 axes to the sizes given; `-1` keeps an axis",
-          reshaping.expand, family="layout", provenance="expand"),
+          reshaping.expand, family="layout", provenance="expand", moves="broadcast"),
     OpDef("repeat_interleave", "repeat_interleave N A", "repeats each element of axis A N times",
-          reshaping.repeat_interleave, family="layout", provenance="repeat", positional=("repeats", "dim"), pytorch=('repeats', 'dim')),
+          reshaping.repeat_interleave, family="layout", provenance="repeat", positional=("repeats", "dim"), pytorch=('repeats', 'dim'), moves="repeat"),
     OpDef("rearrange", 'rearrange "b s (h d) -> b h s d" h=H',
           "einops' rearrange; several sizes as `h=H, d=Dk`", reshaping.rearrange, family="layout",
-          provenance="rearrange"),
+          provenance="rearrange", moves="rearrange"),
     OpDef("contiguous", "contiguous", "copies into a contiguous layout", values.contiguous,
-          family="layout", provenance="same"),
+          family="layout", provenance="same", moves="copy"),
     # values: the same shape, new values
     OpDef("softmax", "softmax A [dtype=float32]", "softmax along axis A (computed in `dtype` when "
           "given)", values.softmax, provenance="same", positional=("dim",), kwargs=("dtype",), axes=True, values=('dim', 'dtype'), pytorch=('dim', 'dtype?')),
@@ -103,10 +103,10 @@ _ENTRIES = [
     OpDef("amax", "amax A [keepdim]", "maximum over axis A", values.reduce,
           provenance="reduce", positional=("dim",), kwargs=("keepdim",), reduces=True, axes=True, values=('dim', 'keepdim'), pytorch=('dim', 'keepdim?')),
     OpDef("select", "select A I", "picks position I of axis A (the axis goes)", values.select,
-          provenance="select", positional=("dim", "index"), axes=True, values=('dim', 'index')),
+          provenance="select", positional=("dim", "index"), axes=True, values=('dim', 'index'), moves="pick"),
     OpDef("slice", "slice A START END [step=K]", "keeps positions START..END-1 of axis A (every K-th "
           "with `step=K`: ceil((END - START) / K) of them)", values.slice_,
-          provenance="slice", positional=("dim", "start", "end"), kwargs=("step",), axes=True, values=('dim', 'start', 'end', 'step')),
+          provenance="slice", positional=("dim", "start", "end"), kwargs=("step",), axes=True, values=('dim', 'start', 'end', 'step'), moves="pick"),
     # combine: learned maps and several tensors
     OpDef("linear", "linear OUT [bias=false] [dtype=bfloat16]", "nn.Linear on the last axis; "
           "in-features inferred; `dtype` of its weights (float32 by default)",
@@ -116,12 +116,12 @@ _ENTRIES = [
           "`embed V D` owns its table (`dtype=` of the table, `padding_idx=`)", combine.embed,
           family="combine", provenance="embed", kwargs=("dtype", "padding_idx"), values=('dtype', 'padding_idx')),
     OpDef("concat", "concat A T1 T2 ..", "joins the piped tensor with T1, T2, .. along axis A",
-          combine.concat, family="combine", provenance="concat", axes=True, values=('dim',)),
+          combine.concat, family="combine", provenance="concat", axes=True, values=('dim',), moves="join"),
     OpDef("split", "split S A | split [S1, S2, ..] A", "cuts axis A into pieces of size S (or the "
           "sizes given), bound to several names", combine.split, family="combine", provenance="split",
-          positional=("split_size", "dim"), axes=True, values=('dim',), pytorch=('split_size_or_sections', 'dim?')),
+          positional=("split_size", "dim"), axes=True, values=('dim',), pytorch=('split_size_or_sections', 'dim?'), moves="cut"),
     OpDef("chunk", "chunk N A", "cuts axis A into N equal pieces", combine.chunk, family="combine",
-          provenance="split", positional=("chunks", "dim"), axes=True, values=('dim', 'chunks'), pytorch=('chunks', 'dim?')),
+          provenance="split", positional=("chunks", "dim"), axes=True, values=('dim', 'chunks'), pytorch=('chunks', 'dim?'), moves="cut"),
     OpDef("einsum", 'einsum "bhqd,bhkd->bhqk" K', "the piped tensor is the first operand",
           combine.einsum, flops="product of all index sizes", family="combine", provenance="einsum"),
     # blocks
@@ -254,6 +254,15 @@ _ENTRIES += [
 _ENTRIES += reductions.ENTRIES + pointwise.ENTRIES + arrange.ENTRIES + norms.ENTRIES
 
 TABLE: dict[str, OpDef] = {d.name: d for d in _ENTRIES}
+
+
+def moving(*kinds: str) -> frozenset:
+    """The IR names of the operations that move elements in one of these ways (OpDef.moves):
+    every list of layout operations outside this table is derived here."""
+    return frozenset(d.ir_name for d in TABLE.values() if d.moves and d.moves in kinds)
+
+
+MOVES = ("regroup", "move", "rearrange", "copy", "broadcast", "repeat", "pick", "cut", "join")
 
 # the operations a pipeline step may name (blocks are looked up by the checker)
 RULES = {name: d.rule for name, d in TABLE.items() if d.rule is not None}

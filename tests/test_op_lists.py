@@ -1,0 +1,98 @@
+"""Every list of operations outside the op table is derived from it (OpDef.moves and the other
+fields): a new layout operation reaches the code generator, the runner, the pictures and the
+grader's probe through its table entry alone."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from shapelang import api
+from shapelang.checker.ops.table import MOVES, TABLE, moving
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "shapelang"
+EXERCISE = ROOT / "exercises" / "02_split_heads.shape"
+SOLUTION = ROOT / "exercises" / "solutions" / "02_split_heads.shape"
+
+# Literal lists of three or more op names that are still written out, per module: a ratchet.
+# Each is a rule about those particular ops (a dtype rule, an emitter's special case, the
+# importer's ATen names) waiting for its own table field; the count may only go down.
+WRITTEN_OUT = {
+    "checker/calls.py": 1, "checker/checker.py": 1, "checker/dims.py": 1, "checker/dtypes.py": 1,
+    "checker/provenance/analysis.py": 2, "checker/provenance/contracts.py": 3,
+    "checker/spellings.py": 5, "codegen/attention.py": 1, "codegen/hoist.py": 2,
+    "codegen/steps.py": 4, "codegen/steps_layers.py": 4, "codegen/steps_more.py": 4,
+    "codegen/steps_tables.py": 2, "importer/elementwise.py": 1, "importer/reductions.py": 1,
+    "render/svg.py": 3, "teaching/feedback.py": 2, "teaching/probe.py": 1,
+}
+
+
+def _op_lists(path: Path, names: set) -> int:
+    found = 0
+    for node in ast.walk(ast.parse(path.read_text())):
+        elts = node.elts if isinstance(node, (ast.Set, ast.List, ast.Tuple)) else \
+            node.keys if isinstance(node, ast.Dict) else None
+        if not elts:
+            continue
+        ops = [e.value for e in elts if isinstance(e, ast.Constant) and e.value in names]
+        if len(ops) >= 3 and len(ops) >= 0.6 * len(elts):
+            found += 1
+    return found
+
+
+def test_no_new_literal_list_of_op_names():
+    names = set(TABLE) | {d.ir_name for d in TABLE.values()}
+    counts = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith("checker/ops/"):
+            continue
+        n = _op_lists(path, names)
+        if n:
+            counts[rel] = n
+    grown = {k: (v, WRITTEN_OUT.get(k, 0)) for k, v in counts.items() if v > WRITTEN_OUT.get(k, 0)}
+    assert not grown, (f"lists of op names written out (found, allowed): {grown}; derive them from "
+                       "the op table (shapelang.checker.ops.table.moving, or a new OpDef field)")
+    # the ratchet only goes down: lower WRITTEN_OUT when a list is derived
+    assert counts == {k: v for k, v in WRITTEN_OUT.items() if v}, counts
+
+
+def test_every_layout_kind_is_known_and_used():
+    assert {d.moves for d in TABLE.values()} - {""} == set(MOVES)
+    # aliases move as their originals do
+    for d in TABLE.values():
+        if d.alias_of:
+            assert d.moves in ("", TABLE[d.alias_of].moves), d.name
+
+
+def test_the_derived_lists_follow_the_table():
+    from shapelang.codegen import emit, runner
+    from shapelang.render import svg
+    from shapelang.teaching import probe, steps
+
+    assert runner.PASS_THROUGH == moving(*MOVES)
+    assert {"movedim", "unflatten", "rearrange"} <= probe.LAYOUT and "softmax" not in probe.LAYOUT
+    assert steps.FAMILIES["movedim"] == "move" and steps.FAMILIES["unflatten"] == "regroup"
+    assert svg.MOVE_OPS == moving("move", "rearrange") and "unflatten" in svg.LAYOUT_OPS
+    assert "unflatten" in emit.FOLD and "linear" not in emit.FOLD
+
+
+@pytest.mark.parametrize("swap", ["transpose 1 2", "movedim 2 1", "permute 0 2 1 3", "transpose -3 -2",
+                                  'rearrange "b s h d -> b h s d"'])
+def test_every_way_to_swap_two_axes_earns_the_marks(swap):
+    """The grader's probe moves elements for every layout op of the table: `movedim 2 1` holds
+    the same numbers as `transpose 1 2`, so it earns full marks for that blank."""
+    grader = api.grader(str(EXERCISE), str(SOLUTION))
+    text = EXERCISE.read_text().replace("?split", "view [B, S, H, Dh]").replace("?swap", swap) \
+        .replace("?qh", "[B, H, S, Dh]").replace("?one", "[B, S, Dh]")
+    res = grader.grade_text(text)
+    assert res.full_marks, api.text_report(res)
+
+
+def test_a_wrong_move_still_loses_the_marks():
+    grader = api.grader(str(EXERCISE), str(SOLUTION))
+    text = EXERCISE.read_text().replace("?split", "view [B, S, H, Dh]").replace("?swap", "movedim 3 1") \
+        .replace("?qh", "[B, Dh, S, H]")
+    assert not grader.grade_text(text).full_marks
