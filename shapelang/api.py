@@ -21,12 +21,15 @@ check and trace import lark and sympy only; torch is imported by `run` alone.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .checker.checker import check_file as _check_file
 from .checker.checker import check_text as _check_text
 from .checker.ir import CheckedSpec
-from .codegen.naming import CodegenError
-from .render import html as _html  # noqa: F401  (gives CheckedSpec its notebook picture)
 from .syntax.diagnostics import Diagnostic
+
+if TYPE_CHECKING:
+    from .codegen.naming import CodegenError
 
 __all__ = [
     "CheckedSpec",
@@ -41,6 +44,27 @@ __all__ = [
     "to_json",
     "trace",
 ]
+
+
+def __getattr__(name: str):
+    """`CodegenError` is loaded on first use: `check` and `trace` load no codegen module."""
+    if name == "CodegenError":
+        from .codegen.naming import CodegenError
+
+        return CodegenError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _html_picture(spec: CheckedSpec) -> str:
+    """A notebook's picture of a checked spec; the HTML renderer is loaded on first use
+    (importing it registers itself in this hook's place)."""
+    from .render import html
+
+    return html.trace_fragment(spec)
+
+
+if CheckedSpec.html_renderer is None:   # gives CheckedSpec its notebook picture
+    CheckedSpec.html_renderer = staticmethod(_html_picture)
 
 
 def check(text: str, path: str = "<input>") -> CheckedSpec:

@@ -2,13 +2,12 @@
 scope of its own, and caches the result per argument shapes; `stack N Block`."""
 from __future__ import annotations
 
-import sympy as sp
-
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import Assume, Binding, Block, Call, DimDecl, Example, Name, Return, Span
 from . import causes, dtypes, ops
 from .ir import BindingIR, BlockIR, Decl
 from .layout import TensorType
+from .lazysympy import sympy as sp
 from .scope import Poisoned, Scope
 
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 
-import sympy as sp
-
 from ..syntax.diagnostics import Diagnostic, ShapeError
 from ..syntax.nodes import (
     Binding,
@@ -36,6 +34,7 @@ from .blocks import BlockCalls
 from .facts import Facts
 from .ir import BindingIR, CheckedSpec, Decl, Step
 from .layout import TensorType, fresh
+from .lazysympy import sympy as sp
 from .provenance import Provenance
 from .prover import Prover
 from .scope import Poisoned, Scope
@@ -377,7 +376,7 @@ class Checker(Facts):
             if node.name in self.skipped:
                 raise Poisoned()
             if node.name in dimlib.CONSTANTS:        # `x * pi`
-                return dimlib.CONSTANTS[node.name]
+                return getattr(sp, node.name)
             known = list(self.scope.values) + list(self.prover.user)
             raise ShapeError("E002", f"unknown name `{node.name}`", span=node.span,
                              help=self._did_you_mean(node.name, known) or

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-import sympy as sp
+from .lazysympy import sympy as sp
 
 ELIDE = 40          # numbers with more digits are shown as `1234…(N digits)…789`
 SMALL_POWER = 3     # D**2 and D**3 are shown as D*D and D*D*D

@@ -3,26 +3,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import sympy as sp
-
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Neg, Num, Op, ShapeLit, Str
 from ..layout import TensorType
-
-ZERO = sp.Integer(0)
-ONE = sp.Integer(1)
+from ..lazysympy import sympy as sp
+from ..lazysympy import zero
 
 
 @dataclass
 class Result:
     outputs: tuple
-    params: sp.Expr = ZERO
-    flops: sp.Expr = ZERO
+    params: sp.Expr = field(default_factory=zero)
+    flops: sp.Expr = field(default_factory=zero)
     detail: dict = field(default_factory=dict)
 
 
 def prod(xs) -> sp.Expr:
-    out = ONE
+    out = sp.S.One
     for x in xs:
         out = out * x
     return out
