@@ -101,8 +101,8 @@ class Notation:
             return f"{p}/{q}", MUL if e > 0 else NEG
         if e.is_Float:
             return float_text(e), ATOM
-        if e.is_Symbol:
-            return str(e), ATOM
+        if e.is_Symbol:   # a dim's own name, without sympy's printer (which costs 100x more)
+            return (e.name if type(e) is sp.Symbol else str(e)), ATOM
         if e is sp.S.Infinity:
             return "oo", ATOM
         if e.is_Add:
