@@ -194,7 +194,7 @@ def _loads(argv, tmp_path):
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", _OUTSIDE.format(argv=argv)], capture_output=True,
+    out = subprocess.run([sys.executable, "-c", _OUTSIDE.format(argv=argv)], check=True, capture_output=True,
                          text=True, cwd=tmp_path).stdout
     return json.loads(out.splitlines()[-1])
 

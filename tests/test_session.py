@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from tiers import LIBRARY, examples
 
 from shapelang.api import render_check, to_json
 from shapelang.checker.checker import Stale, check_text
@@ -13,11 +14,9 @@ from shapelang.checker.session import CheckSession
 from shapelang.syntax.parser import parse_recovering
 from shapelang.syntax.reuse import ParseMemo
 
-from tiers import LIBRARY, examples
-
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given, note, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
 
 # library specs that check in well under a second: the property test edits them many times
 SMALL = [p for p in LIBRARY if len(p.read_text(encoding="utf-8").splitlines()) <= 60]
