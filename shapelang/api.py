@@ -8,6 +8,11 @@ object of its stage:
   checked IR with `ok`, `diagnostics` (a list of `Diagnostic` data), the
   bindings' steps and the totals. It never raises on bad input: syntax errors
   are diagnostics too.
+- `CheckSession(path)`: `.check(text, stale=None)` -> the same `CheckedSpec` as
+  `check(text, path)`, for a document checked again after each edit (editors,
+  the playground, notebooks): unchanged statements are not parsed again, a text
+  seen recently is answered at once, and `stale()` turning true stops the check
+  with `Stale`.
 - `trace(spec)` -> str: the step-by-step table; `render_check(spec)` -> str:
   diagnostics with carets; `to_json(spec, trace=False)` -> dict.
 - `codegen(spec)` -> `Generated` (source text and class name); raises
@@ -26,15 +31,18 @@ from typing import TYPE_CHECKING
 from .checker.checker import check_file as _check_file
 from .checker.checker import check_text as _check_text
 from .checker.ir import CheckedSpec
+from .checker.session import CheckSession, Stale
 from .syntax.diagnostics import Diagnostic
 
 if TYPE_CHECKING:
     from .codegen.naming import CodegenError
 
 __all__ = [
+    "CheckSession",
     "CheckedSpec",
     "CodegenError",
     "Diagnostic",
+    "Stale",
     "check",
     "check_file",
     "codegen",
