@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import os
 
-from ..api import check, render_check
+from ..api import CheckSession, render_check
 from ..render.html import trace_fragment
 from ..render.json import diagnostic_json
 from ..render.text import diagnostic_text
@@ -65,6 +65,7 @@ class Work:
         self.grader = None
         self.parts: list[dict] = []
         self.title = None
+        self.session = None   # the page's text between keystrokes: an edit re-parses what changed
         if exercise is not None:
             self._exercise(exercise, solution)
         else:
@@ -125,7 +126,9 @@ class Work:
 
     def check(self, data: bytes) -> dict:
         text = read_as_file(data)
-        spec = check(text, self.path)
+        if self.session is None:
+            self.session = CheckSession(self.path)
+        spec = self.session.check(text)
         return {"ok": spec.ok, "text": render_check(spec),
                 "errors": len(spec.errors()), "warnings": len(spec.diagnostics) - len(spec.errors()),
                 "diagnostics": [dict(diagnostic_json(d), rendered=diagnostic_text(d, spec.path, spec.source))
