@@ -23,7 +23,6 @@ from ..api import Stale
 from . import completion, findings, hover, navigation
 from .documents import DocumentStore
 from .findings import lsp_range
-from .formatting import format_edits
 
 DEBOUNCE = 0.15   # seconds after the last change before the document is checked
 
@@ -180,6 +179,8 @@ class ShapeServer:
 
         @ls.feature(t.TEXT_DOCUMENT_FORMATTING)
         async def on_formatting(params: t.DocumentFormattingParams):
+            from .formatting import format_edits  # the layout engine, loaded when first asked
+
             doc = self.ls.workspace.get_text_document(params.text_document.uri)
             return await self._run(format_edits, doc.source)
 
