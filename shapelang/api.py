@@ -28,6 +28,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+# `from shapelang import codegen` is the stage's package, as it has always been; its modules
+# load on first use, so `check` loads none of them
+from . import codegen as _codegen  # noqa: F401
 from .checker.checker import check_file as _check_file
 from .checker.checker import check_text as _check_text
 from .checker.ir import CheckedSpec

@@ -184,7 +184,7 @@ _OUTSIDE = ("import sys, json; from shapelang.cli import main; main({argv!r}); "
 # syntax and checker stages that `shapelang check` may load (a lean start, issue 23).
 CHECK_LOADS = ["shapelang.api", "shapelang.checker", "shapelang.cli", "shapelang.cli.common",
                "shapelang.cli.explain", "shapelang.cli.grade", "shapelang.cli.importer",
-               "shapelang.cli.serve", "shapelang.render", "shapelang.render.color",
+               "shapelang.cli.serve", "shapelang.codegen", "shapelang.render", "shapelang.render.color",
                "shapelang.render.columns", "shapelang.render.common", "shapelang.render.json",
                "shapelang.render.text", "shapelang.syntax"]
 

@@ -59,11 +59,25 @@ class TensorType:
 
 
 def contiguous(shape) -> tuple:
-    strides, acc = [], sp.Integer(1)
-    for size in reversed(tuple(shape)):
-        strides.append(acc)
-        acc = acc * size
-    return tuple(reversed(strides))
+    """The row-major strides of `shape` (a pure function of the sizes: kept per shape, as a
+    spec meets the same few shapes again and again)."""
+    shape = tuple(shape)
+    key = (shape, tuple(map(type, shape)))
+    hit = _CONTIGUOUS.get(key)
+    if hit is None:
+        strides, acc = [], sp.S.One
+        for size in reversed(shape):
+            strides.append(acc)
+            acc = acc * size
+        hit = tuple(reversed(strides))
+        if len(_CONTIGUOUS) >= _KEEP:
+            _CONTIGUOUS.clear()
+        _CONTIGUOUS[key] = hit
+    return hit
+
+
+_CONTIGUOUS: dict = {}
+_KEEP = 4096   # shapes whose strides are kept
 
 
 def fresh(shape, dtype="float") -> TensorType:

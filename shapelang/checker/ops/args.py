@@ -19,10 +19,21 @@ class Result:
 
 
 def prod(xs) -> sp.Expr:
-    out = sp.S.One
-    for x in xs:
-        out = out * x
+    """The product of the sizes `xs` (kept per tuple of sizes, as `layout.contiguous`)."""
+    xs = tuple(xs)
+    key = (xs, tuple(map(type, xs)))
+    out = _PRODUCTS.get(key)
+    if out is None:
+        out = sp.S.One
+        for x in xs:
+            out = out * x
+        if len(_PRODUCTS) >= 4096:
+            _PRODUCTS.clear()
+        _PRODUCTS[key] = out
     return out
+
+
+_PRODUCTS: dict = {}
 
 
 def _ax(n: int) -> str:
