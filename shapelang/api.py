@@ -31,12 +31,13 @@ Teaching: `grader(exercise, solution)` -> `Grader` (`SubmissionResult`), `make_e
 from __future__ import annotations
 
 import importlib
-import sys
 
 # name -> (module, attribute or None for the module itself), loaded on first use
 _LAZY: dict[str, tuple[str, str | None]] = {
     # data
     "CheckedSpec": ("shapelang.checker.ir", "CheckedSpec"),
+    "CheckSession": ("shapelang.checker.session", "CheckSession"),
+    "Stale": ("shapelang.checker.session", "Stale"),
     "Diagnostic": ("shapelang.syntax.diagnostics", "Diagnostic"),
     "CODES": ("shapelang.syntax.diagnostics", "CODES"),
     "Span": ("shapelang.syntax.nodes", "Span"),
@@ -118,11 +119,21 @@ def __dir__() -> list[str]:
 
 # -- checking ----------------------------------------------------------------------------
 
+def _html_picture(spec) -> str:
+    """A notebook's picture of a checked spec; the HTML renderer is loaded on first use
+    (importing it registers itself in this hook's place)."""
+    from .render import html
+
+    return html.trace_fragment(spec)
+
+
 def _notebook_picture() -> None:
-    """In IPython, a checked spec shows as its picture (`CheckedSpec._repr_html_`); the
-    renderer is loaded only there, so command-line checks do not pay for it."""
-    if "IPython" in sys.modules:
-        importlib.import_module("shapelang.render.html")
+    """Gives CheckedSpec its notebook picture (`_repr_html_`) without loading the renderer
+    before a picture is drawn."""
+    from .checker.ir import CheckedSpec
+
+    if CheckedSpec.html_renderer is None:
+        CheckedSpec.html_renderer = staticmethod(_html_picture)
 
 
 def check(text: str, path: str = "<input>"):

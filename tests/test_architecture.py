@@ -247,3 +247,35 @@ def test_the_packages_names_are_the_packages():
     stages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} | {"api"}
     import shapelang
     assert stages == set(shapelang._STAGES)
+_OUTSIDE = ("import sys, json; from shapelang.cli import main; main({argv!r}); "
+            "print(json.dumps([sorted(m for m in sys.modules if m.startswith('shapelang.') "
+            "and not m.startswith(('shapelang.checker.', 'shapelang.syntax.'))), 'sympy' in sys.modules]))")
+# The front door, the API and the renderers `check` prints with: the whole list outside the
+# syntax and checker stages that `shapelang check` may load (a lean start, issue 23).
+CHECK_LOADS = ["shapelang.api", "shapelang.checker", "shapelang.cli", "shapelang.cli.common",
+               "shapelang.cli.explain", "shapelang.cli.grade", "shapelang.cli.importer",
+               "shapelang.cli.serve", "shapelang.render", "shapelang.render.color",
+               "shapelang.render.columns", "shapelang.render.formats", "shapelang.render.text",
+               "shapelang.syntax"]
+
+
+def _loads(argv, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _OUTSIDE.format(argv=argv)], check=True, capture_output=True,
+                         text=True, cwd=tmp_path).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+def test_check_loads_only_syntax_checker_and_its_renderer(tmp_path):
+    """`check` loads no codegen, teaching, importer, HTML or table module; sympy only when a
+    spec has sizes to prove (an empty file does not pay its import)."""
+    spec = Path(__file__).resolve().parent.parent / "specs" / "mha_self_attention.shape"
+    (tmp_path / "empty.shape").write_text("# nothing yet\n")
+    assert _loads(["check", str(spec)], tmp_path) == [CHECK_LOADS, True]
+    assert _loads(["check", "empty.shape"], tmp_path) == [CHECK_LOADS, False]
+    modules, _ = _loads(["trace", str(spec)], tmp_path)
+    assert not [m for m in modules if m not in CHECK_LOADS and not m.startswith("shapelang.render.")]
+    assert "shapelang.render.html" not in modules

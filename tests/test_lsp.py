@@ -369,3 +369,25 @@ def test_shutdown_and_exit_end_the_server_cleanly():
     assert proc.returncode == 0, proc.stderr.decode()
     assert b'"id": 2' in proc.stdout.replace(b'"id":2', b'"id": 2')   # shutdown was answered
     assert b"Traceback" not in proc.stderr and b"Error" not in proc.stderr, proc.stderr.decode()
+
+
+def test_a_check_that_a_newer_version_makes_stale_stops_and_the_next_one_is_whole():
+    """The worker's check asks between statements whether the editor has moved on."""
+    from shapelang.api import Stale, check
+    from shapelang.lsp.documents import DocumentStore
+
+    store = DocumentStore()
+    store.update(URI, 1, MHA)
+    asked = []
+
+    def stale():        # version 2 arrives while the third statement is checked
+        asked.append(1)
+        return len(asked) > 2
+    with pytest.raises(Stale):
+        store.analysis(URI, stale=stale)
+    assert store.checks == 0
+    edited = MHA.replace("softmax -1", "softmax 5")
+    store.update(URI, 2, edited)
+    an = store.analysis(URI, stale=lambda: False)
+    assert an.version == 2 and store.checks == 1
+    assert an.spec.diagnostics == check(edited, "/tmp/lsp-test/attn.shape").diagnostics

@@ -466,7 +466,7 @@ def test_without_rich_colour_falls_back_to_plain_text(broken):
     plain, with a note on how to get colour, and no traceback."""
     code = ("import sys; sys.modules['rich'] = None; from shapelang.cli import main; "
             f"raise SystemExit(main(['check', '--color', 'always', {str(broken)!r}]))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert not ANSI.search(r.stdout) and "error[E102]" in r.stdout
     assert "pip install 'shapelang[color]'" in r.stderr

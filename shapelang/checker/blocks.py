@@ -2,13 +2,12 @@
 scope of its own, and caches the result per argument shapes; `stack N Block`."""
 from __future__ import annotations
 
-import sympy as sp
-
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import Assume, Binding, Block, Call, DimDecl, Example, Name, Return, Span
 from . import causes, dtypes, ops
 from .ir import BindingIR, BlockIR, Decl
 from .layout import TensorType
+from .lazysympy import sympy as sp
 from .scope import Poisoned, Scope
 
 
@@ -23,7 +22,12 @@ def call_bound_dims(statements, dims) -> list[str]:
             for decl in s.inputs:
                 in_blocks += [d.name for d in decl.shape.dims if isinstance(d, Name)]
             in_blocks += [p.name for p in s.sizes]
-        elif not isinstance(s, (DimDecl, Example, Assume)):
+    if not in_blocks:   # no block binds a dim: nothing to read outside them
+        return []
+    for s in statements:
+        if isinstance(s, Block):
+            continue
+        if not isinstance(s, (DimDecl, Example, Assume)):
             outside |= _names(s)
         elif isinstance(s, DimDecl) and s.value is not None:
             outside |= _names(s.value)
@@ -31,22 +35,33 @@ def call_bound_dims(statements, dims) -> list[str]:
     return [n for n in dict.fromkeys(in_blocks) if n in dims and (n not in outside or n in sizes)]
 
 
-def _names(node, depth=0) -> set:
+def _names(node) -> set:
     """Every name a statement or expression mentions."""
+    out: set = set()
+    _collect_names(node, out, 0)
+    return out
+
+
+_FIELDS: dict = {}   # node type -> its dataclass fields (none for anything else)
+
+
+def _collect_names(node, out: set, depth: int) -> None:
     if isinstance(node, Name):
-        return {node.name}
-    out = set()
+        out.add(node.name)
+        return
     if depth > 200:
-        return out
+        return
     if isinstance(node, (tuple, list)):
         for x in node:
-            out |= _names(x, depth + 1)
-    elif hasattr(node, "__dataclass_fields__"):
-        for f in node.__dataclass_fields__:
-            v = getattr(node, f)
-            if isinstance(v, (tuple, list)) or hasattr(v, "__dataclass_fields__"):
-                out |= _names(v, depth + 1)
-    return out
+            _collect_names(x, out, depth + 1)
+        return
+    fields = _FIELDS.get(type(node))
+    if fields is None:
+        fields = _FIELDS[type(node)] = tuple(getattr(type(node), "__dataclass_fields__", ()))
+    for f in fields:
+        v = getattr(node, f)
+        if isinstance(v, (tuple, list)) or type(v) in _FIELDS or hasattr(v, "__dataclass_fields__"):
+            _collect_names(v, out, depth + 1)
 
 
 class BlockCalls:

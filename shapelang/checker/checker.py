@@ -10,8 +10,6 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 
-import sympy as sp
-
 from ..syntax.diagnostics import Diagnostic, ShapeError
 from ..syntax.nodes import (
     Binding,
@@ -36,21 +34,35 @@ from .blocks import BlockCalls
 from .facts import Facts
 from .ir import BindingIR, CheckedSpec, Decl, Step
 from .layout import TensorType, fresh
+from .lazysympy import sympy as sp
 from .provenance import Provenance
 from .prover import Prover
 from .scope import Poisoned, Scope
 from .suggest import Suggestions
 
 
-def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True) -> CheckedSpec:
+class Stale(Exception):
+    """A newer text has replaced the one being checked (`check_text(..., stale=...)`)."""
+
+
+def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True, memo=None,
+               stale=None) -> CheckedSpec:
     """Check spec text. Fixes that diagnostics propose are re-checked and shown only when
-    proved (`prove_fixes`; off for the re-checks themselves)."""
-    spec, syntax_errors, skipped = parse_recovering(text, path)
+    proved (`prove_fixes`; off for the re-checks themselves).
+
+    `memo`: a `syntax.reuse.ParseMemo` that keeps the statements of the last text, so that
+    an edited text parses only what changed (checker/session.py). `stale`: a function
+    asked between statements; when it answers true the check stops with `Stale`."""
+    if memo is None:
+        spec, syntax_errors, skipped = parse_recovering(text, path)
+    else:
+        spec, syntax_errors, skipped = memo.parse(text, path, remember=prove_fixes)
     if spec is None:
         out = CheckedSpec(path, text, [], {}, [], {})
         out.diagnostics.extend(replace(habits.improve(text, d), fixes=()) for d in syntax_errors)
         return out
     checker = Checker(spec, skipped)
+    checker.stale = stale
     checker.out.diagnostics.extend(syntax_errors)
     out = checker.run()
     out.diagnostics[:], out.acknowledged = acknowledged.split(text, out.diagnostics)   # `# allow W302`
@@ -58,7 +70,8 @@ def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True) ->
         out.diagnostics[:] = [habits.improve(text, d) for d in out.diagnostics]
     if any(d.fixes for d in out.diagnostics):
         if prove_fixes:
-            fixes.prove(out, lambda source: check_text(source, path, prove_fixes=False))
+            fixes.prove(out, lambda source: check_text(source, path, prove_fixes=False, memo=memo,
+                                                       stale=stale))
             out.diagnostics[:] = [habits.proved(text, d) for d in out.diagnostics]
         else:
             out.diagnostics[:] = [replace(d, fixes=()) for d in out.diagnostics]
@@ -96,6 +109,7 @@ class Checker(Facts):
         self.binding_names: tuple = ()
         self.data_names: dict = {}   # data-dependent sizes by name, while an `expect` is read
         self.fresh_blocks: dict = {}  # block keys that make data-dependent sizes -> called yet
+        self.stale = None   # asked between statements: a newer text makes this check moot
 
     # ------------------------------------------------------------ reporting
     def report(self, diag: Diagnostic | None) -> None:
@@ -128,6 +142,8 @@ class Checker(Facts):
                                                                         "first defined here")))
                 self.blocks[s.name] = s
         for s in stmts:
+            if self.stale is not None and self.stale():
+                raise Stale()
             self._statement(s)
         for name, block in self.blocks.items():
             if not any(k[0] == name for k in self.block_cache):   # never called: check it alone
@@ -377,7 +393,7 @@ class Checker(Facts):
             if node.name in self.skipped:
                 raise Poisoned()
             if node.name in dimlib.CONSTANTS:        # `x * pi`
-                return dimlib.CONSTANTS[node.name]
+                return getattr(sp, node.name)
             known = list(self.scope.values) + list(self.prover.user)
             raise ShapeError("E002", f"unknown name `{node.name}`", span=node.span,
                              help=self._did_you_mean(node.name, known) or

@@ -19,16 +19,15 @@ import math
 from collections.abc import Callable
 from fractions import Fraction
 
-import sympy as sp
-
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import BinOp, Call, Expr, Hole, Name, Neg, Num, Pipeline
+from .lazysympy import sympy as sp
 from .notation import ADD, ATOM, DEFAULT, MUL, NEG, POW, Notation, elide, float_text
 
 MAX_EXPONENT = 16
 MAX_TERMS = 2000  # bound on the terms of an expanded size expression: keeps proofs fast
 SCALAR_FUNCTIONS = ("sqrt", "min", "max")
-CONSTANTS = {"pi": sp.pi}  # named numbers of scalars (`p * pi`), unless a dim or tensor has the name
+CONSTANTS = ("pi",)  # named numbers of scalars (`p * pi`; sympy's `sp.pi`), unless a dim or tensor has the name
 SEARCH_BUDGET = 400  # candidate assignments tried per undecided condition
 
 
@@ -53,7 +52,7 @@ def build(node: Expr, lookup: Callable[[Name], sp.Expr], *, allow_real: bool = F
     if expanded_terms(e) > MAX_TERMS:
         raise ShapeError("E004", "this size expression is too large to reason about",
                          span=node.span, help="sizes in a spec are short products and sums of dims")
-    if allow_real and e.has(sp.Float) and any(not abs(f) <= FLOAT_MAX for f in e.atoms(sp.Float)):
+    if allow_real and e.has(sp.Float) and any(not abs(f) <= sp.Float(FLOAT_MAX) for f in e.atoms(sp.Float)):
         raise _too_big(node)
     return e
 
@@ -63,7 +62,7 @@ def _too_big(node) -> ShapeError:
                       span=node.span, help="a scale or probability in a model is a modest number")
 
 
-FLOAT_MAX = sp.Float(1.7976931348623157e308)
+FLOAT_MAX = 1.7976931348623157e308
 
 
 def expanded_terms(e: sp.Expr) -> int:
@@ -116,7 +115,7 @@ def _build(node: Expr, lookup: Callable[[Name], sp.Expr], allow_real: bool = Fal
                 raise ShapeError("E005", f"`{node.name}` is not a whole number", span=node.span,
                                  help="sizes are whole numbers; `pi` stands in scalars such as "
                                       "`x * pi`") from None
-            return CONSTANTS[node.name], node.name, ATOM
+            return getattr(sp, node.name), node.name, ATOM
         return (e, *(notation or DEFAULT).text(e))
     if isinstance(node, Hole):
         raise unfilled(node)

@@ -134,7 +134,10 @@ _CAST_HELP = "cast it first, e.g. `(x -> to float)`"
 
 
 def need_float(what: str, t, span, show_t=None, cast: str = "float") -> None:
+    """Refuse a tensor `t` that does not hold floats; `show_t`: its shape for the message,
+    or a function that gives it (called only when refusing)."""
     if kind(t.dtype) != "float":
+        show_t = show_t() if callable(show_t) else show_t
         shown = f" {show_t}" if show_t else ""
         raise refuse(f"{what} needs floating-point values, but the input{shown} holds "
                      f"{show(t.dtype)} values", span,
@@ -239,7 +242,7 @@ def _same(c, x, a, res):
 
 
 def _float_only(c, x, a, res):
-    need_float(f"`{a.op.name}`", x, a.op.span, c.show(x))
+    need_float(f"`{a.op.name}`", x, a.op.span, lambda: c.show(x))
     return [x.dtype] * len(res.outputs)
 
 
@@ -266,7 +269,7 @@ def _softmax(c, x, a, res):
             raise refuse(f"`{a.op.name} dtype={want}`: softmax computes in a floating-point dtype",
                          a.op.span, "use dtype=float32")
         return [want]
-    need_float(f"`{a.op.name}`", x, a.op.span, c.show(x))
+    need_float(f"`{a.op.name}`", x, a.op.span, lambda: c.show(x))
     return [x.dtype]
 
 
@@ -300,7 +303,7 @@ def _learned(c, x, a, res):
 def _norm(c, x, a, res):
     """layer_norm and rms_norm take a float16/bfloat16 input with float32 weights; layer_norm
     refuses a float64 input with them (rms_norm computes in the wider dtype)."""
-    need_float(f"`{a.op.name}`", x, a.op.span, c.show(x))
+    need_float(f"`{a.op.name}`", x, a.op.span, lambda: c.show(x))
     if a.op.name == "layernorm" and x.dtype == "float64" and res.detail.get("affine", True):
         raise refuse("`layernorm` of float64 values with float32 weights: PyTorch refuses mixed "
                      "dtypes wider than the weights", a.op.span, f"cast the input: `-> to {DEFAULT}`",
@@ -338,7 +341,7 @@ def _accumulate(c, x, a, res):
 def _channel_norm(c, x, a, res):
     """groupnorm, batchnorm: float32 weights (and running statistics) take float16 and bfloat16
     inputs; PyTorch refuses float64 ones with them on the CPU."""
-    need_float(f"`{a.op.name}`", x, a.op.span, c.show(x))
+    need_float(f"`{a.op.name}`", x, a.op.span, lambda: c.show(x))
     if x.dtype == "float64" and (a.op.name == "batchnorm" or res.detail.get("affine", True)):
         raise refuse(f"`{a.op.name}` of float64 values with float32 weights: PyTorch refuses mixed dtypes "
                      "here", a.op.span, f"cast the input: `-> to {DEFAULT}`", _input_cast(DEFAULT))
@@ -361,7 +364,7 @@ def _index(c, x, a, res):
 def _rounding(c, x, a, res):
     """round: bool refused; with `decimals=` only floating-point values."""
     if res.detail.get("decimals"):
-        need_float(f"`{a.op.name} decimals=`", x, a.op.span, c.show(x))
+        need_float(f"`{a.op.name} decimals=`", x, a.op.span, lambda: c.show(x))
     return _no_bool(c, x, a, res)
 
 

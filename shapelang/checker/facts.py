@@ -11,14 +11,13 @@ from __future__ import annotations
 import difflib
 import itertools
 
-import sympy as sp
-
 from ..syntax.diagnostics import Diagnostic, ShapeError
 from ..syntax.nodes import Assume, Block, DimDecl, Example
 from . import causes
 from . import dims as dimlib
 from .blocks import call_bound_dims
 from .layout import TensorType
+from .lazysympy import sympy as sp
 from .prover import Prover, divisor_alternatives
 
 

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import sympy as sp
-
 from ..syntax.diagnostics import Diagnostic
 from ..syntax.nodes import Span
 from .layout import TensorType
-
-ZERO = sp.Integer(0)
+from .lazysympy import sympy as sp
+from .lazysympy import zero
 
 
 @dataclass
@@ -34,8 +32,8 @@ class Step:
     span: Span
     inputs: tuple        # refs
     outputs: tuple       # TensorType per output
-    params: sp.Expr = ZERO
-    flops: sp.Expr = ZERO
+    params: sp.Expr = field(default_factory=zero)
+    flops: sp.Expr = field(default_factory=zero)
     detail: dict = field(default_factory=dict)
     block: BlockIR | None = None
     provenance: tuple | None = None   # per output: where each axis's elements come from (provenance.TP)

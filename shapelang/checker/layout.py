@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import sympy as sp
+from .lazysympy import sympy as sp
 
 
 @dataclass(frozen=True)
@@ -56,15 +56,28 @@ class TensorType:
         return self.strides == contiguous(self.shape)
 
 
-ONE = sp.Integer(1)
 
 
 def contiguous(shape) -> tuple:
-    strides, acc = [], sp.Integer(1)
-    for size in reversed(tuple(shape)):
-        strides.append(acc)
-        acc = acc * size
-    return tuple(reversed(strides))
+    """The row-major strides of `shape` (a pure function of the sizes: kept per shape, as a
+    spec meets the same few shapes again and again)."""
+    shape = tuple(shape)
+    key = (shape, tuple(map(type, shape)))
+    hit = _CONTIGUOUS.get(key)
+    if hit is None:
+        strides, acc = [], sp.S.One
+        for size in reversed(shape):
+            strides.append(acc)
+            acc = acc * size
+        hit = tuple(reversed(strides))
+        if len(_CONTIGUOUS) >= _KEEP:
+            _CONTIGUOUS.clear()
+        _CONTIGUOUS[key] = hit
+    return hit
+
+
+_CONTIGUOUS: dict = {}
+_KEEP = 4096   # shapes whose strides are kept
 
 
 def fresh(shape, dtype="float") -> TensorType:
@@ -88,9 +101,9 @@ def view_strides(old: TensorType, new_shape, same) -> tuple | None:
     view_numel = sp.Integer(1)
     for tensor_d in range(len(oldshape) - 1, -1, -1):
         tensor_numel = tensor_numel * oldshape[tensor_d]
-        if tensor_d == 0 or (not same(oldshape[tensor_d - 1], ONE) and
+        if tensor_d == 0 or (not same(oldshape[tensor_d - 1], sp.S.One) and
                              not same(oldstride[tensor_d - 1], tensor_numel * chunk_base_stride)):
-            while view_d >= 0 and (not same(view_numel, tensor_numel) or same(newshape[view_d], ONE)):
+            while view_d >= 0 and (not same(view_numel, tensor_numel) or same(newshape[view_d], sp.S.One)):
                 newstride[view_d] = view_numel * chunk_base_stride
                 view_numel = view_numel * newshape[view_d]
                 view_d -= 1
@@ -149,7 +162,7 @@ class Geometry:
 
 def torch_contiguous(shape, strides, g: Geometry) -> bool:
     """Tensor.is_contiguous(): size-1 dims are ignored."""
-    expected = ONE
+    expected = sp.S.One
     for size, stride in zip(reversed(shape), reversed(strides)):
         if g.is_one(size):
             continue
@@ -165,7 +178,7 @@ def _cl_order(rank: int) -> list[int]:
 
 def channels_last(shape) -> tuple:
     """Strides of a channels-last (NHWC / NDHWC) tensor of an NC.. shape."""
-    strides, acc = [ONE] * len(shape), ONE
+    strides, acc = [sp.S.One] * len(shape), sp.S.One
     for d in _cl_order(len(shape)):
         strides[d] = acc
         acc = acc * shape[d]
@@ -176,7 +189,7 @@ def channels_last_contiguous(shape, strides, g: Geometry) -> bool:
     """Tensor.is_contiguous(memory_format=torch.channels_last) (channels_last_3d for 5 dims)."""
     if len(shape) not in (4, 5):
         return False
-    expected = ONE
+    expected = sp.S.One
     for d in _cl_order(len(shape)):
         if g.is_one(shape[d]):
             continue
@@ -203,10 +216,10 @@ def suggests_channels_last(shape, strides, g: Geometry) -> bool:
 
 def non_overlapping_and_dense(shape, strides, g: Geometry) -> bool:
     if len(shape) == 1:
-        return g.is_one(shape[0]) or g.same(strides[0], ONE)
+        return g.is_one(shape[0]) or g.same(strides[0], sp.S.One)
     order = sorted(range(len(shape)), key=lambda d: (g.is_one(shape[d]), _stride_key(
         g.canon(strides[d])) or 0))
-    expected = ONE
+    expected = sp.S.One
     for d in order:
         if g.is_one(shape[d]):
             return True
@@ -265,7 +278,7 @@ def iterator_strides(operands, shape, g: Geometry) -> tuple:
                 break
     if perm == list(range(n - 1, -1, -1)):
         return contiguous(shape)
-    strides, acc = [ONE] * n, ONE
+    strides, acc = [sp.S.One] * n, sp.S.One
     for d in perm:
         strides[d] = acc
         acc = acc * shape[d]
@@ -335,7 +348,7 @@ def einsum_strides(inputs, output: str, operands, sizes: dict, g: Geometry) -> t
 
     def permuted(op, t):
         return [(ch, t.shape[op.index(ch)], t.strides[op.index(ch)]) if ch in op
-                else (ch, ONE, ONE) for ch in labels]
+                else (ch, sp.S.One, sp.S.One) for ch in labels]
 
     def summed(dims):   # Tensor.sum over some dims: a new contiguous tensor
         st = contiguous([s for _, s, _ in dims])
@@ -381,6 +394,6 @@ def einsum_strides(inputs, output: str, operands, sizes: dict, g: Geometry) -> t
     position = {r[0]: i for i, r in enumerate(result)}
     if lo and ro and position[ro[-1][0]] < position[lo[0][0]]:
         lo, ro = ro, lo   # swap_lo_ro: bmm then gives the output's order directly
-    order = groups["lro"] + lo + [(ch, ONE) for ch in sum_dims] + ro
+    order = groups["lro"] + lo + [(ch, sp.S.One) for ch in sum_dims] + ro
     st = dict(zip((ch for ch, _ in order), contiguous([s for _, s in order])))
     return tuple(st[ch] for ch, _, _ in result if ch not in sum_dims)

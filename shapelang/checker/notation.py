@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-import sympy as sp
+from .lazysympy import sympy as sp
 
 ELIDE = 40          # numbers with more digits are shown as `1234…(N digits)…789`
 SMALL_POWER = 3     # D**2 and D**3 are shown as D*D and D*D*D
@@ -101,8 +101,8 @@ class Notation:
             return f"{p}/{q}", MUL if e > 0 else NEG
         if e.is_Float:
             return float_text(e), ATOM
-        if e.is_Symbol:
-            return str(e), ATOM
+        if e.is_Symbol:   # a dim's own name, without sympy's printer (which costs 100x more)
+            return (e.name if type(e) is sp.Symbol else str(e)), ATOM
         if e is sp.S.Infinity:
             return "oo", ATOM
         if e.is_Add:

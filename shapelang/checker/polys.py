@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import itertools
 
-import sympy as sp
+from .lazysympy import sympy as sp
 
 
 def _monomial(e: sp.Expr) -> bool:

@@ -7,9 +7,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import sympy as sp
-
 from .dims import _CMP, SEARCH_BUDGET, as_int, dim_symbol, evaluate
+from .lazysympy import sympy as sp
 from .notation import Notation
 from .polys import (  # noqa: F401
     _linear_bound,

@@ -4,8 +4,9 @@ An `Analysis` is one version of a document checked: the checked IR (exactly
 what `shapelang check` computes for that text), the symbol index and the line
 map. The store keeps the analyses of the last few texts of every document, so
 that a request for a version already checked (a hover after the diagnostics,
-an undo back to an earlier text) costs nothing. Only the server's one worker
-thread calls into the store.
+an undo back to an earlier text) costs nothing, and a `CheckSession` per
+document, so that an edit parses only the statements it changed. Only the
+server's one worker thread calls into the store.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
 from .. import api
-from ..api import check
+from ..api import CheckSession
 from .positions import LineMap, normalise
 from .symbols import SymbolIndex, build
 
@@ -47,6 +48,7 @@ class DocumentStore:
     def __init__(self):
         self.texts: dict[str, tuple[int | None, str]] = {}   # uri -> (version, text)
         self.cache: dict[str, OrderedDict] = {}              # uri -> text -> Analysis
+        self.sessions: dict[str, CheckSession] = {}          # uri -> its checks between edits
         self.checks = 0                                      # full checks run (for tests, bench)
 
     def update(self, uri: str, version: int | None, text: str) -> None:
@@ -55,9 +57,11 @@ class DocumentStore:
     def close(self, uri: str) -> None:
         self.texts.pop(uri, None)
         self.cache.pop(uri, None)
+        self.sessions.pop(uri, None)
 
-    def analysis(self, uri: str) -> Analysis | None:
-        """The analysis of the document's current text (checked now if it is not cached)."""
+    def analysis(self, uri: str, stale=None) -> Analysis | None:
+        """The analysis of the document's current text (checked now if it is not cached).
+        `stale`: asked between statements; when true, the check stops with `Stale`."""
         if uri not in self.texts:
             return None
         version, text = self.texts[uri]
@@ -67,8 +71,11 @@ class DocumentStore:
             cached.move_to_end(text)
             hit.version = version
             return hit
+        session = self.sessions.get(uri)
+        if session is None:
+            session = self.sessions[uri] = CheckSession(path_of(uri), keep=1)
+        spec = session.check(text, stale=stale)
         self.checks += 1
-        spec = check(text, path_of(uri))
         hit = Analysis(uri, version, text, spec, LineMap(text))
         cached[text] = hit
         while len(cached) > KEEP:

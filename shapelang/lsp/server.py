@@ -5,7 +5,10 @@ thread, in the order the messages arrived; the event loop only reads and
 writes messages, so it stays responsive while a large spec is checked.
 Changes are debounced: diagnostics are published `DEBOUNCE` seconds after the
 last change of a document, for the version then current, and a result for a
-version the editor has already replaced is not published.
+version the editor has already replaced is not published. A check that a newer
+change makes stale stops at its next statement (the event loop records each
+document's latest version; the worker's check asks it between statements), so a
+burst of typing does not queue whole checks of texts nobody will see.
 """
 from __future__ import annotations
 
@@ -16,10 +19,10 @@ from lsprotocol import types as t
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from ..api import Stale
 from . import completion, findings, hover, navigation
 from .documents import DocumentStore
 from .findings import lsp_range
-from .formatting import format_edits
 
 DEBOUNCE = 0.15   # seconds after the last change before the document is checked
 
@@ -31,6 +34,7 @@ class ShapeServer:
         self.store = DocumentStore()
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shapelang-check")
         self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.latest: dict[str, int | None] = {}   # uri -> the version the editor has now
         self.docs = findings.CodeDocs()
         self.debounce = DEBOUNCE
         self._register()
@@ -42,6 +46,7 @@ class ShapeServer:
     def _sync(self, uri: str) -> None:
         """Queue the workspace's current text of `uri` for the worker."""
         doc = self.ls.workspace.get_text_document(uri)
+        self.latest[uri] = doc.version
         self._run(self.store.update, uri, doc.version, doc.source)
 
     async def _on(self, uri: str, feature, *args):
@@ -55,7 +60,11 @@ class ShapeServer:
         self.pending.pop(uri, None)
 
         def job():
-            an = self.store.analysis(uri)
+            version = self.store.texts.get(uri, (None,))[0]
+            try:
+                an = self.store.analysis(uri, stale=lambda: self.latest.get(uri, version) != version)
+            except Stale:
+                return None   # a newer version is on its way; it publishes its own
             return None if an is None else (an.version, findings.diagnostics(an, self.docs))
         result = await self._run(job)
         if result is None:
@@ -115,6 +124,7 @@ class ShapeServer:
         @ls.feature(t.TEXT_DOCUMENT_DID_CLOSE)
         async def did_close(params: t.DidCloseTextDocumentParams):
             uri = params.text_document.uri
+            self.latest.pop(uri, None)
             handle = self.pending.pop(uri, None)
             if handle is not None:
                 handle.cancel()
@@ -169,6 +179,8 @@ class ShapeServer:
 
         @ls.feature(t.TEXT_DOCUMENT_FORMATTING)
         async def on_formatting(params: t.DocumentFormattingParams):
+            from .formatting import format_edits  # the layout engine, loaded when first asked
+
             doc = self.ls.workspace.get_text_document(params.text_document.uri)
             return await self._run(format_edits, doc.source)
 

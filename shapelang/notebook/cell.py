@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 from .. import api
-from ..api import check, codegen, render_check
+from ..api import CheckSession, codegen, render_check
 
 MAX_SIZES = 64
 MAX_SIZE = 10**9
@@ -92,6 +92,9 @@ class Session:
 
     def __init__(self):
         self.parts: dict[int, str] = {}
+        # a cell run again after an edit re-parses only what changed; no result is kept, as
+        # `--example` sets the example of the spec it is given
+        self.checks = CheckSession("<cell>", keep=0)
 
     def text_for(self, opts: Options, cell: str) -> tuple[str, tuple | None, list]:
         """The text to check, the lines of this cell in it, and the earlier parts not run yet."""
@@ -120,7 +123,7 @@ def run_cell(line: str, cell: str, session: Session) -> Shown:
     """Check one cell and say what to show. Raises CellError for a mistake on the magic line."""
     opts = parse_line(line)
     text, lines, missing = session.text_for(opts, cell)
-    spec = check(text, "<cell>")
+    spec = session.checks.check(text)
     if opts.example:
         spec = _with_example(spec, opts.example)
     shown = spec.diagnostics if lines is None else \

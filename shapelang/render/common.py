@@ -1,11 +1,10 @@
 """What the renderers share: example values and shapes of the checked IR."""
 from __future__ import annotations
 
-import sympy as sp
-
 from ..checker import arith
 from ..checker import dims as dimlib
 from ..checker.ir import CheckedSpec
+from ..checker.lazysympy import sympy as sp
 
 
 def _ex(spec: CheckedSpec, shape):

@@ -40,11 +40,13 @@ class Format:
 
 
 def _text(spec, command: str, options: Options):
-    from . import table, text
-    from .color import diagnostic_lines
-
     if command == "check":
-        return diagnostic_lines(text.check_text(spec).rstrip("\n"))
+        from .color import diagnostic_lines
+        from .text import check_text
+
+        return diagnostic_lines(check_text(spec).rstrip("\n"))
+    from . import table
+
     return table.trace_lines(spec, provenance=options.provenance, width=options.width,
                              example_only=options.example_only)
 

@@ -13,11 +13,10 @@ import base64
 import hashlib
 from html import escape
 
-import sympy as sp
-
 from ..checker import dims as dimlib
 from ..checker import dtypes
 from ..checker.ir import CheckedSpec
+from ..checker.lazysympy import sympy as sp
 from .common import _num, _shape, notation, shapes_in
 from .svg import Colours, axes_of, changes, step_svg
 from .text import diagnostic_text

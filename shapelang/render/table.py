@@ -8,11 +8,10 @@ which. Nothing here decides anything: it prints what the checker computed.
 """
 from __future__ import annotations
 
-import sympy as sp
-
 from ..checker import dims as dimlib
 from ..checker import dtypes
 from ..checker.ir import CheckedSpec
+from ..checker.lazysympy import sympy as sp
 from . import poly
 from .color import diagnostic_lines
 from .columns import Cell, Column, Line, fit_tables, plain, wrap_line

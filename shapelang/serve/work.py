@@ -13,7 +13,7 @@ import io
 import os
 
 from .. import api
-from ..api import check, render_check
+from ..api import CheckSession, render_check
 
 SAMPLE = """\
 # The playground: edit the spec; its diagnostics and its picture follow as you type.
@@ -61,6 +61,7 @@ class Work:
         self.grader = None
         self.parts: list[dict] = []
         self.title = None
+        self.session = None   # the page's text between keystrokes: an edit re-parses what changed
         if exercise is not None:
             self._exercise(exercise, solution)
         else:
@@ -119,7 +120,9 @@ class Work:
 
     def check(self, data: bytes) -> dict:
         text = read_as_file(data)
-        spec = check(text, self.path)
+        if self.session is None:
+            self.session = CheckSession(self.path)
+        spec = self.session.check(text)
         return {"ok": spec.ok, "text": render_check(spec),
                 "errors": len(spec.errors()), "warnings": len(spec.diagnostics) - len(spec.errors()),
                 "diagnostics": [dict(api.diagnostic_json(d), rendered=api.diagnostic_text(d, spec.path, spec.source))

@@ -3,29 +3,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import sympy as sp
-
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Neg, Num, Op, ShapeLit, Str
 from ..layout import TensorType
-
-ZERO = sp.Integer(0)
-ONE = sp.Integer(1)
+from ..lazysympy import sympy as sp
+from ..lazysympy import zero
 
 
 @dataclass
 class Result:
     outputs: tuple
-    params: sp.Expr = ZERO
-    flops: sp.Expr = ZERO
+    params: sp.Expr = field(default_factory=zero)
+    flops: sp.Expr = field(default_factory=zero)
     detail: dict = field(default_factory=dict)
 
 
 def prod(xs) -> sp.Expr:
-    out = ONE
-    for x in xs:
-        out = out * x
+    """The product of the sizes `xs` (kept per tuple of sizes, as `layout.contiguous`)."""
+    xs = tuple(xs)
+    key = (xs, tuple(map(type, xs)))
+    out = _PRODUCTS.get(key)
+    if out is None:
+        out = sp.S.One
+        for x in xs:
+            out = out * x
+        if len(_PRODUCTS) >= 4096:
+            _PRODUCTS.clear()
+        _PRODUCTS[key] = out
     return out
+
+
+_PRODUCTS: dict = {}
 
 
 def _ax(n: int) -> str:

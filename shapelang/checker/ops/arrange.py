@@ -4,11 +4,10 @@ into tensors (`unbind`), `expand_as`, `tile` and `pad`; with their table entries
 (`swapaxes` and `swapdims` are other names of `transpose`)."""
 from __future__ import annotations
 
-import sympy as sp
-
 from ...syntax.nodes import Neg, ShapeLit
 from ..layout import TensorType, dense_like, fresh
-from .args import ONE, ZERO, Result, prod
+from ..lazysympy import sympy as sp
+from .args import Result, prod
 from .combine import _named_pieces
 from .opdef import OpDef
 from .reshaping import transpose
@@ -64,7 +63,7 @@ def narrow(c, x, a):
     a.count(3, usage="narrow 1 0 S")
     d = a.axis_at(0, x.rank)
     start, length = a.dim_at(1), a.dim_at(2)
-    c.need_leq(ZERO, start, span=a.pos[1].span,
+    c.need_leq(sp.S.Zero, start, span=a.pos[1].span,
                message=lambda: f"the start {c.sz(start)} of `narrow` may be negative")
     c.need_positive(length, a.pos[2].span)
     c.need_leq(start + length, x.shape[d], span=a.op.span,
@@ -124,13 +123,13 @@ def expand_as(c, x, a):
     if t.rank < x.rank:
         raise a.fail(f"`expand_as` cannot take {c.show(x)} to the fewer dims of {c.show(t)}")
     lead = t.rank - x.rank
-    strides = [ZERO] * lead
+    strides = [sp.S.Zero] * lead
     for k, size in enumerate(x.shape):
         target = t.shape[lead + k]
         if c.same(size, target):
             strides.append(x.strides[k])
         elif c.prover.is_one(size):
-            strides.append(ZERO)
+            strides.append(sp.S.Zero)
         else:
             c.need_equal(size, target, code="E102", span=a.op.span, broadcast=True,
                          message=lambda k=k, size=size, target=target: f"`expand_as` cannot stretch dim {k} of "
@@ -154,8 +153,8 @@ def tile(c, x, a):
         c.need_positive(r, n.span)
         reps.append(r)
     rank = max(len(reps), x.rank)
-    reps = [ONE] * (rank - len(reps)) + reps
-    shape = [ONE] * (rank - x.rank) + list(x.shape)
+    reps = [sp.S.One] * (rank - len(reps)) + reps
+    shape = [sp.S.One] * (rank - x.rank) + list(x.shape)
     return Result((fresh(tuple(s * r for s, r in zip(shape, reps)), x.dtype),), detail={"reps": tuple(reps)})
 
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import sympy as sp
-
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit
 from .. import dtypes, patterns
 from ..layout import Geometry, TensorType, channels_last, einsum_strides, fresh, suggests_channels_last
-from .args import ONE, ZERO, Result, _ax, prod
+from ..lazysympy import sympy as sp
+from .args import Result, _ax, prod
 
 
 def linear(c, x, a):
@@ -79,7 +78,7 @@ def concat_types(c, parts, axis: int, span, axis_span):
                              message=lambda k=k, p=p: f"cannot concatenate {c.show(parts[0])} with {c.show(p)} "
                                      f"along dim {d}: dim {k} differs")
     shape = list(parts[0].shape)
-    shape[d] = sum((p.shape[d] for p in parts), ZERO)
+    shape[d] = sum((p.shape[d] for p in parts), sp.S.Zero)
     # torch.cat: channels-last when every part suggests it, else contiguous (measured)
     g = Geometry(c.prover.canon, c.same)
     dtype = dtypes.concat(parts)   # torch.cat promotes
@@ -133,8 +132,8 @@ def split(c, x, a):
             what = lambda k=k, piece=piece: f"piece {k} of `split` ({c.sz(piece)})"
             c.need_whole(piece, span=e.span, what=what)
             c.need_positive(piece, e.span, what=what)
-        c.need_equal(sum(sizes, ZERO), size, code="E103", span=node.span,
-                     message=lambda: f"the pieces {c.show_shape(sizes)} add up to {c.sz(sum(sizes, ZERO))}, "
+        c.need_equal(sum(sizes, sp.S.Zero), size, code="E103", span=node.span,
+                     message=lambda: f"the pieces {c.show_shape(sizes)} add up to {c.sz(sum(sizes, sp.S.Zero))}, "
                              f"but dim {d} of {c.show(x)} is {c.sz(size)}")
     else:
         piece = a.dim_at(0)
@@ -283,8 +282,8 @@ def matmul(c, x: TensorType, y: TensorType, texts, span) -> Result:
     if x.rank == 0 or y.rank == 0:
         raise ShapeError("E101", "`@` needs tensors with at least one dim; use `*` for a scalar",
                          span=span)
-    xs = list(x.shape) if x.rank > 1 else [ONE] + list(x.shape)
-    ys = list(y.shape) if y.rank > 1 else list(y.shape) + [ONE]
+    xs = list(x.shape) if x.rank > 1 else [sp.S.One] + list(x.shape)
+    ys = list(y.shape) if y.rank > 1 else list(y.shape) + [sp.S.One]
     k_left, k_right = xs[-1], ys[-2]
     if not c.same(k_left, k_right):
         hint = None

@@ -12,7 +12,8 @@ from __future__ import annotations
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit, Str
 from ..layout import fresh
-from .args import ONE, ZERO, Result, prod
+from ..lazysympy import sympy as sp
+from .args import Result, prod
 from .attention import known_keywords
 from .rounding import floor_div
 
@@ -29,7 +30,7 @@ def _sizes(c, a, node, n: int, what: str, *, allow_zero: bool = False) -> tuple:
         e = c.dim(item)
         c.need_whole(e, span=item.span, what=lambda e=e: f"the {what} {e}")
         if allow_zero:
-            c.need_leq(ZERO, e, span=item.span, message=lambda e=e: f"the {what} {e} may be negative")
+            c.need_leq(sp.S.Zero, e, span=item.span, message=lambda e=e: f"the {what} {e} may be negative")
         else:
             c.need_positive(e, item.span, what=lambda e=e: f"the {what} {e}")
         out.append(e)
@@ -55,12 +56,12 @@ def conv(c, x, a):
     c.need_positive(c_out, a.pos[0].span)
     kernel = _sizes(c, a, a.pos[1], n, "kernel size")
     kw = a.kw
-    stride = _sizes(c, a, kw["stride"].value, n, "stride") if "stride" in kw else (ONE,) * n
-    dilation = _sizes(c, a, kw["dilation"].value, n, "dilation") if "dilation" in kw else (ONE,) * n
-    groups = c.dim(kw["groups"].value) if "groups" in kw else ONE
+    stride = _sizes(c, a, kw["stride"].value, n, "stride") if "stride" in kw else (sp.S.One,) * n
+    dilation = _sizes(c, a, kw["dilation"].value, n, "dilation") if "dilation" in kw else (sp.S.One,) * n
+    groups = c.dim(kw["groups"].value) if "groups" in kw else sp.S.One
     bias = a.kw_bool("bias", True)
     same = False
-    padding = (ZERO,) * n
+    padding = (sp.S.Zero,) * n
     if "padding" in kw:
         node = kw["padding"].value
         if isinstance(node, Str):

@@ -3,10 +3,9 @@
 tensors; what they hold is not known, only their shapes."""
 from __future__ import annotations
 
-import sympy as sp
-
 from ...syntax.diagnostics import ShapeError
 from ..layout import fresh
+from ..lazysympy import sympy as sp
 from .args import Result, prod
 from .combine import broadcast
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..layout import fresh
-from .args import ONE, Result
+from ..lazysympy import sympy as sp
+from .args import Result
 from .opdef import OpDef
 
 _KEEP = "A [keepdim]"
@@ -36,7 +37,7 @@ def _axis(c, x, a, *, optional: bool, usage: str, default: int | None = None, co
 def _reduced(x, d, keep):
     if d is None:
         return ()
-    return x.shape[:d] + ((ONE,) if keep else ()) + x.shape[d + 1:]
+    return x.shape[:d] + ((sp.S.One,) if keep else ()) + x.shape[d + 1:]
 
 
 def reduce(c, x, a):

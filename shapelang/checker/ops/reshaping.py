@@ -2,13 +2,12 @@
 (un)squeeze, flatten, expand, repeat_interleave, rearrange."""
 from __future__ import annotations
 
-import sympy as sp
-
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit
 from .. import patterns
 from ..layout import Geometry, TensorType, contiguous, fresh, torch_contiguous, view_strides
-from .args import ONE, ZERO, Args, Result, _ax, _is_minus_one, prod
+from ..lazysympy import sympy as sp
+from .args import Args, Result, _ax, _is_minus_one, prod
 
 
 def _reshape(c, x: TensorType, a: Args, *, view: bool) -> Result:
@@ -24,7 +23,7 @@ def _reshape(c, x: TensorType, a: Args, *, view: bool) -> Result:
             c.need_positive(known, a.pos[0].span,
                             what=lambda: f"the product of the sizes beside the -1 ({c.sz(known)})")
         if inferred.free_symbols & set(c.prover.unbacked):   # of a data-dependent size: may be 0
-            c.need_leq(ZERO, inferred, span=a.pos[0].dims[infer].span,
+            c.need_leq(sp.S.Zero, inferred, span=a.pos[0].dims[infer].span,
                        message=lambda: f"the -1 in `{a.op.text}` stands for {c.sz(inferred)}, which may be negative")
         else:
             c.need_positive(inferred, a.pos[0].dims[infer].span)
@@ -94,9 +93,9 @@ def _maybe_one(c, x):
     free = p._free_user()
     syms = [s for d in x.shape for s in sorted(p.canon(d).free_symbols, key=str) if s in free]
     for sym in list(dict.fromkeys(syms))[:6]:
-        sub = {u: p.canon(u).xreplace({sym: ONE}) for u in p.user.values()
+        sub = {u: p.canon(u).xreplace({sym: sp.S.One}) for u in p.user.values()
                if sym in p.canon(u).free_symbols}
-        sub[sym] = ONE
+        sub[sym] = sp.S.One
         yield sym, sub
 
 
@@ -149,9 +148,9 @@ def _permuted(x, order, detail):
 def unsqueeze(c, x, a):
     a.count(1, usage="unsqueeze 1")
     d = a.axis_at(0, x.rank, extra=1)
-    shape = x.shape[:d] + (ONE,) + x.shape[d:]
+    shape = x.shape[:d] + (sp.S.One,) + x.shape[d:]
     return Result((x.restrided(shape, lambda st: st[:d] + (
-        x.shape[d] * st[d] if d < x.rank else ONE,) + st[d:]),), detail={"dim": d})
+        x.shape[d] * st[d] if d < x.rank else sp.S.One,) + st[d:]),), detail={"dim": d})
 
 
 def squeeze(c, x, a):
@@ -216,7 +215,7 @@ def expand(c, x, a):
                          help="use `repeat_interleave` to copy along a dim that is not 1", broadcast=True)
             shape.append(size)
             keep.append(j - lead)
-    return Result((x.restrided(shape, lambda st: tuple(ZERO if k is None else st[k] for k in keep)),),
+    return Result((x.restrided(shape, lambda st: tuple(sp.S.Zero if k is None else st[k] for k in keep)),),
                   detail={"shape": tuple(target)})
 
 
@@ -347,7 +346,7 @@ def rearrange(c, x, a, repeat=False):
         def spread(st):
             st = list(st)
             for pos, _size in added:
-                st.insert(pos, ZERO)
+                st.insert(pos, sp.S.Zero)
             return tuple(st)
         t = t.restrided(shape, spread)
     final = []

@@ -4,7 +4,7 @@ warning (W202) that names the assumption making it exact, as Whisper's stride-2
 convolution needs an even number of frames."""
 from __future__ import annotations
 
-import sympy as sp
+from ..lazysympy import sympy as sp
 
 
 def floor_div(c, num, den, span, what: str, offset=0) -> sp.Expr:

@@ -9,13 +9,12 @@ comparisons are bool; a result of two operands has the wider of their dtypes.
 """
 from __future__ import annotations
 
-import sympy as sp
-
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Neg, Num, ShapeLit
 from .. import dtypes
 from ..layout import TensorType, dense_like, fresh
-from .args import ONE, ZERO, Result, prod
+from ..lazysympy import sympy as sp
+from .args import Result, prod
 from .combine import broadcast
 from .rounding import floor_div
 
@@ -88,7 +87,7 @@ def arange(c, node):
     parts = [_size_arg(c, a, w) for a, w in zip(args, ("start", "end", "step") if len(args) > 1 else ("end",))]
     vals = [p[0] for p in parts]
     start, end = (sp.Integer(0), vals[0]) if len(vals) == 1 else (vals[0], vals[1])
-    step = vals[2] if len(vals) == 3 else ONE
+    step = vals[2] if len(vals) == 3 else sp.S.One
     if step.is_Integer and step == 0:
         raise ShapeError("E110", "the step of `arange` cannot be 0", span=args[2].span)
     if not step.is_Integer or step < 0:
@@ -298,8 +297,8 @@ def meshgrid_types(c, parts, span) -> Result:
         if t.dtype != parts[0].dtype:
             raise dtypes.refuse(f"`meshgrid` of {dtypes.show(parts[0].dtype)} and {dtypes.show(t.dtype)} "
                                 "vectors: PyTorch needs one dtype", span, "cast one first, e.g. `-> to float`")
-    shape = tuple(t.shape[0] if t.rank else ONE for t in parts)
-    outs = tuple(TensorType(shape, tuple(t.strides[0] if j == k and t.rank else ZERO
+    shape = tuple(t.shape[0] if t.rank else sp.S.One for t in parts)
+    outs = tuple(TensorType(shape, tuple(t.strides[0] if j == k and t.rank else sp.S.Zero
                                          for j in range(len(parts))), t.dtype)
                  for k, t in enumerate(parts))
     return Result(outs, detail={"count": len(parts)})

@@ -6,7 +6,8 @@ from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Num
 from .. import causes, dtypes
 from ..layout import Geometry, TensorType, channels_last, dense_like, fresh, suggests_channels_last
-from .args import ONE, ZERO, Result
+from ..lazysympy import sympy as sp
+from .args import Result
 from .combine import broadcast
 from .rounding import floor_div
 
@@ -128,7 +129,7 @@ def reduce(c, x, a):
     a.count(1, usage=f"{a.op.name} -1 keepdim")
     keep = keep or a.kw_bool("keepdim", False)
     d = a.axis_at(0, x.rank)
-    shape = x.shape[:d] + ((ONE,) if keep else ()) + x.shape[d + 1:]
+    shape = x.shape[:d] + ((sp.S.One,) if keep else ()) + x.shape[d + 1:]
     detail = {"dim": d, "keepdim": keep}
     if a.op.name == "var":
         detail["correction"] = a.kw_number("correction", 1, whole=True)
@@ -147,7 +148,7 @@ def select(c, x, a):
                                    f"of {c.show(x)}")
         i = x.shape[d] + i
     elif not i.is_Integer:   # a negative value would count from the end in torch
-        c.need_leq(ZERO, i, span=a.pos[1].span,
+        c.need_leq(sp.S.Zero, i, span=a.pos[1].span,
                    message=lambda: f"the index {c.sz(i)} may be negative (torch then counts from the end)")
     c.need_leq(i + 1, x.shape[d], span=a.pos[1].span,
                message=lambda: f"index {c.sz(i)} may be past the end of dim {d} ({c.sz(x.shape[d])}) of {c.show(x)}")
@@ -165,7 +166,7 @@ def slice_(c, x, a):
                    message=lambda: f"the slice start {c.sz(start)} is before the start of dim {d}")
         start = x.shape[d] + start
     elif not start.is_Integer:
-        c.need_leq(ZERO, start, span=a.pos[1].span,
+        c.need_leq(sp.S.Zero, start, span=a.pos[1].span,
                    message=lambda: f"the slice start {c.sz(start)} may be negative (torch then counts "
                                    "from the end)")
     c.need_leq(end, x.shape[d], span=a.pos[2].span,
@@ -174,7 +175,7 @@ def slice_(c, x, a):
     length = end - start
     c.need_positive(length, a.op.span)
     k = a.kw.get("step")
-    step = c.dim(k.value) if k is not None else ONE
+    step = c.dim(k.value) if k is not None else sp.S.One
     if step != 1:    # every step-th position: ceil((end - start) / step) of them
         c.need_whole(step, span=k.span, what=lambda: f"the step {c.sz(step)}")
         c.need_positive(step, k.span, what=lambda: f"the step {c.sz(step)}")

@@ -27,11 +27,10 @@ provenance is unknown and it stays silent rather than guess.
 """
 from __future__ import annotations
 
-import sympy as sp
-
 from .. import dims as dimlib
 from .. import patterns
 from ..arith import ELEMENTWISE
+from ..lazysympy import sympy as sp
 from ..ops.table import TABLE
 from ..ops.tables import COMPARISONS
 from .atoms import NEGATED, TP, Atom, Axis, root_base

@@ -1,9 +1,8 @@
 """Atoms and axes: what a tensor's provenance is made of."""
 from __future__ import annotations
 
-import sympy as sp
-
 from .. import dims as dimlib
+from ..lazysympy import sympy as sp
 
 
 class Atom:

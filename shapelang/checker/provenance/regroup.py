@@ -4,8 +4,7 @@ merging are decided by the prover for all sizes; the plan for a list of sizes is
 kept, so repeated layers cost one lookup."""
 from __future__ import annotations
 
-import sympy as sp
-
+from ..lazysympy import sympy as sp
 from .atoms import TP, Atom
 
 
