@@ -1,9 +1,10 @@
 """Codegen, the emitters of whole layers: attention (F.scaled_dot_product_attention),
-convolutions (nn.Conv1d / nn.Conv2d) and indexing. Registered into
-shapelang.codegen.steps.EMITTERS when this module is imported (shapelang.codegen.emit
-imports it)."""
+convolutions (nn.Conv1d / nn.Conv2d), pooling and resizing (F.max_pool2d, F.interpolate) and
+indexing. Registered into shapelang.codegen.steps.EMITTERS when this module is imported
+(shapelang.codegen.emit imports it)."""
 from __future__ import annotations
 
+from ..checker.ops import pooling
 from .steps import CHAIN_SUFFIX, EMITTERS, FUNCTIONAL, MODULE_OPS, Op
 
 
@@ -103,3 +104,46 @@ def _nonzero(o: Op) -> list[str]:
 EMITTERS.update({"nonzero": _nonzero,
                  "masked_select": lambda o: [f"{o.out} = {o.x}.masked_select({o.args[1]})"]})
 CHAIN_SUFFIX.update({"nonzero": "nz", "masked_select": "sel"})
+
+
+def _sizes(o: Op, sizes) -> str:
+    """A size or, when they differ, a tuple of sizes, in forward's local names."""
+    if len(set(sizes)) == 1:
+        return o.local(sizes[0])
+    return "(" + ", ".join(o.local(x) for x in sizes) + ")"
+
+
+def _pool(o: Op) -> list[str]:
+    """F.max_pool2d(x, 3, stride=2, padding=1), F.adaptive_avg_pool2d(x, 1), .. (no weights)."""
+    d = o.d
+    if "output_size" in d:
+        return [f"{o.out} = {FUNCTIONAL}.{o.s.op}({o.x}, {_sizes(o, d['output_size'])})"]
+    args = [o.x, _sizes(o, d["kernel"])]
+    if d["stride"] != d["kernel"]:
+        args.append(f"stride={_sizes(o, d['stride'])}")
+    if any(x != 0 for x in d["padding"]):
+        args.append(f"padding={_sizes(o, d['padding'])}")
+    if any(x != 1 for x in d.get("dilation", ())):
+        args.append(f"dilation={_sizes(o, d['dilation'])}")
+    if d["ceil_mode"]:
+        args.append("ceil_mode=True")
+    if not d.get("count_include_pad", True):
+        args.append("count_include_pad=False")
+    return [f"{o.out} = {FUNCTIONAL}.{o.s.op}({', '.join(args)})"]
+
+
+def _interpolate(o: Op) -> list[str]:
+    d = o.d
+    if d["scale"] is not None:
+        factors = [str(int(f)) + ".0" if f.q == 1 else repr(float(f)) for f in d["scale"]]
+        how = f"scale_factor={factors[0] if len(set(factors)) == 1 else '(' + ', '.join(factors) + ')'}"
+    else:
+        how = f"size={_sizes(o, d['size'])}"
+    mode = f', mode="{d["mode"]}"' if d["mode"] != "nearest" else ""
+    align = "" if d["align_corners"] is None else f", align_corners={d['align_corners']}"
+    return [f"{o.out} = {FUNCTIONAL}.interpolate({o.x}, {how}{mode}{align})"]
+
+
+POOLS = [d.name for d in pooling.ENTRIES if d.rule in (pooling.window_pool, pooling.adaptive_pool)]
+EMITTERS.update({**dict.fromkeys(POOLS, _pool), "interpolate": _interpolate})
+CHAIN_SUFFIX.update({**dict.fromkeys(POOLS, "pooled"), "interpolate": "resized"})
