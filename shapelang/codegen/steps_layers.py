@@ -35,10 +35,13 @@ EMITTERS.update({
 CHAIN_SUFFIX.update({"attention": "attn"})
 
 
-def _pair(o: Op, sizes) -> str:
+def _pair(o: Op, sizes, text=None) -> str:
+    """A size or, when they differ, a tuple of sizes: config sizes (in __init__), or forward's
+    locals with `text=o.local`."""
+    text = text or o.cfg
     if len(set(sizes)) == 1:
-        return o.cfg(sizes[0])
-    return "(" + ", ".join(o.cfg(x) for x in sizes) + ")"
+        return text(sizes[0])
+    return "(" + ", ".join(text(x) for x in sizes) + ")"
 
 
 def _conv(o: Op) -> list[str]:
@@ -107,10 +110,7 @@ CHAIN_SUFFIX.update({"nonzero": "nz", "masked_select": "sel"})
 
 
 def _sizes(o: Op, sizes) -> str:
-    """A size or, when they differ, a tuple of sizes, in forward's local names."""
-    if len(set(sizes)) == 1:
-        return o.local(sizes[0])
-    return "(" + ", ".join(o.local(x) for x in sizes) + ")"
+    return _pair(o, sizes, o.local)
 
 
 def _pool(o: Op) -> list[str]:
