@@ -50,6 +50,7 @@ def test_only_a_param_is_frozen(line):
     spec = check("dim B, N, D\n" + line + "\n")
     [err] = spec.errors()
     assert err.code == "E001" and (err.span.line, err.span.column) == (2, line.index("frozen") + 1)
+    assert "only a `param` is `frozen`" in err.help
 
 
 def test_the_module_keeps_frozen_parameters_and_never_trains_them():
