@@ -150,19 +150,26 @@ def test_interpolate_sizes_are_torchs_for_all_sizes(resize, sizes):
     ("y: img -> interpolate size=[3, 3] scale_factor=2", "E110",
      lambda: F.interpolate(torch.randn(1, 2, 3, 4), size=(3, 3), scale_factor=2.0)),
     ("y: img -> interpolate", "E110", lambda: F.interpolate(torch.randn(1, 2, 3, 4))),
-    ("y: img -> interpolate scale_factor=0.29", "E110", None),
+    ("y: v -> interpolate scale_factor=0.29", "E110", None),
+    ("y: x -> interpolate scale_factor=0.1", "E105", lambda: F.interpolate(torch.randn(1, 2, 9), scale_factor=0.1)),
 ])
 def test_refusals_are_torchs(line, code, call):
-    spec = check("input x: [1, 2, 9]\ninput img: [1, 2, 3, 4]\n" + line + "\n")
+    spec = check("dim L\ninput x: [1, 2, 9]\ninput img: [1, 2, 3, 4]\ninput v: [1, 2, L]\n" + line + "\n")
     assert [d.code for d in spec.errors()] == [code], render_check(spec)
     if call is not None:
         with pytest.raises((RuntimeError, ValueError)):
             call()
 
 
-def test_a_factor_that_floating_point_rounds_gives_torch_a_smaller_size():
-    """Why `scale_factor=0.29` is refused: torch's size is not the exact floor."""
+def test_a_factor_that_floating_point_rounds_gives_torchs_size_at_a_written_size():
+    """Why `scale_factor=0.29` is refused for a size that varies: torch's size is not the exact
+    floor at 100; at a size written as a number the checker computes torch's."""
     assert F.interpolate(torch.randn(1, 1, 100), scale_factor=0.29).shape[-1] == 28 != 100 * 29 // 100
+    for length in (100, 7, 57):
+        for factor in ("0.29", "0.3", "1.1", "2.7"):
+            spec = check(f"input x: [1, 1, {length}]\ny: x -> interpolate scale_factor={factor}\n")
+            want = F.interpolate(torch.randn(1, 1, length), scale_factor=float(factor)).shape
+            assert spec.ok and shape_at(spec, "y", {}) == tuple(want), render_check(spec)
 
 
 CALLS = {"max_pool1d": lambda x: F.max_pool1d(x, 2), "max_pool2d": lambda x: F.max_pool2d(x, 2),

@@ -9,15 +9,18 @@ in the right padding. PyTorch refuses a padding over half the kernel and a windo
 than the padded input; so does the checker, for every allowed size. An adaptive pool gives
 the output size asked for. `interpolate` by `scale_factor=` gives floor(L * factor), as
 F.interpolate computes it in floating point: factors whose float product is exact (whole
-numbers and halves, quarters, ..) are taken; others are refused, since at some size the
-float product falls just under a whole number and PyTorch's size differs from the exact one.
+numbers and halves, quarters, ..) give the exact floor for all sizes; another (0.3) is taken
+only at a size written as a number, where the float product is computed as PyTorch computes
+it: at some sizes it falls just under a whole number, so no exact formula holds for all.
 """
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import sympy as sp
 
+from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Neg, Num, ShapeLit
 from .. import dtypes
 from ..layout import fresh
@@ -115,27 +118,43 @@ def adaptive_pool(c, x, a):
     return Result((fresh(x.shape[:-n] + out, x.dtype),), detail={"output_size": out, "spatial": n})
 
 
-def _scale(c, a, node, n: int) -> tuple:
-    """`scale_factor=2`, `scale_factor=0.5` or `[2, 1.5]`: numbers whose float product with a size
-    is exact, as Fractions."""
+def _scaled(c, a, node, x, n: int) -> tuple:
+    """`scale_factor=2`, `0.5` or `[2, 1.5]`: the factors (Rationals) and each axis's size,
+    floor(L * factor) as F.interpolate computes it in floating point. For a factor that floating
+    point holds exactly that is the exact floor, proved for all sizes; for another (0.3) it is
+    computed at a size written as a number, and refused at a size that varies."""
     items = node.dims if isinstance(node, ShapeLit) else [node] * n
     if len(items) != n:
         raise a.fail(f"`scale_factor=` of `interpolate` on this input takes {n} numbers, got {len(items)}",
                      span=node.span)
-    out = []
-    for item in items:
+    factors, sizes = [], []
+    for j, item in enumerate(items):
         if isinstance(item, Neg) or not isinstance(item, Num) or not item.value > 0:
             raise a.fail("`scale_factor=` takes numbers above 0 (or a list of them)", span=item.span)
         f = Fraction(item.text)
-        if f.denominator & (f.denominator - 1) or f.denominator > 2 ** 16 or f.numerator > 2 ** 16:
+        length = x.shape[-n + j]
+        exact = not f.denominator & (f.denominator - 1) and f.denominator <= 2 ** 16 and f.numerator <= 2 ** 16
+        factor = sp.Rational(f.numerator, f.denominator)
+        if exact:
+            size = length * factor if f.denominator == 1 else floor_div(
+                c, length * f.numerator, sp.Integer(f.denominator), a.op.span, f"axis {-n + j} of `interpolate`")
+        elif length.is_Integer:
+            size = sp.Integer(math.floor(float(length) * float(item.value)))
+        else:
             raise a.fail(f"`scale_factor={item.text}` is not exact in floating point, where PyTorch "
                          f"multiplies and rounds down: its size can be one less than floor(L * {item.text}) "
                          "(0.29 at 100 gives 28, not 29)",
                          span=item.span,
                          help="give the output size instead (`size=[H2, W2]`), or a factor such as 2, "
                               "0.5 or 1.25 that floating point holds exactly")
-        out.append(sp.Rational(f.numerator, f.denominator))
-    return tuple(out)
+        empty = f"`interpolate` by {item.text} makes an axis of {c.sz(length)} empty (PyTorch refuses that)"
+        if size.is_Integer and size < 1:
+            raise ShapeError("E105", empty, span=a.op.span, help="give a larger factor, or `size=`")
+        if factor < 1:   # floor(L * f) is at least 1 where L * f is
+            c.need_leq(sp.Integer(1), length * factor, span=a.op.span, message=lambda empty=empty: empty)
+        factors.append(factor)
+        sizes.append(size)
+    return tuple(factors), tuple(sizes)
 
 
 def interpolate(c, x, a):
@@ -161,16 +180,7 @@ def interpolate(c, x, a):
         size = sizes_arg(c, a, kw["size"].value, n, "output size")
         scale = None
     else:
-        scale = _scale(c, a, kw["scale_factor"].value, n)
-        size = tuple(floor_div(c, x.shape[-n + j] * f.p, sp.Integer(f.q), a.op.span,
-                               f"axis {-n + j} of `interpolate`") if f.q != 1 else x.shape[-n + j] * f.p
-                     for j, f in enumerate(scale))
-        for j, f in enumerate(scale):
-            if f < 1:   # floor(L * f) is at least 1 where L * f is
-                length = x.shape[-n + j]
-                c.need_leq(sp.Integer(1), length * f, span=a.op.span,
-                           message=lambda length=length, f=f: f"`interpolate` by {f} makes an axis of "
-                           f"{c.sz(length)} empty where {c.sz(length)} < {1 / f} (PyTorch refuses that)")
+        scale, size = _scaled(c, a, kw["scale_factor"].value, x, n)
     return Result((fresh(x.shape[:-n] + size, x.dtype),),
                   detail={"size": size if scale is None else None, "scale": scale, "mode": mode,
                           "align_corners": align, "spatial": n})
@@ -217,7 +227,8 @@ ENTRIES = [
       for kind in ("avg", "max") for n in (1, 2)],
     OpDef("interpolate", 'interpolate size=[H2, W2] | interpolate scale_factor=2 mode="bilinear"',
           "F.interpolate of [B, C, L] or [B, C, H, W] (bilinear: 4-d only) to `size=`, or by "
-          "`scale_factor=` (each size becomes floor(L * factor); factors floating point holds exactly); "
+          "`scale_factor=` (each size becomes floor(L * factor) as PyTorch computes it in floating point; "
+          "a factor such as 0.3, which floating point does not hold, at sizes written as numbers only); "
           '`mode="nearest"` (default) or `"bilinear"`, `align_corners=` with bilinear', interpolate, family="pooling",
           kwargs=("size", "scale_factor", "mode", "align_corners"), dtype=_DTYPE_RULE,
           values=("size", "scale", "mode", "align_corners")),
