@@ -123,6 +123,8 @@ ly3, ly4: x -> unflatten -1 [2, -1] -> unbind 2
 ly5: x -> zeros_like -> ones_like dtype=int -> full_like 2
 ly6: eye(S) @ (x -> select 0 0)
 nm1: x -> transpose 1 2 -> groupnorm G -> batchnorm
+pl1: x -> transpose 1 2 -> max_pool1d 2 stride=1 padding=1 -> avg_pool1d 3 stride=2 padding=1 ceil_mode=true -> adaptive_avg_pool1d 2 -> adaptive_max_pool1d 1
+pl2: x -> unsqueeze 1 -> max_pool2d [1, 2] stride=1 padding=[0, 1] -> avg_pool2d 1 count_include_pad=false -> interpolate scale_factor=2 mode="bilinear" align_corners=true -> adaptive_avg_pool2d [2, 3] -> adaptive_max_pool2d 1 -> interpolate size=[S, D]
 block Inner(z: [B, T, D]):
   dead: z -> relu
   u, w: z -> chunk 2 -1

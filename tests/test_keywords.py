@@ -68,6 +68,9 @@ USAGE = {
     "tile": "x -> tile [2, 1]", "pad": "x -> pad [1, 1]", "zeros_like": "x -> zeros_like",
     "ones_like": "x -> ones_like", "full_like": "x -> full_like 0.5", "eye": "eye(S)",
     "groupnorm": "x -> groupnorm 1", "batchnorm": "x -> batchnorm",
+    **{f"{kind}_pool{n}d": f"x -> {'unsqueeze 1 -> ' * (n - 1)}{kind}_pool{n}d 1"
+       for kind in ("max", "avg", "adaptive_max", "adaptive_avg") for n in (1, 2)},
+    "interpolate": "x -> interpolate scale_factor=2",
     **{name: f"x -> {name}" for name in ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt",
                                           "rsqrt", "log", "abs", "softplus", "neg", "square", "float",
                                           "half", "bfloat16", "double", "long", "bool", "leaky_relu", "elu",

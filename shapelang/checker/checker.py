@@ -249,7 +249,7 @@ class Checker(Facts):
             return
         self.scope.values[s.name] = (t, s.name)
         self.scope.spans[s.name] = s.span
-        self.scope.decls.append(Decl(s.kind, s.name, t, s.span))
+        self.scope.decls.append(Decl(s.kind, s.name, t, s.span, getattr(s, "frozen", False)))
 
     def _twice(self, name: str, span, help=None) -> None:
         """E003, with a label where the name was first defined."""

@@ -22,6 +22,7 @@ class Decl:
     name: str
     type: TensorType
     span: Span
+    frozen: bool = False   # a param in the state dict that is not trained (`param P: [..] frozen`)
 
 
 @dataclass
@@ -67,6 +68,11 @@ class Totals:
     def total_flops(self) -> sp.Expr:
         return total_flops(self.bindings)
 
+    @property
+    def frozen_params(self) -> sp.Expr:
+        """The part of total_params that is frozen (counted, as model.parameters() counts it)."""
+        return frozen_params(self.params, self.bindings)
+
 
 @dataclass
 class BlockIR(Totals):
@@ -96,6 +102,19 @@ def total_params(params, bindings) -> sp.Expr:
     for b in bindings:
         for s in b.steps:
             out += s.params
+    return sp.expand(out)
+
+
+def frozen_params(params, bindings) -> sp.Expr:
+    out = sp.Integer(0)
+    for p in params:
+        if p.frozen:
+            out += sp.Mul(*p.type.shape)
+    for b in bindings:
+        for s in b.steps:
+            if s.block is not None:
+                copies = s.detail.get("count", 1) if s.op == "stack" and not s.detail.get("shared") else 1
+                out += copies * s.block.frozen_params
     return sp.expand(out)
 
 

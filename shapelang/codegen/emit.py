@@ -194,7 +194,8 @@ class Emitter:
         source = self.spec.source.split("\n")
         for d in unit.params:
             unit.init += [comment_line(comment_text(c)) for c in comments_above(source, d.span.line)]
-            unit.init.append((f"{scope.refs[d.name]} = nn.Parameter({self._param_init(unit, d)})",
+            frozen = ", requires_grad=False" if d.frozen else ""   # in the state dict, not trained
+            unit.init.append((f"{scope.refs[d.name]} = nn.Parameter({self._param_init(unit, d)}{frozen})",
                               self.sizes.shape_comment(unit, d.type.shape)))
         for d in unit.buffers:
             owner, _, attr = scope.refs[d.name].rpartition(".")

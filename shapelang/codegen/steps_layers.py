@@ -1,9 +1,10 @@
 """Codegen, the emitters of whole layers: attention (F.scaled_dot_product_attention),
-convolutions (nn.Conv1d / nn.Conv2d) and indexing. Registered into
-shapelang.codegen.steps.EMITTERS when this module is imported (shapelang.codegen.emit
-imports it)."""
+convolutions (nn.Conv1d / nn.Conv2d), pooling and resizing (F.max_pool2d, F.interpolate) and
+indexing. Registered into shapelang.codegen.steps.EMITTERS when this module is imported
+(shapelang.codegen.emit imports it)."""
 from __future__ import annotations
 
+from ..checker.ops import pooling
 from .steps import CHAIN_SUFFIX, EMITTERS, FUNCTIONAL, MODULE_OPS, Op
 
 
@@ -34,10 +35,13 @@ EMITTERS.update({
 CHAIN_SUFFIX.update({"attention": "attn"})
 
 
-def _pair(o: Op, sizes) -> str:
+def _pair(o: Op, sizes, text=None) -> str:
+    """A size or, when they differ, a tuple of sizes: config sizes (in __init__), or forward's
+    locals with `text=o.local`."""
+    text = text or o.cfg
     if len(set(sizes)) == 1:
-        return o.cfg(sizes[0])
-    return "(" + ", ".join(o.cfg(x) for x in sizes) + ")"
+        return text(sizes[0])
+    return "(" + ", ".join(text(x) for x in sizes) + ")"
 
 
 def _conv(o: Op) -> list[str]:
@@ -103,3 +107,43 @@ def _nonzero(o: Op) -> list[str]:
 EMITTERS.update({"nonzero": _nonzero,
                  "masked_select": lambda o: [f"{o.out} = {o.x}.masked_select({o.args[1]})"]})
 CHAIN_SUFFIX.update({"nonzero": "nz", "masked_select": "sel"})
+
+
+def _sizes(o: Op, sizes) -> str:
+    return _pair(o, sizes, o.local)
+
+
+def _pool(o: Op) -> list[str]:
+    """F.max_pool2d(x, 3, stride=2, padding=1), F.adaptive_avg_pool2d(x, 1), .. (no weights)."""
+    d = o.d
+    if "output_size" in d:
+        return [f"{o.out} = {FUNCTIONAL}.{o.s.op}({o.x}, {_sizes(o, d['output_size'])})"]
+    args = [o.x, _sizes(o, d["kernel"])]
+    if d["stride"] != d["kernel"]:
+        args.append(f"stride={_sizes(o, d['stride'])}")
+    if any(x != 0 for x in d["padding"]):
+        args.append(f"padding={_sizes(o, d['padding'])}")
+    if any(x != 1 for x in d.get("dilation", ())):
+        args.append(f"dilation={_sizes(o, d['dilation'])}")
+    if d["ceil_mode"]:
+        args.append("ceil_mode=True")
+    if not d.get("count_include_pad", True):
+        args.append("count_include_pad=False")
+    return [f"{o.out} = {FUNCTIONAL}.{o.s.op}({', '.join(args)})"]
+
+
+def _interpolate(o: Op) -> list[str]:
+    d = o.d
+    if d["scale"] is not None:
+        factors = [str(int(f)) + ".0" if f.q == 1 else repr(float(f)) for f in d["scale"]]
+        how = f"scale_factor={factors[0] if len(set(factors)) == 1 else '(' + ', '.join(factors) + ')'}"
+    else:
+        how = f"size={_sizes(o, d['size'])}"
+    mode = f', mode="{d["mode"]}"' if d["mode"] != "nearest" else ""
+    align = "" if d["align_corners"] is None else f", align_corners={d['align_corners']}"
+    return [f"{o.out} = {FUNCTIONAL}.interpolate({o.x}, {how}{mode}{align})"]
+
+
+POOLS = [d.name for d in pooling.ENTRIES if d.rule in (pooling.window_pool, pooling.adaptive_pool)]
+EMITTERS.update({**dict.fromkeys(POOLS, _pool), "interpolate": _interpolate})
+CHAIN_SUFFIX.update({**dict.fromkeys(POOLS, "pooled"), "interpolate": "resized"})

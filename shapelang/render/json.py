@@ -58,7 +58,8 @@ def spec_json(spec: CheckedSpec, with_trace: bool) -> dict:
         out["dims"] = spec.dims
         out["example"] = spec.example or None
         out["inputs"] = [{"name": d.name, "kind": d.kind, "shape": [dimlib.show(x, n, code=True) for x in d.type.shape],
-                          "example": _ex(spec, d.type.shape), "dtype": d.type.dtype}
+                          "example": _ex(spec, d.type.shape), "dtype": d.type.dtype,
+                          **({"frozen": True} if d.frozen else {})}
                          for d in spec.decls]
         blocks = []
         for name, insts in spec.blocks.items():
@@ -80,6 +81,9 @@ def spec_json(spec: CheckedSpec, with_trace: bool) -> dict:
                         "params_example": _num(spec, spec.total_params),
                         "flops": dimlib.show(spec.total_flops, n, code=True),
                         "flops_example": _num(spec, spec.total_flops)}
+        if spec.frozen_params != 0:     # part of "params", as model.parameters() counts them
+            out["total"].update(frozen_params=dimlib.show(spec.frozen_params, n, code=True),
+                                frozen_params_example=_num(spec, spec.frozen_params))
     return out
 
 

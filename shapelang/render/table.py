@@ -230,7 +230,7 @@ class _Trace:
         n = sp.Integer(1)
         for x in d.type.shape:
             n *= x
-        kind = d.kind + dtypes.suffix(d.type.dtype)
+        kind = d.kind + dtypes.suffix(d.type.dtype) + (" frozen" if d.frozen else "")
         row = {"binding": Cell(d.name, ((0, len(d.name), "name"),)), "line": Cell(str(d.span.line)),
                "op": Cell(kind), "out": Cell(self.shape(d.type.shape)),
                "params": Cell(self.amount(n) if d.kind == "param" else "")}
@@ -319,6 +319,8 @@ class _Trace:
             out += prose(f"meant: line {d.span.line} {d.code}" + (f" ({why})" if why else "")
                          + f": {d.message}", "dropped", "    ")
         out += [Line("")] + prose(self.total("total parameters", spec.total_params), "total")
+        if spec.frozen_params != 0:     # counted above, as model.parameters() counts them
+            out += prose(self.total("of which frozen (not trained)", spec.frozen_params), "total")
         out += prose(self.total("total multiply-add FLOPs (forward)", spec.total_flops), "total")
         if spec.diagnostics:
             out += [Line("")] + diagnostic_lines(check_text(spec).rstrip("\n"))

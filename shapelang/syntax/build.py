@@ -180,12 +180,16 @@ class NodeBuilder:
 
     @staticmethod
     def _decl(c, kind, first):
-        # [keyword] NAME ":" shape [NAME]
+        # [keyword] NAME ":" shape [NAME] [frozen]
         name, shape = c[first], c[first + 2]
-        dtype = c[first + 3] if len(c) > first + 3 else None
+        rest = list(c[first + 3:])
+        frozen = bool(rest) and getattr(rest[-1], "type", None) == "FROZEN"
+        if frozen:
+            rest.pop()
+        dtype = rest[0] if rest else None
         return TensorDecl(_span(c[0], c[-1]), kind, str(name), shape,
                           str(dtype) if dtype is not None else None,
-                          tok_span(dtype) if dtype is not None else None)
+                          tok_span(dtype) if dtype is not None else None, frozen)
 
     def input_decl(self, c):
         return self._decl(c, "input", 1)

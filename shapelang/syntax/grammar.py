@@ -175,6 +175,9 @@ def friendly(err, text: Text, end_line: int, in_block: bool | None = None,
         help_text = f"`{token}` is a keyword; choose another name"
     elif token is not None and str(token) == "=" and text_line.lstrip().startswith("assume"):
         help_text = "assumptions compare with `==`, e.g. `assume D == H * Dk`"
+    elif token is not None and token.type == "FROZEN":
+        help_text = "only a `param` is `frozen` (loaded, not trained); an `input` is given at each " \
+                    "call, and a `buffer` is never trained"
     elif before.rstrip().endswith("->"):
         help_text = "write an operation after `->`, e.g. `-> softmax -1`"
     elif "->" in before and token is not None and token.type in ("PLUS", "MINUS", "__ANON_0"):

@@ -138,6 +138,7 @@ class TensorDecl(Stmt):
     shape: ShapeLit
     dtype: str | None
     dtype_span: Span | None = None
+    frozen: bool = False     # a param kept in the state dict but not trained
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from .rounding import floor_div
 KEYWORDS = ("stride", "padding", "dilation", "groups", "bias")
 
 
-def _sizes(c, a, node, n: int, what: str, *, allow_zero: bool = False) -> tuple:
+def sizes_arg(c, a, node, n: int, what: str, *, allow_zero: bool = False) -> tuple:
     """A size or a list of n sizes (`3` or `[3, 1]`)."""
     items = node.dims if isinstance(node, ShapeLit) else [node] * n
     if len(items) != n:
@@ -54,10 +54,10 @@ def conv(c, x, a):
     c_out = a.dim_at(0)
     c.need_whole(c_out, span=a.pos[0].span, what=lambda: f"the output channels {c_out}")
     c.need_positive(c_out, a.pos[0].span)
-    kernel = _sizes(c, a, a.pos[1], n, "kernel size")
+    kernel = sizes_arg(c, a, a.pos[1], n, "kernel size")
     kw = a.kw
-    stride = _sizes(c, a, kw["stride"].value, n, "stride") if "stride" in kw else (sp.S.One,) * n
-    dilation = _sizes(c, a, kw["dilation"].value, n, "dilation") if "dilation" in kw else (sp.S.One,) * n
+    stride = sizes_arg(c, a, kw["stride"].value, n, "stride") if "stride" in kw else (sp.S.One,) * n
+    dilation = sizes_arg(c, a, kw["dilation"].value, n, "dilation") if "dilation" in kw else (sp.S.One,) * n
     groups = c.dim(kw["groups"].value) if "groups" in kw else sp.S.One
     bias = a.kw_bool("bias", True)
     same = False
@@ -72,7 +72,7 @@ def conv(c, x, a):
                 raise a.fail('`padding="same"` needs stride 1 (PyTorch refuses it with a stride)',
                              span=node.span)
         else:
-            padding = _sizes(c, a, node, n, "padding", allow_zero=True)
+            padding = sizes_arg(c, a, node, n, "padding", allow_zero=True)
     for e, what in ((c_in, "input channels"), (c_out, "output channels")):
         if groups != 1:
             c.need_whole(e / groups, span=a.op.span,

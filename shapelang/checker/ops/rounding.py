@@ -15,7 +15,12 @@ def floor_div(c, num, den, span, what: str, offset=0) -> sp.Expr:
     const, rest = sp.expand(num).as_coeff_Add()
     if not const.is_Integer:
         const, rest = sp.Integer(0), num
-    exact = sp.cancel(rest / den) + sp.floor(const / den) if den.is_Integer else None
+    exact = None
+    if den.is_Integer:
+        exact = sp.cancel(rest / den) + sp.floor(const / den)
+    elif const and c.prover.positive(den).ok and c.prover.leq(abs(const) + (1 if const > 0 else 0), den).ok:
+        # a size as the divisor (a stride S): -S <= const < S gives floor(const / S) = -1 or 0
+        exact = sp.cancel(rest / den) + (-1 if const < 0 else 0)
     if exact is not None and c.prover.whole(sp.cancel(rest / den)).ok:
         return exact   # (k*den + const) // den: whole part plus the constant's floor
     out = sp.floor(q)

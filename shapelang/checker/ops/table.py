@@ -24,6 +24,7 @@ from . import (
     indexing,
     norms,
     pointwise,
+    pooling,
     reductions,
     reshaping,
     tables,
@@ -253,6 +254,9 @@ _ENTRIES += [
 # the families added since, each module with its rules and entries
 _ENTRIES += reductions.ENTRIES + pointwise.ENTRIES + arrange.ENTRIES + norms.ENTRIES
 
+# pooling and resizing, as CNN backbones (ResNet) and upsampling decoders need them
+_ENTRIES += pooling.ENTRIES
+
 TABLE: dict[str, OpDef] = {d.name: d for d in _ENTRIES}
 
 
@@ -282,6 +286,7 @@ FAMILIES = {"layout": "Layout: the same elements, moved or regrouped",
             "tables": "Tables and masks computed in the spec (comparisons `< <= > >= == !=` of "
                       "tensors give bool tensors)",
             "indexing": "Indexing with tensors of int indices",
+            "pooling": "Pooling and resizing (channels first, as nn.Conv2d)",
             "blocks": "Blocks"}
 
 
