@@ -74,10 +74,11 @@ class Matcher:
         if type(t) is not type(s):
             return False
         if isinstance(t, Call):
-            return t.func == s.func and len(t.args) == len(s.args) and \
-                all(self.same(a, b, out, s.func_span) for a, b in zip(t.args, s.args))
+            return t.func == s.func and self.items(t.args, s.args, 0, 0, out, s.func_span) \
+                and len(t.kwargs) == len(s.kwargs) \
+                and all(self.kwarg(a, b, out) for a, b in zip(t.kwargs, s.kwargs))
         if isinstance(t, tuple):
-            return len(t) == len(s) and all(self.same(a, b, out) for a, b in zip(t, s))
+            return self.items(t, s, 0, 0, out, None)
         if isinstance(t, Pipeline):
             return self.steps_of([t.head, *t.ops], [s.head, *s.ops], 0, 0, out, s.span)
         if isinstance(t, Op):
@@ -96,6 +97,32 @@ class Matcher:
                     return False
             return True
         return t == s
+
+    def items(self, t: tuple, s: tuple, i: int, j: int, out: dict, call: Span | None) -> bool:
+        """The elements t[i:] against s[j:] (the dims of a shape, the arguments of a call):
+        a blank stands for one or more consecutive elements (`[?table]` answered `V, D`),
+        the fewest that let the rest match."""
+        self.tick()
+        if i == len(t):
+            return j == len(s)
+        if j == len(s):
+            return False
+        if not isinstance(t[i], Hole):
+            trial = dict(out)
+            if self.same(t[i], s[j], trial, call) and self.items(t, s, i + 1, j + 1, trial, call):
+                out.clear()
+                out.update(trial)
+                return True
+            return False
+        for k in range(j + 1, len(s) - (len(t) - i - 1) + 1):
+            trial = dict(out)
+            if self.items(t, s, i + 1, k, trial, call):
+                span = s[j].span if k == j + 1 else _cover(s[j].span, s[k - 1].span)
+                trial[_key(t[i].span)] = (span, call)
+                out.clear()
+                out.update(trial)
+                return True
+        return False
 
     def steps_of(self, te: list, se: list, i: int, j: int, out: dict, whole: Span) -> bool:
         """Pipeline elements te[i:] against se[j:] (`whole`: the submission pipeline's span);
