@@ -289,8 +289,6 @@ class Grader:
                                            res.error or "not graded", b.hint, b.line)
         res.blanks = [done[n] for n in self.tmpl.blanks]
         res.score = sum(r.points for r in res.blanks)
-        if res.internal_error and res.error is None:
-            res.error = GRADER_FAILED
         if not any(r.status not in ("missing", "not graded") for r in res.blanks) and \
                 res.error is None:
             res.gradable = False
@@ -334,14 +332,12 @@ class Grader:
                 if b.name in failed:
                     done[b.name] = BlankResult(
                         b.name, 0.0, b.points, "not graded",
-                        f"this answer could not be judged ({_error_name(failed[b.name])}); "
-                        "your other answers are graded as usual; please tell your instructor, "
-                        "who can regrade it", b.hint, answers[b.name].line,
+                        f"{GRADER_FAILED} ({_error_name(failed[b.name])}); only this answer "
+                        "is affected, the others are graded", None, answers[b.name].line,
                         clean(given[b.name], 200))
             if failed:
+                res.internal_error = True       # told to the instructor; the rest is graded
                 wrong_units.add(self.engine.unit_of_stmt[st.index])
-                res.notes.append((None, f"the grader could not judge {len(failed)} answer(s); "
-                                        "the others are graded"))
             for b in here:
                 if b.name in failed:
                     continue
