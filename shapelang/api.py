@@ -35,6 +35,7 @@ __all__ = [
     "check",
     "check_file",
     "codegen",
+    "for_learners",
     "grader",
     "render_check",
     "run",
@@ -44,13 +45,25 @@ __all__ = [
 
 
 def check(text: str, path: str = "<input>") -> CheckedSpec:
-    """Check spec text; the result holds every finding as data (`spec.diagnostics`)."""
-    return _check_text(text, path)
+    """Check spec text; the result holds every finding as data (`spec.diagnostics`).
+    An exercise, or one being filled in, is checked in exercise mode (`for_learners`)."""
+    return for_learners(_check_text(text, path))
 
 
 def check_file(path: str) -> CheckedSpec:
     """Read and check a `.shape` file (OSError if it cannot be read)."""
-    return _check_file(path)
+    return for_learners(_check_file(path))
+
+
+def for_learners(spec: CheckedSpec) -> CheckedSpec:
+    """`spec` in exercise mode when its text is an exercise (it has blanks or `# ?name:`
+    directives): no help or fix that would fill a blank in, or edit a line of the
+    exercise; the blank's hint instead (shapelang.teaching.guard). Any other spec is
+    returned as it is. A surface that checks in its own way calls this on the result."""
+    from .teaching.guard import guard
+
+    spec.diagnostics = guard(spec.diagnostics, spec.source)
+    return spec
 
 
 def render_check(spec: CheckedSpec) -> str:
