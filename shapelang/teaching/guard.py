@@ -1,8 +1,10 @@
 """Exercise mode: what `check`, the language server, `serve` and the notebook magic show
 for an exercise, or for an exercise being filled in.
 
-A file is an exercise when it has blanks (`?name` in its code) or blank directives
-(`# ?name: 2 points; hint: ...`, which a learner's filled copy keeps). Then:
+A file is an exercise when it has blanks (`?name` in its code), blank directives
+(`# ?name: 2 points; hint: ...`, which a learner's filled copy keeps) or the first line
+`exercise make` writes (then every `expect` is taken for a blank, as `--all-shapes` makes
+them). Then:
 
 - a help that would write code (a proved fix, or `write it as ...`) on a statement that
   holds a blank would fill that blank in: it is replaced by the blank's own hint, and the
@@ -27,6 +29,9 @@ from dataclasses import dataclass
 from .template import _BLANK_DIRECTIVE, ExerciseError, parse_fields, split_comment
 
 _HOLE = re.compile(r"\?([A-Za-z0-9_]*)")
+# the first line `exercise make` writes: with it, every `expect` is a blank (`--all-shapes`
+# writes no directives)
+HEADER = "# Exercise: replace every blank"
 _CODE = re.compile(r"`[^`]+`")
 
 
@@ -42,6 +47,7 @@ def answer_statements(text: str) -> list[AnswerStmt]:
     """The statements of an exercise (or a filled one) that hold its blanks; [] when the text
     is not an exercise. Read from the lines, so a file that does not parse is read too."""
     lines = text.split("\n")
+    made = any(line.startswith(HEADER) for line in lines[:50])
     out: list[AnswerStmt] = []
     pending: list = []             # directives waiting for their statement
     k = 0
@@ -75,11 +81,12 @@ def answer_statements(text: str) -> list[AnswerStmt]:
                 continue
             break
         holes = [m.group(1) for m in _HOLE.finditer(joined)]
-        if pending or holes:
+        expect = joined.lstrip().startswith("expect")
+        if pending or holes or (made and expect):
             named = dict(pending)
             names = list(named) + [h for h in holes if h and h not in named]
-            out.append(AnswerStmt(first + 1, last + 1, [(n, named.get(n)) for n in names],
-                                  joined.lstrip().startswith("expect")))
+            out.append(AnswerStmt(first + 1, last + 1, [(n, named.get(n)) for n in names]
+                                  or [("", None)], expect))
         pending = []
         k = last + 1
     return out
@@ -98,7 +105,8 @@ def _hints(stmts: list[AnswerStmt]) -> str:
     for s in stmts:
         for name, hint in s.blanks:
             label = f"`?{name}`" if name else "the blank"
-            parts.append(f"{label}: {hint}" if hint else f"look again at your answer to {label}")
+            parts.append(f"hint for {label}: {hint}" if hint else
+                         f"look again at your answer to {label}")
     return "; ".join(dict.fromkeys(parts))
 
 
@@ -140,11 +148,11 @@ def _guarded(d, stmts: list[AnswerStmt]):
                        for sp, _ in d.labels if _where(stmts, sp.line) is not None)
         return dataclasses.replace(
             d, message=message, notes=(), labels=labels, counterexample=None, fix=None,
-            fixes=(), help=f"hint for {_hints([own])}")
+            fixes=(), help=_hints([own]))
     writes_code = d.fix is not None or bool(d.fixes) or (d.help and _CODE.search(d.help))
     if not writes_code:
         if own is not None and d.severity == "error" and d.code != "E116":
-            extra = f"hint for {_hints([own])}"
+            extra = _hints([own])
             return dataclasses.replace(d, help=f"{d.help}; {extra}" if d.help else extra)
         if d.code == "E116" and own is not None:
             hint = next((h for n, h in own.blanks if h and f"`?{n}`" in d.message), None)
@@ -157,5 +165,5 @@ def _guarded(d, stmts: list[AnswerStmt]):
         where = "" if own is not None else \
             "this line is part of the exercise; change your answers instead: "
         return dataclasses.replace(d, fix=None, fixes=(),
-                                   help=f"{where}hint for {_hints(near)}")
+                                   help=f"{where}{_hints(near)}")
     return dataclasses.replace(d, fix=None, fixes=(), help=None)
