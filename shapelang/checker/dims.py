@@ -27,7 +27,7 @@ from .notation import ADD, ATOM, DEFAULT, MUL, NEG, POW, Notation, elide, float_
 
 MAX_EXPONENT = 16
 MAX_DEGREE = 4 * MAX_EXPONENT   # of a whole size expression: `((D**16)**16)**16` is refused
-MAX_NUMBER_BITS = 256           # of a number a size expression makes: `99999999999**16**...`
+MAX_NUMBER_BITS = 4096          # of a number a size expression makes (1234 digits at most)
 MAX_TERMS = 2000  # bound on the terms of an expanded size expression: keeps proofs fast
 SCALAR_FUNCTIONS = ("sqrt", "min", "max")
 CONSTANTS = {"pi": sp.pi}  # named numbers of scalars (`p * pi`), unless a dim or tensor has the name

@@ -57,6 +57,10 @@ def fill_answers(tmpl, ref_answers: dict, st, answers: dict) -> str | None:
     return fill(st, repl)
 
 
+# words of an explanation that already names the mistake exactly (a factor, a pair of axes)
+SPECIFIC = ("times too", "of the size needed", "must change places", "missing", "is `")
+
+
 class Judge:
     """Verdicts for one exercise; `judged` and `findings` are its memos."""
 
@@ -222,8 +226,9 @@ class Judge:
             refs = [_squash(self.ref.answers.get(n) or "") for n in answers]
             if d.help and any(len(r) >= 3 and r in _squash(d.help) for r in refs):
                 d = Diagnostic(d.code, d.message, d.span, None, d.notes, d.counterexample)
-            better = self._structure(st, code, ref) or \
-                (self.diagnose.failure(d, cx) if cx is not None else None)
+            better = self.diagnose.failure(d, cx) if cx is not None else None
+            if not better or not any(w in better for w in SPECIFIC):
+                better = self._structure(st, code, ref) or better
             if better:
                 return Verdict(0.0, fb.scrub(better, tuple(answers.values())))
             return Verdict(0.0, fb.error_text(d, tuple(answers.values())),
@@ -253,6 +258,9 @@ class Judge:
                     moves = self.diagnose.moves(cx, got.shape, want.shape)
                     inner = self.diagnose.inner_step(cx, last=False)
                     named = None if moves else self._structure(st, code, ref)
+                    if named and "runs along" not in named and \
+                            fb.words.detail(got.shape, want.shape, n_shown):
+                        named = None         # the shape comparison says it as exactly
                     if moves:
                         msg = f"with your answer `{n_shown}` is {fb.show(got.shape)}: {moves}"
                     elif named:

@@ -111,9 +111,11 @@ class Structure:
         return "; ".join(said)
 
     def _axis(self, op, text: str, got: int | None, want: int | None, shape) -> str | None:
-        if got is None or want is None or not shape:
-            return None
-        rank = len(shape) + (1 if op.name == "unsqueeze" else 0)
+        entry = TABLE.get(op.name)
+        if got is None or want is None or not shape or \
+                (entry is not None and entry.provenance == "unsqueeze"):
+            return None          # a new axis's place: the shape comparison says it
+        rank = len(shape)
         if not (-rank <= got < rank and -rank <= want < rank):
             return None
         g, w = got % rank, want % rank
