@@ -39,7 +39,7 @@ def test_an_upload_of_a_notebook_and_a_spec_is_not_called_two_shape_files(tmp_pa
     (upload / "scratch.shape").write_text(ex.read_text())
     got = _gradescope(tmp_path, ex, upload)
     assert got["score"] == 0
-    assert ".shape files" not in got["output"]
+    assert "2 .shape files" not in got["output"]
     assert "2 exercise files (.shape files and notebooks)" in got["output"]
     assert "`exercise.ipynb`" in got["output"] and "`scratch.shape`" in got["output"]
     (upload / "scratch.shape").unlink()
