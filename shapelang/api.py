@@ -36,7 +36,6 @@ import importlib
 _LAZY: dict[str, tuple[str, str | None]] = {
     # data
     "CheckedSpec": ("shapelang.checker.ir", "CheckedSpec"),
-    "CheckSession": ("shapelang.checker.session", "CheckSession"),
     "Stale": ("shapelang.checker.session", "Stale"),
     "Diagnostic": ("shapelang.syntax.diagnostics", "Diagnostic"),
     "CODES": ("shapelang.syntax.diagnostics", "CODES"),
@@ -98,8 +97,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "describe_part": ("shapelang.teaching.notebook", "describe_part"),
 }
 
-__all__ = [*_LAZY, "check", "check_file", "codegen", "explain", "explanations", "format_info",  # noqa: PLE0604
-                  "formats", "formats_help", "grader", "operations", "parse", "render", "render_check",
+__all__ = [*_LAZY, "CheckSession", "check", "check_file", "codegen", "explain", "explanations", "for_learners",  # noqa: PLE0604
+                  "format_info", "formats", "formats_help", "grader", "operations", "parse", "render", "render_check",
                   "report", "run", "to_json", "trace", "write_lines"]
 
 
@@ -137,11 +136,12 @@ def _notebook_picture() -> None:
 
 
 def check(text: str, path: str = "<input>"):
-    """Check spec text; the result holds every finding as data (`spec.diagnostics`)."""
+    """Check spec text; the result holds every finding as data (`spec.diagnostics`).
+    An exercise, or one being filled in, is checked in exercise mode (`for_learners`)."""
     from .checker.checker import check_text
 
     _notebook_picture()
-    return check_text(text, path)
+    return for_learners(check_text(text, path))
 
 
 def check_file(path: str):
@@ -149,7 +149,42 @@ def check_file(path: str):
     from .checker.checker import check_file as _check_file
 
     _notebook_picture()
-    return _check_file(path)
+    return for_learners(_check_file(path))
+
+
+def for_learners(spec):
+    """`spec` in exercise mode when its text is an exercise (it has blanks or `# ?name:`
+    directives): no help or fix that would fill a blank in, or edit a line of the
+    exercise; the blank's hint instead (shapelang.teaching.guard). Any other spec is
+    returned as it is. `check`, `check_file` and `CheckSession` apply it."""
+    # blanks, `# ?name:` lines and the exercise's first line all hold a `?`: without one,
+    # the spec is no exercise and the teaching stage is not loaded. A session answers a
+    # recent text again with the same spec: it is guarded once.
+    if "?" in spec.source and not getattr(spec, "for_learners", False):
+        from .teaching.guard import guard
+
+        spec.diagnostics = guard(spec.diagnostics, spec.source)
+        spec.for_learners = True
+    return spec
+
+
+class CheckSession:
+    """A document checked after every edit (the language server, `serve`'s worker, the
+    notebook magic): what `check(text, path)` gives, with the parse of unchanged statements
+    kept between edits (shapelang.checker.session), and in exercise mode as `check` is.
+    `stale()` turning true stops a check with `Stale`."""
+
+    def __init__(self, path: str = "<input>", **options):
+        from .checker.session import CheckSession as _Session
+
+        self._session = _Session(path, **options)
+
+    def check(self, text: str, path: str | None = None, *, stale=None):
+        _notebook_picture()
+        return for_learners(self._session.check(text, path, stale=stale))
+
+    def __getattr__(self, name):
+        return getattr(self._session, name)
 
 
 def parse(text: str, path: str = "<input>"):

@@ -132,7 +132,7 @@ CASES = {
          {"mu": "[B,S,1]", "gamma": "D*1"},
          {"y2": "[B, S, D]", "var": "var -1 keepdim=true"}],
         [({"mean": "mean -1"}, "mean", "has 2 dims"),
-         ({"mean": "mean 1 keepdim"}, "mean", "dims 1 and 2 wrong"),
+         ({"mean": "mean 1 keepdim"}, "mean", "runs along dim 1 (`S`); here it must run along dim 2 (`D`)"),
          ({"mean": "sum -1 keepdim"}, "mean", "`sum` is not the operation"),
          ({"var": "mean -1 keepdim"}, "var", "`mean` is not the operation"),
          ({"mu": "[B, S]"}, "mu", "has 2 dims"),

@@ -91,7 +91,7 @@ def test_an_internal_error_is_that_submissions_result_and_exit_3(tmp_path, capsy
     assert by_name["alice.shape"]["score"] == FULL and not by_name["alice.shape"]["internal_error"]
     assert by_name["zoe.shape"]["score"] == FULL - 1
     bob = by_name["bob.shape"]
-    assert bob["internal_error"] and "grader failed" in bob["error"]
+    assert bob["internal_error"] and bob["error"] is None   # confined to one answer
     qh = next(b for b in bob["blanks"] if b["name"] == "?qh")
     assert qh["status"] == "not graded" and "grader failed" in qh["feedback"]
     assert "not a mistake in your file" in qh["feedback"]
@@ -104,10 +104,43 @@ def test_an_internal_error_is_reported_to_gradescope_and_prairielearn(tmp_path, 
     sub = tmp_path / "bob.shape"
     sub.write_text(fill({"qh": "[B, H, Dh, S]"}))
     status, gs = grade(ex, sub, tmp=tmp_path)
-    assert status == 3 and "grader failed" in gs["output"]
+    assert status == 3 and any("grader failed" in t["output"] for t in gs["tests"])
     assert gs["score"] == FULL - 2
     status, pl = grade(ex, sub, fmt="prairielearn", tmp=tmp_path)
-    assert status == 3 and pl["gradable"] is False and "grader failed" in pl["format_errors"][0]
+    # the failure is confined to ?qh: PrairieLearn gets the other blanks' points
+    assert status == 3 and pl["gradable"] is True and pl["score"] == pytest.approx((FULL - 2) / FULL)
+    qh = next(t for t in pl["tests"] if t["name"] == "?qh")
+    assert qh["points"] == 0 and "grader failed" in qh["message"]
+
+
+@pytest.mark.parametrize("error", [ValueError("boom"), KeyError("x"), RecursionError()])
+def test_one_blanks_failure_never_costs_the_other_blank_of_its_line(tmp_path, monkeypatch, error):
+    # ?split fails inside the grader; ?swap, on the same line, is right and keeps its 2 points
+    ex = course(tmp_path)
+    _break_judge(monkeypatch, "D/H]", error)
+    sub = tmp_path / "bob.shape"
+    sub.write_text(fill({"split": "view [B, S, H, D/H]"}))
+    status, pl = grade(ex, sub, fmt="prairielearn", tmp=tmp_path)
+    tests = {t["name"]: t for t in pl["tests"]}
+    assert status == 3 and pl["gradable"] is True
+    assert tests["?split"]["points"] == 0 and "grader failed" in tests["?split"]["message"]
+    assert tests["?swap"]["points"] == tests["?swap"]["max_points"] == 2
+    assert pl["score"] == pytest.approx((FULL - 2) / FULL)
+
+
+@pytest.mark.parametrize("huge", ["((D**16)**16)**16", "D**16*D**16*D**16*D**16*D**16",
+                                  "(99999999999**16)**16"])
+def test_a_pathological_size_is_that_blanks_mistake_and_the_other_blank_keeps_its_points(
+        tmp_path, huge):
+    ex = course(tmp_path)
+    sub = tmp_path / "bob.shape"
+    sub.write_text(fill({"split": f"view [B, S, H, {huge}]"}))
+    status, pl = grade(ex, sub, fmt="prairielearn", tmp=tmp_path)
+    tests = {t["name"]: t for t in pl["tests"]}
+    assert status == 1 and pl["gradable"] is True, pl
+    assert tests["?split"]["points"] == 0 and "grader failed" not in tests["?split"]["message"]
+    assert tests["?swap"]["points"] == 2
+    assert pl["score"] == pytest.approx((FULL - 2) / FULL)
 
 
 def test_an_error_outside_the_blanks_fails_only_that_submission(tmp_path, capsys, monkeypatch):

@@ -116,10 +116,10 @@ def resizes(draw):
     mode = "nearest" if n == 1 else draw(st.sampled_from(["nearest", "bilinear"]))
     if draw(st.booleans()):
         size = [draw(st.integers(1, 9)) for _ in range(n)]
-        return n, f"interpolate size={_written(size)}", dict(size=tuple(size)), mode
+        return n, f"interpolate size={_written(size)}", {"size": tuple(size)}, mode
     factors = [draw(st.sampled_from(["0.25", "0.5", "0.75", "1", "1.25", "1.5", "2", "3"])) for _ in range(n)]
     return n, f"interpolate scale_factor={_written(factors)}", \
-        dict(scale_factor=tuple(float(f) for f in factors)), mode
+        {"scale_factor": tuple(float(f) for f in factors)}, mode
 
 
 @given(resizes(), st.lists(st.integers(1, 50), min_size=2, max_size=2))
@@ -220,7 +220,7 @@ g: img -> flatten 2 -> max_pool1d 3 dilation=2 -> avg_pool1d 2 -> adaptive_max_p
 def test_generated_module_computes_what_functional_computes():
     spec = check(SPEC)
     assert spec.ok, render_check(spec)
-    model, gen = module(spec, "pooling", B=2, C=3, H=8, W=12)
+    model, _gen = module(spec, "pooling", B=2, C=3, H=8, W=12)
     img = torch.randn(2, 3, 8, 12)
     got = model(img)
     want = {

@@ -216,6 +216,7 @@ def test_a_check_that_takes_too_long_is_stopped_and_the_server_goes_on(srv):
         worker.check_seconds = 10.0
     assert status == 503 and "took longer than" in got["error"]
     assert worker.restarts == before + 1
+    assert worker.ready.wait(120)     # the replacement starts after the answer, in the background
     status, got = srv.post("/api/check", big)
     assert status == 200 and got["ok"]
 

@@ -25,6 +25,8 @@ from .lazysympy import sympy as sp
 from .notation import ADD, ATOM, DEFAULT, MUL, NEG, POW, Notation, elide, float_text
 
 MAX_EXPONENT = 16
+MAX_DEGREE = 4 * MAX_EXPONENT   # of a whole size expression: `((D**16)**16)**16` is refused
+MAX_NUMBER_BITS = 4096          # of a number a size expression makes (1234 digits at most)
 MAX_TERMS = 2000  # bound on the terms of an expanded size expression: keeps proofs fast
 SCALAR_FUNCTIONS = ("sqrt", "min", "max")
 CONSTANTS = ("pi",)  # named numbers of scalars (`p * pi`; sympy's `sp.pi`), unless a dim or tensor has the name
@@ -181,6 +183,42 @@ def _substituted(node, lookup, depth: int = 0) -> bool:
 
 
 def _combine(node: BinOp, a: sp.Expr, b: sp.Expr, allow_real: bool = False) -> sp.Expr:
+    e = _combined(node, a, b, allow_real)
+    if node.op in ("*", "**"):
+        _bounded(node, e)
+    return e
+
+
+def degree(e: sp.Expr, depth: int = 0) -> int:
+    """The total degree of a size expression in its dims (powers nested in any way count
+    in full: `(D**16)**16` is 256); functions count as their highest argument."""
+    if e.is_Number or depth > 200:
+        return 0
+    if e.is_Symbol:
+        return 1
+    if e.is_Pow:
+        k = abs(int(e.exp)) if e.exp.is_Integer else 1
+        return degree(e.base, depth + 1) * k
+    parts = [degree(a, depth + 1) for a in e.args]
+    if e.is_Mul:
+        return sum(parts)
+    return max(parts, default=0)
+
+
+def _bounded(node: BinOp, e: sp.Expr) -> None:
+    """A product or a power too big to prove or to print is refused where it is written,
+    before the prover or an example value sees it."""
+    if e.is_Rational and max(abs(e.p).bit_length(), e.q.bit_length()) > MAX_NUMBER_BITS:
+        raise ShapeError("E004", "number is too large", span=node.span,
+                         help=f"numbers in sizes stay below 2**{MAX_NUMBER_BITS}")
+    if not e.is_Number and degree(e) > MAX_DEGREE:
+        raise ShapeError("E004", f"this size is a polynomial of degree {degree(e)}, too high "
+                         "to be a size", span=node.span,
+                         help=f"a size has degree at most {MAX_DEGREE} in its dims "
+                              "(`D**2` has degree 2)")
+
+
+def _combined(node: BinOp, a: sp.Expr, b: sp.Expr, allow_real: bool = False) -> sp.Expr:
     if node.op == "+":
         return a + b
     if node.op == "-":
@@ -276,6 +314,8 @@ def fmt_value(v) -> str:
     """An example value for people: whole numbers in full (elided past notation.ELIDE
     digits), others to 4 significant digits."""
     if isinstance(v, Fraction):
+        if max(abs(v.numerator).bit_length(), v.denominator.bit_length()) > 10_000:
+            return f"a number of about {int(max(abs(v.numerator), v.denominator).bit_length() * 0.30103)} digits"
         if v.denominator == 1:
             return elide(str(v.numerator))
         try:

@@ -241,7 +241,13 @@ class Facts:
                             notation=self.prover.notation)
 
     def sz(self, e) -> str:
-        """A size as the learner writes it (checker/notation.py)."""
+        """A size as the learner writes it (checker/notation.py); the prover's own sizes
+        (the quotient that `assume D % H == 0` makes) in the learner's terms."""
+        fresh = self.prover.fresh
+        for _ in range(4):
+            if not (isinstance(e, sp.Basic) and fresh and e.free_symbols & fresh.keys()):
+                break
+            e = e.xreplace({k: fresh[k] for k in e.free_symbols & fresh.keys()})
         return self.prover.notation.show(e)
 
     # ------------------------------------------------------------ conditions

@@ -154,10 +154,16 @@ def _grade_cli(args) -> int:
     except OSError as err:
         return _usage(f"cannot read {err.filename}: {err.strerror}")
     fmt = args.format
+    skipped = _skipped(args.submissions, ex, Path(solution).resolve())
+    if skipped and found is not None and not found.files and not found.refused and \
+            not found.others:
+        if fmt not in ("gradescope", "prairielearn"):
+            return _usage(skipped)
+        found = None
     if fmt in ("gradescope", "prairielearn"):
         results = [_one_submission(grader, found, args.file) if found is not None else
-                   grader.refuse("(upload)", f"the upload holds more than {MAX_ENTRIES} files; "
-                                             "upload only the exercise file")]
+                   grader.refuse("(upload)", skipped or f"the upload holds more than "
+                                             f"{MAX_ENTRIES} files; upload only the exercise file")]
         obj = gradescope_json(results[0], grader.options.title, visibility) \
             if fmt == "gradescope" else prairielearn_json(results[0])
         out = json.dumps(obj, indent=2) + "\n"
@@ -191,6 +197,29 @@ def _grade_cli(args) -> int:
     return 0 if all(r.full_marks for r in results) else 1
 
 
+def _skipped(paths: list, exercise: Path, solution: Path) -> str | None:
+    """Why a submission named on the command line is not graded: it is the exercise or its
+    reference solution (or the solutions folder), which are never graded as submissions."""
+    for p in paths:
+        where = Path(p).resolve()
+        if where == solution:
+            return (f"{p} is the exercise's reference solution, which is not graded as a "
+                    "submission; grade a copy of it to try the grader")
+        if where == exercise:
+            return f"{p} is the exercise itself, which is not graded as a submission"
+        if where == exercise.parent / "solutions":
+            return (f"{p} is the exercise's solutions folder, which is not graded as "
+                    "submissions")
+    return None
+
+
+def _kinds(paths: list) -> str:
+    """What the files are: `.shape files`, `notebooks`, or both."""
+    nb = sum(str(p).endswith(".ipynb") for p in paths)
+    return "notebooks" if nb == len(paths) else ".shape files" if nb == 0 else \
+        "exercise files (.shape files and notebooks)"
+
+
 def _names(paths: list) -> str:
     shown = ", ".join(f"`{Path(p).name}`" for p in paths[:5])
     return shown + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
@@ -215,9 +244,10 @@ def _one_submission(grader, found, name: str | None) -> SubmissionResult:
         return grader.grade_file(found.files[0])
     if len(found.files) > 1:
         return grader.refuse("(several files)", (
-            f"the upload has {len(found.files)} .shape files ({_names(found.files)}); only one "
+            f"the upload has {len(found.files)} {_kinds(found.files)} ({_names(found.files)}); "
+            "only one "
             "is graded, so upload only the exercise file with your answers filled in"))
     if len(found.others) == 1:      # one file under another name: that is the answer
         return grader.grade_file(found.others[0])
-    return grader.refuse("(no file)", "the submission contains no .shape file; upload the "
-                                      "exercise file with your answers filled in")
+    return grader.refuse("(no file)", "the submission contains no .shape file or notebook; "
+                                      "upload the exercise file with your answers filled in")

@@ -7,7 +7,8 @@ loopback address only, with five routes.
     POST /api/grade     (exercise mode) the body is the filled exercise; the grader's result
 
 Everything else is 404 (405 for another method on a known path). A body larger than the
-CLI's file limit is refused with 413 from its Content-Length, before a byte of it is read.
+CLI's file limit is refused with 413 from its Content-Length, before a byte of it is read;
+a Content-Length that is not ASCII digits is refused with 400.
 Requests must name this server in `Host` (no DNS rebinding), and a POST must come from the
 page itself (its own `X-Shapelang` header, so another site's form or fetch cannot post here).
 Every answer carries a strict Content-Security-Policy: scripts and styles from this server
@@ -58,6 +59,19 @@ def loopback(host: str) -> str:
                          f"localhost), not on {host!r}: the page runs the checker on whatever "
                          "is posted to it")
     return host.strip("[]")
+
+
+def content_length(values: list[str]) -> int | None:
+    """The body's length from the request's Content-Length header(s), read strictly as RFC
+    9110 writes it: ASCII digits only (not `²`, `٣`, `+5`, `1_0` or ` `), and the same number
+    when the header is repeated; None for anything else."""
+    found = {v.strip(" \t") for v in values}
+    if len(found) != 1:
+        return None
+    text = found.pop()
+    if not (0 < len(text) <= 20 and all("0" <= ch <= "9" for ch in text)):
+        return None
+    return int(text)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -144,19 +158,21 @@ class Handler(BaseHTTPRequestHandler):
             return
         if not self._from_page():
             return
-        length = self.headers.get("Content-Length")
-        if length is None or self.headers.get("Transfer-Encoding"):
+        lengths = self.headers.get_all("Content-Length") or []
+        if not lengths or self.headers.get("Transfer-Encoding"):
             self._error(411, "send the text with a Content-Length", close=True)
             return
-        if not length.isdigit():
-            self._error(400, "bad Content-Length", close=True)
+        length = content_length(lengths)
+        if length is None:
+            self._error(400, "bad Content-Length: one number written with the digits 0-9",
+                        close=True)
             return
-        if int(length) > api.LIMITS.MAX_BYTES:        # refused unread: the CLI's limit for one file
+        if length > api.LIMITS.MAX_BYTES:        # refused unread: the CLI's limit for one file
             self._error(413, f"the text is larger than {api.LIMITS.MAX_BYTES // 1024} KB, the limit of "
                              "`shapelang check` for one file", close=True)
             return
-        data = self.rfile.read(int(length))
-        if len(data) < int(length):
+        data = self.rfile.read(length)
+        if len(data) < length:
             self._error(400, "the body ended before its Content-Length", close=True)
             return
         try:

@@ -10,6 +10,10 @@ answers requests on its stdin/stdout: a request is one JSON line `{"kind": ..., 
 followed by n bytes of text; an answer is one JSON line. A grade runs in the worker's main
 thread, so the grader's own time limit (`# @time limit`, as in `shapelang grade`) applies as
 it does on the command line; the kill is the backstop past it.
+
+A request that overruns its limit is answered at its limit: the worker is killed, and its
+replacement starts in a thread of its own, outside the request lock. A request never waits
+longer than its own limit for the lock (an earlier request) or for a replacement starting.
 """
 from __future__ import annotations
 
@@ -26,7 +30,6 @@ from pathlib import Path
 CHECK_SECONDS = 10.0      # wall-clock limit of one check
 GRACE_SECONDS = 5.0       # past a grade's own time limit, before the worker is killed
 START_SECONDS = 120.0     # for the worker to import shapelang and build the session
-QUEUE_SECONDS = 30.0      # a request waits this long at most for the one before it
 MAX_ANSWER = 64 * 1024 * 1024   # bytes of one answer line (a picture of a large spec is < 1 MB)
 
 
@@ -44,12 +47,16 @@ class Worker:
     def __init__(self, setup: dict, check_seconds: float = CHECK_SECONDS):
         self.setup = setup
         self.check_seconds = check_seconds
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()          # one request at a time in the worker
+        self.ready = threading.Event()        # set while no replacement is starting
         self.proc: subprocess.Popen | None = None
         self.buffer = b""
         self.info: dict = {}
         self.restarts = 0
+        self.closed = False
+        self.failure: str | None = None       # why the last replacement did not start
         self._start()
+        self.ready.set()
 
     # ------------------------------------------------------------------ the process
     def _start(self) -> None:
@@ -85,10 +92,25 @@ class Worker:
             except OSError:
                 pass
 
-    def _restart(self) -> None:
+    def _replace(self) -> None:
+        """Kill the worker and start its replacement in the background (called holding
+        the lock; the replacement is waited for by the next request, up to its limit)."""
         self._kill()
+        self.proc = None
         self.restarts += 1
-        self._start()
+        self.ready.clear()
+        threading.Thread(target=self._start_replacement, daemon=True).start()
+
+    def _start_replacement(self) -> None:
+        try:
+            self._start()
+            self.failure = None
+        except SetupFailed as err:
+            self.proc, self.failure = None, str(err)
+        finally:
+            if self.closed:
+                self._kill()
+            self.ready.set()
 
     def _line(self, seconds: float) -> dict | None:
         """The worker's next answer line (None when it exits first); Busy after `seconds`."""
@@ -115,14 +137,22 @@ class Worker:
 
     def call(self, kind: str, data: bytes) -> dict:
         """The worker's answer to one request; Busy when it takes too long (then the worker
-        is replaced) or an earlier request holds the worker past QUEUE_SECONDS; RuntimeError
+        is replaced) or an earlier request, or a replacement starting, holds the worker past
+        this request's own limit; RuntimeError
         when shapelang itself failed on the text."""
         limit = self.seconds(kind)
-        if not self.lock.acquire(timeout=QUEUE_SECONDS):
-            raise Busy("the server is busy with an earlier request; try again")
+        arrived = time.monotonic()
+        if not self.lock.acquire(timeout=limit):
+            raise Busy(f"the server was busy with an earlier request for {limit:g} s; try again")
         try:
+            if not self.ready.wait(max(limit - (time.monotonic() - arrived), 0)):
+                raise Busy("shapelang is restarting after a request that took too long; "
+                           "try again in a moment")
             if self.proc is None or self.proc.poll() is not None:
-                self._restart()
+                if self.proc is not None or self.failure is None:
+                    self._replace()
+                    raise Busy("shapelang is restarting; try again in a moment")
+                raise RuntimeError(f"shapelang could not restart: {self.failure}")
             start = time.monotonic()
             try:
                 self.proc.stdin.write(json.dumps({"kind": kind, "size": len(data)}).encode() + b"\n")
@@ -130,14 +160,14 @@ class Worker:
                 self.proc.stdin.flush()
                 answer = self._line(limit)
             except Busy:
-                self._restart()
+                self._replace()
                 what = "checking" if kind == "check" else "grading"
                 raise Busy(f"{what} this text took longer than {limit:g} s and was stopped "
                            f"(after {time.monotonic() - start:.1f} s)") from None
             except (OSError, ValueError):
                 answer = None
             if answer is None:
-                self._restart()
+                self._replace()
                 raise RuntimeError("shapelang stopped while working on this text; this is a "
                                    "fault of shapelang, not of your spec")
             if answer.get("status") != "ok":
@@ -147,6 +177,7 @@ class Worker:
             self.lock.release()
 
     def close(self) -> None:
+        self.closed = True           # a replacement still starting is killed when it is up
         with self.lock:
             self._kill()
             self.proc = None

@@ -289,8 +289,6 @@ class Grader:
                                            res.error or "not graded", b.hint, b.line)
         res.blanks = [done[n] for n in self.tmpl.blanks]
         res.score = sum(r.points for r in res.blanks)
-        if res.internal_error and res.error is None:
-            res.error = GRADER_FAILED
         if not any(r.status not in ("missing", "not graded") for r in res.blanks) and \
                 res.error is None:
             res.gradable = False
@@ -329,18 +327,20 @@ class Grader:
             if not here:
                 wrong_units.add(self.engine.unit_of_stmt[st.index])
                 continue
-            try:
-                verdicts = self.judge.statement(st, {b.name: given[b.name] for b in here})
-            except Exception as err:  # noqa: BLE001 - the other blanks are still graded
-                self.engine.reset()
-                res.internal_error = True
-                for b in here:
-                    done[b.name] = BlankResult(b.name, 0.0, b.points, "not graded",
-                                               f"{GRADER_FAILED} ({_error_name(err)})", None,
-                                               answers[b.name].line, clean(given[b.name], 200))
-                wrong_units.add(self.engine.unit_of_stmt[st.index])
-                continue
+            verdicts, failed = self._verdicts(st, here, given)
             for b in here:
+                if b.name in failed:
+                    done[b.name] = BlankResult(
+                        b.name, 0.0, b.points, "not graded",
+                        f"{GRADER_FAILED} ({_error_name(failed[b.name])}); only this answer "
+                        "is affected, the others are graded", None, answers[b.name].line,
+                        clean(given[b.name], 200))
+            if failed:
+                res.internal_error = True       # told to the instructor; the rest is graded
+                wrong_units.add(self.engine.unit_of_stmt[st.index])
+            for b in here:
+                if b.name in failed:
+                    continue
                 v = verdicts[b.name]
                 unparsed = unparsed or v.unparsed
                 status = "correct" if v.fraction >= 1 else ("partial" if v.fraction > 0 else "wrong")
@@ -372,6 +372,26 @@ class Grader:
                                             "looking for them took too long")))
         if hidden_notes:
             res.notes.append((None, f"and {hidden_notes} more notes"))
+
+    def _verdicts(self, st, here: list, given: dict) -> tuple[dict, dict]:
+        """The judge's verdicts for the blanks `here` of one statement, and the blanks on
+        which the judge itself failed (name -> the error). A failure judging the answers
+        together is retried one blank at a time, each other blank at its reference answer,
+        so that one answer the grader cannot judge never costs another its points."""
+        try:
+            return self.judge.statement(st, {b.name: given[b.name] for b in here}), {}
+        except Exception as err:  # noqa: BLE001 - the other blanks are still graded
+            self.engine.reset()
+            if len(here) == 1:
+                return {}, {here[0].name: err}
+        verdicts, failed = {}, {}
+        for b in here:
+            try:
+                verdicts.update(self.judge.statement(st, {b.name: given[b.name]}))
+            except Exception as err:  # noqa: BLE001 - this blank alone
+                self.engine.reset()
+                failed[b.name] = err
+        return verdicts, failed
 
     def _respell(self, written: dict) -> dict:
         """Answers shapelang spells differently (`transpose 1, 2`, `softmax(dim=-1)`,

@@ -22,12 +22,14 @@ from ..checker import dims as dimlib
 from ..syntax.diagnostics import Diagnostic, ShapeError
 from ..syntax.nodes import Expect, Hole, Name
 from ..syntax.parser import ParseFailure, parse
+from . import steps as stepmap
 from .diagnose import Context, Diagnose
 from .engines import CACHE_LIMIT, Reference, filled_text
 from .feedback import Feedback, layout_message, with_help
 from .respell import number_runs, number_value
 from .results import clean
 from .steps import answer_ranges
+from .structure import Structure
 from .template import _squash, fill
 
 MAX_NUMBER_TRIALS = 16    # answers tried with dims in place of numbers, per answer
@@ -55,6 +57,10 @@ def fill_answers(tmpl, ref_answers: dict, st, answers: dict) -> str | None:
     return fill(st, repl)
 
 
+# words of an explanation that already names the mistake exactly (a factor, a pair of axes)
+SPECIFIC = ("times too", "of the size needed", "must change places", "missing", "is `")
+
+
 class Judge:
     """Verdicts for one exercise; `judged` and `findings` are its memos."""
 
@@ -69,6 +75,7 @@ class Judge:
         self.findings: dict = {}
         self._lookup = self._dim_lookup_factory()
         self.diagnose = Diagnose(feedback, feedback.words, self._lookup)
+        self.structure = Structure(feedback.words, self._lookup)
 
     def _dim_lookup_factory(self):
         p = self.prover
@@ -220,6 +227,8 @@ class Judge:
             if d.help and any(len(r) >= 3 and r in _squash(d.help) for r in refs):
                 d = Diagnostic(d.code, d.message, d.span, None, d.notes, d.counterexample)
             better = self.diagnose.failure(d, cx) if cx is not None else None
+            if not better or not any(w in better for w in SPECIFIC):
+                better = self._structure(st, code, ref) or better
             if better:
                 return Verdict(0.0, fb.scrub(better, tuple(answers.values())))
             return Verdict(0.0, fb.error_text(d, tuple(answers.values())),
@@ -248,8 +257,14 @@ class Judge:
                 if cx is not None and frac == 0:
                     moves = self.diagnose.moves(cx, got.shape, want.shape)
                     inner = self.diagnose.inner_step(cx, last=False)
+                    named = None if moves else self._structure(st, code, ref)
+                    if named and "runs along" not in named and \
+                            fb.words.detail(got.shape, want.shape, n_shown):
+                        named = None         # the shape comparison says it as exactly
                     if moves:
                         msg = f"with your answer `{n_shown}` is {fb.show(got.shape)}: {moves}"
+                    elif named:
+                        msg = f"with your answer `{n_shown}` is {fb.show(got.shape)}: {named}"
                     elif inner:
                         msg = f"with your answer `{n_shown}` is {fb.show(got.shape)}: {inner}"
                 return Verdict(frac, msg)
@@ -268,6 +283,9 @@ class Judge:
                 found = self._mixed_values(fills, st)
                 return Verdict(0.0, f"{msg}; {found}" if found else msg)
             if tracked or not fb.same_shape(mine.defs[n].strides, ref.defs[n].strides):
+                named = self._structure(st, code, ref)
+                if named:
+                    return Verdict(0.0, f"`{n}` has the right shape, but {named}")
                 found = self._mixed_values(fills, st)
                 return Verdict(0.0, f"`{n}` has the right shape, but its numbers end up in the wrong "
                                     f"places: {found}" if found else layout_message(n, code))
@@ -291,6 +309,23 @@ class Judge:
                     return Verdict(0.0, f"with your answer, `{n}` on line "
                                         f"{self.engine.units[k].line} computes something else")
         return Verdict(1.0)
+
+    def _structure(self, st, code: str | None, ref) -> str | None:
+        """The learner's statement against the reference's, operation by operation
+        (shapelang.teaching.structure): the axis, factor or keyword that differs."""
+        ref_code = self.ref.fills.get(st.index)
+        if code is None or ref_code is None or "\n" in code or "\n" in ref_code:
+            return None
+        steps = [s for s in ref.steps if s.op != "input"]
+
+        def before(k):
+            if k >= len(steps):
+                return None
+            shape = stepmap.input_shape(ref.steps, steps[k])
+            if shape is None and steps[k].inputs and self.ref.env.get(steps[k].inputs[0]):
+                shape = self.ref.env[steps[k].inputs[0]].shape
+            return shape
+        return self.structure.explain(code, ref_code, before)
 
     def _context(self, st, answers: dict, code: str, mine, ref) -> Context | None:
         """The learner's statement next to the reference's, with where the answers sit."""

@@ -108,6 +108,11 @@ def make(solution_text: str, path: str = "<solution>", all_shapes: bool = False)
         else:
             k = hits[0]
         first, last = toks[k], toks[k + len(want) - 1]
+        if st.kind in ("input", "param", "buffer") and len(want) > 2 and \
+                (want[0], want[-1]) == ("[", "]") and _one_group(want):
+            # a declaration's whole shape: the grammar has no blank for it, so the blank
+            # goes inside the brackets (`param W: [?w]`, answered `D, D`)
+            first, last = toks[k + 1], toks[k + len(want) - 2]
         l1, c1 = st.position(first.start)
         l2, c2 = st.position(last.end)
         for e in edits:
@@ -149,6 +154,17 @@ def make(solution_text: str, path: str = "<solution>", all_shapes: bool = False)
                                 f"(`{_short(st.code)}`)")
                 break
     return text, warnings
+
+
+def _one_group(tokens: list) -> bool:
+    """Whether `[ ... ]` is one bracket group (not `[B] + [D]`)."""
+    depth = 0
+    for i, t in enumerate(tokens):
+        depth += t in _OPEN
+        depth -= t in _CLOSE
+        if depth == 0 and i < len(tokens) - 1:
+            return False
+    return True
 
 
 def _fmt_points(p: float) -> str:

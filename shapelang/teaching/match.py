@@ -40,6 +40,13 @@ def _flexible(t, i: int) -> bool:
     return isinstance(t, Op) and t.name.startswith("?") and not t.args and not t.kwargs
 
 
+def _contiguous(taken: list, kept: list) -> bool:
+    """Whether no span of `kept` sits between the first and the last of `taken`."""
+    first = min(_key(sp) for sp in taken)
+    last = max((sp.end_line, sp.end_column) for sp in taken)
+    return not any(first < _key(sp) < last for sp in kept)
+
+
 def _hole_key(t, i: int) -> tuple:
     return _key(t.span) if i == 0 else _key(t.name_span)
 
@@ -74,10 +81,13 @@ class Matcher:
         if type(t) is not type(s):
             return False
         if isinstance(t, Call):
-            return t.func == s.func and len(t.args) == len(s.args) and \
-                all(self.same(a, b, out, s.func_span) for a, b in zip(t.args, s.args))
+            if t.func == s.func and self.takes_rest(t, s):
+                return self.rest(t, s, out, s.func_span, None)
+            return t.func == s.func and self.items(t.args, s.args, 0, 0, out, s.func_span) \
+                and len(t.kwargs) == len(s.kwargs) \
+                and all(self.kwarg(a, b, out) for a, b in zip(t.kwargs, s.kwargs))
         if isinstance(t, tuple):
-            return len(t) == len(s) and all(self.same(a, b, out) for a, b in zip(t, s))
+            return self.items(t, s, 0, 0, out, None)
         if isinstance(t, Pipeline):
             return self.steps_of([t.head, *t.ops], [s.head, *s.ops], 0, 0, out, s.span)
         if isinstance(t, Op):
@@ -96,6 +106,32 @@ class Matcher:
                     return False
             return True
         return t == s
+
+    def items(self, t: tuple, s: tuple, i: int, j: int, out: dict, call: Span | None) -> bool:
+        """The elements t[i:] against s[j:] (the dims of a shape, the arguments of a call):
+        a blank stands for one or more consecutive elements (`[?table]` answered `V, D`),
+        the fewest that let the rest match."""
+        self.tick()
+        if i == len(t):
+            return j == len(s)
+        if j == len(s):
+            return False
+        if not isinstance(t[i], Hole):
+            trial = dict(out)
+            if self.same(t[i], s[j], trial, call) and self.items(t, s, i + 1, j + 1, trial, call):
+                out.clear()
+                out.update(trial)
+                return True
+            return False
+        for k in range(j + 1, len(s) - (len(t) - i - 1) + 1):
+            trial = dict(out)
+            if self.items(t, s, i + 1, k, trial, call):
+                span = s[j].span if k == j + 1 else _cover(s[j].span, s[k - 1].span)
+                trial[_key(t[i].span)] = (span, call)
+                out.clear()
+                out.update(trial)
+                return True
+        return False
 
     def steps_of(self, te: list, se: list, i: int, j: int, out: dict, whole: Span) -> bool:
         """Pipeline elements te[i:] against se[j:] (`whole`: the submission pipeline's span);
@@ -142,24 +178,45 @@ class Matcher:
         elif t.name != s.name:
             return False
         targs, sargs = t.args, s.args
-        if targs and isinstance(targs[-1], Hole) and not t.kwargs and \
-                (len(sargs) != len(targs) or s.kwargs):
-            k = len(targs) - 1            # the last blank takes the remaining arguments
-            if len(sargs) < k or not self.same(targs[:k], sargs[:k], out):
-                return False
-            rest = [a.span for a in sargs[k:]] + [kw.span for kw in s.kwargs]
-            if rest:
-                first = min(rest, key=_key)
-                last = max(rest, key=lambda sp: (sp.end_line, sp.end_column))
-                out[_key(targs[-1].span)] = (_cover(first, last), None)
-            else:
-                end = s.span
-                out[_key(targs[-1].span)] = (Span(end.end_line, end.end_column, end.end_line,
-                                                  end.end_column), None)
-            return True
+        if self.takes_rest(t, s):
+            return self.rest(t, s, out, None, s.span)
         if not self.same(targs, sargs, out) or len(t.kwargs) != len(s.kwargs):
             return False
         return all(self.kwarg(a, b, out) for a, b in zip(t.kwargs, s.kwargs))
+
+    @staticmethod
+    def takes_rest(t, s) -> bool:
+        """Whether the last argument of `t` (an operation or a call) is a blank that takes
+        `s`'s further arguments and keywords."""
+        return bool(t.args) and isinstance(t.args[-1], Hole) and \
+            (len(s.args) != len(t.args) or len(s.kwargs) != len(t.kwargs))
+
+    def rest(self, t, s, out: dict, call: Span | None, end: Span | None) -> bool:
+        """The last blank of `t` takes the remaining arguments and the keywords the exercise
+        does not write (`conv2d D P stride=P ?t` answered `bias=false`), when they are
+        written together; `end`: where an empty answer sits (None: one is needed)."""
+        targs, sargs = t.args, s.args
+        k = len(targs) - 1
+        if len(sargs) < k or not self.items(targs[:k], sargs[:k], 0, 0, out, call):
+            return False
+        named = {kw.name: kw for kw in s.kwargs}
+        if any(kw.name not in named or not self.kwarg(kw, named[kw.name], out)
+               for kw in t.kwargs):
+            return False
+        fixed = {kw.name for kw in t.kwargs}
+        rest = [a.span for a in sargs[k:]] + [kw.span for kw in s.kwargs if kw.name not in fixed]
+        if rest and not _contiguous(rest, [kw.span for kw in s.kwargs if kw.name in fixed]):
+            return False
+        if rest:
+            first = min(rest, key=_key)
+            last = max(rest, key=lambda sp: (sp.end_line, sp.end_column))
+            out[_key(targs[-1].span)] = (_cover(first, last), call)
+        elif end is not None:
+            out[_key(targs[-1].span)] = (Span(end.end_line, end.end_column, end.end_line,
+                                              end.end_column), None)
+        else:
+            return False
+        return True
 
     def kwarg(self, a: KwArg, b: KwArg, out: dict) -> bool:
         return a.name == b.name and self.same(a.value, b.value, out)

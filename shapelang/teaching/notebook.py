@@ -47,7 +47,7 @@ def parts_of(text: str) -> list[str]:
 
 
 def describe_part(part: str) -> tuple[list[str], list[str], list[tuple[str, str]]]:
-    """What a part asks: its blanks (`?name`, sorted), its prose (the comment lines that are
+    """What a part asks: its blanks (`?name`, in the order they are written), its prose (the comment lines that are
     not directives) and the hints of its blanks, (name, text) from `# ?name: ...` lines."""
     prose, hints = [], []
     for line in part.split("\n"):
@@ -57,7 +57,7 @@ def describe_part(part: str) -> tuple[list[str], list[str], list[tuple[str, str]
             hints.append((m.group(1), m.group(2)))
         elif s.startswith("#") and not s.startswith("# @") and not s.startswith("# Exercise:"):
             prose.append(s.lstrip("#").strip())
-    blanks = sorted({b for line in part.split("\n") for b in _BLANK.findall(_code_of(line))})
+    blanks = list(dict.fromkeys(b for line in part.split("\n") for b in _BLANK.findall(_code_of(line))))
     return blanks, [p for p in prose if p], hints
 
 

@@ -69,7 +69,9 @@ class SubmissionResult:
     notes: list = field(default_factory=list)      # (line, message)
     error: str | None = None                       # why nothing (more) could be graded
     seconds: float = 0.0
-    internal_error: bool = False                   # the grader failed (not the learner)
+    internal_error: bool = False                   # the grader failed (not the learner):
+    #   with `error` set, on the whole submission; without, on single answers or the
+    #   whole-file check only (their blanks say so, every other blank is graded)
 
     @property
     def full_marks(self) -> bool:
@@ -234,7 +236,9 @@ def gradescope_json(res: SubmissionResult, title: str | None = None,
 
 
 def prairielearn_json(res: SubmissionResult) -> dict:
-    gradable = res.gradable and not res.internal_error
+    # a failure confined to some answers leaves the submission gradable: those answers
+    # say why they earned nothing, the others are graded
+    gradable = res.gradable and not (res.internal_error and res.error is not None)
     out = {
         "gradable": gradable,
         "score": round(res.score / res.max_score, 6) if res.max_score and gradable else 0.0,

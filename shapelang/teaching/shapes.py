@@ -81,6 +81,11 @@ class Words:
             ratio = sp.cancel(p.canon(got) / p.canon(want))
         except (TypeError, ValueError, ZeroDivisionError):
             return None
+        for _ in range(4):       # the prover's own sizes (`H = G*k` from `H % G == 0`)
+            fresh = ratio.free_symbols & p.fresh.keys()
+            if not fresh:
+                break
+            ratio = sp.cancel(ratio.xreplace({k: p.fresh[k] for k in fresh}))
         if ratio.free_symbols - set(p.user.values()) or ratio == 1:
             return None
         if ratio.is_Rational:
@@ -98,6 +103,12 @@ class Words:
             return f"{num} times too big: divide by {num}"
         if num == 1 and isinstance(den, monomial) and _positive_monomial(den):
             return f"{den} times too small: multiply by {den}"
+        if isinstance(num, monomial) and isinstance(den, monomial) and \
+                _positive_monomial(num) and _positive_monomial(den):   # `H/G` (GQA's groups)
+            if p.leq(den, num).ok:
+                return f"{ratio} times too big: divide by {ratio}"
+            if p.leq(num, den).ok:
+                return f"{1 / ratio} times too small: multiply by {1 / ratio}"
         return None
 
     def role(self, size):
@@ -127,6 +138,10 @@ class Words:
         if all(roles):
             return f"has {dims_phrase(diff)} wrong: " + "; ".join(
                 f"dim {k} is `{got[k]}`, {r}" for k, r in zip(diff, roles))
+        factors = [self.factor(got[k], want[k]) for k in diff]
+        if all(factors):          # a patch grid P times too big in both of its dims
+            return f"is off by a factor in {dims_phrase(diff)}: " + "; ".join(
+                f"`{got[k]}` in dim {k} is {f}" for k, f in zip(diff, factors))
         return f"has {dims_phrase(diff)} wrong"
 
     def one_dim(self, got, want, k: int) -> str:
@@ -149,7 +164,13 @@ class Words:
         if order:
             return order
         diff = [k for k, (a, b) in enumerate(zip(got, want)) if not self.eq(a, b)]
-        if len(diff) != 1:
+        if len(diff) > 1:
+            factors = [self.factor(got[k], want[k]) for k in diff]
+            if all(factors):
+                return "; ".join(f"`{got[k]}` in {where(k, len(want))} is {f}"
+                                 for k, f in zip(diff, factors))
+            return None
+        if not diff:
             return None
         k = diff[0]
         swap = self.role_swap(got[k], want[k])

@@ -9,13 +9,16 @@ the refs of its tensor inputs, and the Result.
 from __future__ import annotations
 
 from ...syntax.diagnostics import ShapeError
-from ...syntax.nodes import Neg, Num, Str
+from ...syntax.nodes import Hole, Neg, Num, Str
+from ..dims import unfilled
 from . import norms, tables
 from .args import Result
 from .combine import concat_types, einsum_types, stack_types
 
 
 def _int_literal(node) -> int | None:
+    if isinstance(node, Hole):
+        raise unfilled(node)
     if isinstance(node, Num) and isinstance(node.value, int):
         return node.value
     if isinstance(node, Neg) and isinstance(node.operand, Num) and isinstance(node.operand.value, int):
@@ -36,6 +39,8 @@ def concat(c, node):
 
 
 def einsum(c, node):
+    if node.args and isinstance(node.args[0], Hole):
+        raise unfilled(node.args[0])
     if not node.args or not isinstance(node.args[0], Str):
         raise ShapeError("E110", 'einsum takes an equation first: einsum("ij,jk->ik", A, B)', span=node.span)
     vals = [c.tensor_value(a) for a in node.args[1:]]

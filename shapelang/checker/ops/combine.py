@@ -141,7 +141,8 @@ def split(c, x, a):
         if not (count.is_Integer and count > 0):
             raise ShapeError("E104", f"`split {c.sz(piece)}` cuts dim {d} ({c.sz(size)}) into {c.sz(count)} pieces, "
                              "which is not a fixed whole number",
-                             help="give the sizes explicitly, e.g. `split [D, D, D] -1`, or use `chunk`",
+                             help=f"`split N` cuts pieces of size N; `chunk N` cuts N pieces; "
+                                  f"or list the piece sizes, which add up to {c.sz(size)}",
                              span=node.span)
         c.need_whole(piece, span=node.span, what=lambda: f"the piece size {c.sz(piece)}")
         _named_pieces(a, int(count))
