@@ -142,16 +142,16 @@ _ENTRIES += [
           "PyTorch's: `attn_mask=M` (bool: True takes part), `is_causal=true`, `scale=S`, "
           "`enable_gqa=true`, `dropout_p=P`", attention.attention,
           flops="batch × L × S × (E + Ev)", family="combine", provenance="attention",
-          kwargs=("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")),
+          kwargs=("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"), dtype="attention"),
     OpDef("conv1d", "conv1d OUT K", "nn.Conv1d on [B, C, L] (or [C, L]): [B, OUT, L'] with L' = "
           "floor((L + 2p - d(K - 1) - 1) / s) + 1; keywords `stride=`, `padding=` (a size, "
-          '`"same"`, `"valid"`), `dilation=`, `groups=`, `bias=false`; OUT*C/groups*K (+ OUT) parameters',
+          '`"same"`, `"valid"`), `dilation=`, `groups=`, `bias=false`, `dtype=` of the weights (float32 by default); OUT*C/groups*K (+ OUT) parameters',
           conv.conv, flops="out elements × C/groups × K", family="combine", provenance="conv",
-          kwargs=("stride", "padding", "dilation", "groups", "bias")),
+          kwargs=("stride", "padding", "dilation", "groups", "bias", "dtype"), dtype="learned"),
     OpDef("conv2d", "conv2d OUT K", "nn.Conv2d on [B, C, H, W]: K, `stride=`, `padding=`, "
           "`dilation=` are sizes or pairs `[KH, KW]`; each spatial size as for `conv1d`",
           conv.conv, flops="out elements × C/groups × KH × KW", family="combine", provenance="conv",
-          kwargs=("stride", "padding", "dilation", "groups", "bias")),
+          kwargs=("stride", "padding", "dilation", "groups", "bias", "dtype"), dtype="learned"),
     OpDef("index_select", "index_select A idx", "the entries of axis A at the int indices idx [N]: "
           "axis A becomes N", indexing.index_select, family="indexing", provenance="index"),
     OpDef("gather", "gather A idx", "torch.gather: int indices with the input's rank (no dim larger than "
@@ -203,10 +203,12 @@ _ENTRIES += [
           provenance="same"),
     OpDef("tril", "tril [K]", "keeps the lower triangle of the last two axes, up to diagonal K",
           tables.triangle, family="tables", provenance="same"),
-    OpDef("sin", "sin", "elementwise sine (float)", tables.trig, family="tables", provenance="same"),
-    OpDef("cos", "cos", "elementwise cosine (float)", tables.trig, family="tables", provenance="same"),
+    OpDef("sin", "sin", "elementwise sine (a float dtype keeps its dtype; int and bool give float32)",
+          tables.trig, family="tables", provenance="same", dtype="to_float"),
+    OpDef("cos", "cos", "elementwise cosine (as `sin`)", tables.trig, family="tables",
+          provenance="same", dtype="to_float"),
     OpDef("pow", "pow E", "raises each element to the scalar power E (the same as `** E`)",
-          tables.power, family="tables"),
+          tables.power, family="tables", dtype="power"),
     OpDef("meshgrid", "meshgrid(A, B, ..) | meshgrid B ..", "torch.meshgrid(.., indexing=\"ij\"): vectors "
           "[N1], [N2], .. give as many tensors of [N1, N2, ..], the k-th varying along axis k (bound to "
           "several names: `gy, gx: meshgrid(ys, xs)`)", tables.meshgrid, family="tables",

@@ -353,14 +353,13 @@ def triangle(c, x, a):
 
 def trig(c, x, a):
     a.count(0, usage=a.op.name)
-    return Result((fresh(x.shape, "float" if x.dtype != "float" else x.dtype),))
+    return Result((fresh(x.shape, x.dtype),))     # its dtype: the entry's rule (to_float)
 
 
 def power(c, x, a):
     a.count(1, usage="pow 2")
     e = c.scalar(a.pos[0])
-    dtype = x.dtype if x.dtype == "float" or scalar_dtype(e) == "int" else "float"
-    return Result((fresh(x.shape, dtype),), detail={"scalar": e, "scalar_left": False})
+    return Result((fresh(x.shape, x.dtype),), detail={"scalar": e, "scalar_left": False})
 
 
 # ------------------------------------------------------------------ rounding
