@@ -173,6 +173,8 @@ def _keywords(**kw) -> str:
 
 
 def _cast(o: Op) -> list[str]:
+    if o.s.op == "type_as":
+        return [f"{o.out} = {o.x}.type_as({o.args[1]})"]
     if o.s.op == "to" or o.s.op == "bool":     # TorchScript has no Tensor.bool()
         return [f"{o.out} = {o.x}.to({_torch_dtype(o.d.get('dtype', 'bool'))})"]
     return [f"{o.out} = {o.x}.{o.s.op}()"]
@@ -402,7 +404,7 @@ EMITTERS = {
     "repeat_interleave": _repeat_interleave,
     "softmax": _softmax,
     "log_softmax": _softmax,
-    "to": _cast,
+    "to": _cast, "type_as": _cast,
     "scale": _scale,
     "mask": _mask,
     "contiguous": lambda o: [f"{o.out} = {o.x}.contiguous()"],

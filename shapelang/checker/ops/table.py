@@ -81,6 +81,9 @@ _ENTRIES = [
             kwargs=UNARY_KWARGS.get(name, ()), values=UNARY_KWARGS.get(name, ())) for name in UNARY],
     OpDef("to", "to DTYPE", "casts to a dtype: `to float`, `to bfloat16`, `to int` (see Dtypes)",
           values.cast, provenance="same", positional=("dtype",), values=('dtype',)),
+    OpDef("type_as", "type_as T", "casts to the dtype (and device) of the tensor T: "
+          "`cos -> type_as x` is HF's `cos.to(x.dtype)`, so a table built in float32 meets "
+          "bfloat16 activations in their dtype", values.cast, provenance="same", values=('dtype',)),
     *[OpDef(name, name, f"Tensor.{name}(): casts to {dtype}", values.cast, provenance="same")
       for name, dtype in CASTS.items()],
     OpDef("opaque", 'opaque "what" [S1, S2, ..]', "an operation shapelang does not model, kept with "
