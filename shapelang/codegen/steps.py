@@ -119,6 +119,8 @@ def _softmax(o: Op) -> list[str]:
     biases come between or before, the rows that are -inf throughout."""
     dtype = _keywords(dtype=_torch_dtype(o.d.get("dtype")) or None)
     line = f"{o.out} = {FUNCTIONAL}.{o.s.op}({o.x}, dim={o.axis(o.d['dim'])}{dtype})"
+    if o.d.get("dtype") == dtypes.DEFAULT == o.s.out.dtype and o.xt is not None and o.xt.dtype == dtypes.DEFAULT:
+        line += f".to({o.x}.dtype)"      # computed in float32, cast back (a no-op in float32)
     if o.s.op != "softmax":
         return [line]
     chain = _mask_chain(o)
