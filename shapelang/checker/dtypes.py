@@ -128,7 +128,7 @@ def _input_cast(dtype: str) -> tuple:
 _CAST_HELP = "cast it first, e.g. `(x -> to float)`"
 
 
-FLOATS = "a floating-point dtype such as float32, bfloat16, float16 or float64"
+FLOATS = "floating-point values (a dtype such as float32, bfloat16, float16 or float64)"
 
 
 def need_float(what: str, t, span, show_t=None, cast: str = "float", role: str = "the input") -> None:
