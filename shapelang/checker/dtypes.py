@@ -376,6 +376,15 @@ def _softmin(c, x, a, res):
     return _softmax(c, x, a, res)
 
 
+def _values_and_indices(c, x, a, res):
+    """topk: its values keep the input's dtype, its indices are int64; PyTorch refuses bool
+    values."""
+    if x.dtype == "bool":
+        raise refuse(f"`{a.op.name}` of a bool tensor {c.show(x)}: PyTorch's topk does not take bool "
+                     "values", a.op.span, "cast it first: `-> to int`", _input_cast("int"))
+    return [t.dtype for t in res.outputs]
+
+
 def _index(c, x, a, res):
     """argmax, argmin: int64 positions; PyTorch refuses bool values."""
     _no_bool(c, x, a, res)
@@ -406,6 +415,7 @@ RULES.update({"same": _same, "float_only": _float_only, "to_float": _to_float, "
               "bool": lambda c, x, a, r: ["bool"] * len(r.outputs), "index": _index, "sum": _sum,
               "accumulate": _accumulate, "softmin": _softmin, "rounding": _rounding, "fill": _fill,
               "like": _fill, "channel_norm": _channel_norm, "attention": _attention,
+              "values_and_indices": _values_and_indices,
               "learned": _learned, "power": _power})
 
 

@@ -163,7 +163,7 @@ _ENTRIES += [
           "other axes broadcast", indexing.take_along_dim, family="indexing", provenance="index"),
     OpDef("topk", "topk K A", "the K largest entries along axis A and their int indices (two tensors: "
           "`vals, idx: x -> topk K -1`); K may be a size, proved at most the axis", indexing.topk,
-          family="indexing", provenance="index"),
+          family="indexing", provenance="index", dtype="values_and_indices"),
     OpDef("one_hot", "one_hot V", "int class indices [..] give int [.., V]", indexing.one_hot,
           family="indexing", provenance="one_hot"),
     OpDef("index_add", "index_add A idx src [alpha=S]", "torch.index_add: adds the rows of src "
