@@ -37,16 +37,16 @@ OWN = {
     "logical_not": "x -> logical_not", "logical_and": "x -> logical_and (x < 1)",
     "outer": "x -> select 0 0 -> select 0 0 -> outer (w -> select 0 0 -> select 0 0)",
     "minimum": "x -> minimum w", "maximum": "x -> maximum w",
+    "meshgrid": "gy, gx: x -> select 0 0 -> select 0 0 -> meshgrid (w -> select 0 0 -> select 0 0)",
 }
 # operations with no tensor input: their dtype comes from their arguments
 NO_INPUT = {name: "makes a tensor from sizes and numbers; its dtypes: tests/test_ops_tables.py"
             for name in ("arange", "linspace", "zeros", "ones", "full", "eye")}
 SKIPPED = {**NO_INPUT,
-           "opaque": "stands for code shapelang cannot write: code generation refuses it",
-           "meshgrid": "takes vectors made by `arange` (int64); its float use is in tests/test_ops_grids.py"}
+           "opaque": "stands for code shapelang cannot write: code generation refuses it"}
 # the second tensor operand, for the mixed-dtype runs: `w` where the use repeats `x`
 MIXED = ("attention", "concat", "stack_tensors", "minimum", "maximum", "index_add", "scatter_add",
-         "cosine_similarity", "type_as", "scatter", "where", "outer")
+         "cosine_similarity", "type_as", "scatter", "where", "outer", "meshgrid")
 MIXED_USE = {"scatter": "y: x -> scatter -1 (ids -> unsqueeze -1) w",
              "where": "y: ids > 0 -> unsqueeze -1 -> where x w"}
 
