@@ -71,6 +71,7 @@ lam: lambda -> linear I -> view [B, S, I]
 kw: x -> linear in -> view [B, S, in] -> scale 1/sqrt(in)
 gm: x * gamma -> scale 0.5 -> scale sqrt(D) -> view [B, S, F * 0 + D]
 ty: ids -> to float -> half -> float -> double -> bfloat16 -> float -> long -> bool -> to int
+tyas: ids -> type_as x
 kwo: x -> layernorm eps=1e-12 elementwise_affine=false -> rmsnorm eps=1e-6 -> gelu approximate="tanh"
   -> softmax dim=-1 dtype=float32 -> var -1 correction=0
 mk: x -> mean 1 keepdim -> mask (ids -> bool -> unsqueeze -1)

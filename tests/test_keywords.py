@@ -30,7 +30,7 @@ USAGE = {
     "repeat_interleave": "x -> repeat_interleave 2 1", "rearrange": 'x -> rearrange "b s d -> b d s"',
     "contiguous": "x -> contiguous", "softmax": "x -> softmax -1", "log_softmax": "x -> log_softmax -1",
     "scale": "x -> scale 0.5", "mask": "x -> transpose 1 2 -> mask m", "dropout": "x -> dropout 0.1",
-    "to": "x -> to bfloat16", "layernorm": "x -> layernorm", "rmsnorm": "x -> rmsnorm",
+    "to": "x -> to bfloat16", "type_as": "ids -> type_as x", "layernorm": "x -> layernorm", "rmsnorm": "x -> rmsnorm",
     "sum": "x -> sum -1", "mean": "x -> mean -1", "var": "x -> var -1", "amax": "x -> amax -1",
     "select": "x -> select 1 0", "slice": "x -> slice 1 0 S", "linear": "x -> linear F",
     "embed": "ids -> embed V D", "concat": "x -> concat -1 x", "split": "x -> split D -1",

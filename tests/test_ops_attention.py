@@ -79,7 +79,7 @@ ERRORS = {
     "mask grows": ("q: [B, H, L, E]\nk: [B, H, S, E]\nv: [B, H, S, E]\nm: [G, B, H, L, S] bool",
                    "attention k v m", "E102", {"B": 1, "H": 2, "G": 2, "L": 3, "S": 4, "E": 8, "Ev": 6}),
     "int mask": ("q: [B, H, L, E]\nk: [B, H, S, E]\nv: [B, H, S, E]\nm: [L, S] int",
-                 "attention k v m", "E112", {"B": 1, "H": 2, "G": 1, "L": 3, "S": 4, "E": 8, "Ev": 6}),
+                 "attention k v m", "E120", {"B": 1, "H": 2, "G": 1, "L": 3, "S": 4, "E": 8, "Ev": 6}),
 }
 
 

@@ -96,7 +96,7 @@ ERRORS = [
     ("y: v -> conv2d D 3", "E110", lambda: nn.Conv2d(4, 6, 3)(torch.randn(4, 3))),
     ("y: x -> conv1d D 3 kernel_size=3", "E110", None),
     ("y: x -> conv1d D [3, 3]", "E110", None),
-    ("y: ids -> conv1d D 1", "E112", lambda: nn.Conv1d(4, 6, 1)(torch.ones(1, 4, 3, dtype=torch.long))),
+    ("y: ids -> conv1d D 1", "E120", lambda: nn.Conv1d(4, 6, 1)(torch.ones(1, 4, 3, dtype=torch.long))),
 ]
 
 

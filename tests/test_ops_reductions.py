@@ -62,7 +62,7 @@ def test_at_other_sizes_too():
 
 
 @pytest.mark.parametrize("line, needle", [
-    ("r: x -> std -1", "`std` needs floating-point values, but the input [B, S, D] = [2, 5, 6] holds int (int64) values"),
+    ("r: x -> std -1", "`std` needs floating-point values (a dtype such as float32, bfloat16, float16 or float64), but the input [B, S, D] = [2, 5, 6] holds int (int64) values"),
     ("r: x -> nanmean -1", "holds int (int64) values"),
     ("r: x -> logcumsumexp 1", "`logcumsumexp` needs floating-point values"),
 ])

@@ -133,13 +133,16 @@ def _input_cast(dtype: str) -> tuple:
 _CAST_HELP = "cast it first, e.g. `(x -> to float)`"
 
 
-def need_float(what: str, t, span, show_t=None, cast: str = "float") -> None:
+FLOATS = "floating-point values (a dtype such as float32, bfloat16, float16 or float64)"
+
+
+def need_float(what: str, t, span, show_t=None, cast: str = "float", role: str = "the input") -> None:
     """Refuse a tensor `t` that does not hold floats; `show_t`: its shape for the message,
     or a function that gives it (called only when refusing)."""
     if kind(t.dtype) != "float":
         show_t = show_t() if callable(show_t) else show_t
         shown = f" {show_t}" if show_t else ""
-        raise refuse(f"{what} needs floating-point values, but the input{shown} holds "
+        raise refuse(f"{what} needs {FLOATS}, but {role}{shown} {'hold' if role.endswith('s') else 'holds'} "
                      f"{show(t.dtype)} values", span,
                      f"PyTorch refuses {show(t.dtype)} here at every size; cast it first: `-> to {cast}`",
                      _input_cast(cast))
@@ -311,6 +314,32 @@ def _norm(c, x, a, res):
     return [x.dtype]
 
 
+def _attention(c, q, a, res):
+    """scaled_dot_product_attention: queries, keys and values of one floating-point dtype (any
+    of them); a mask is bool, float32 or the queries' dtype."""
+    k, v, *mask = a.tensors
+    for t, role in ((q, "the queries"), (k, "the keys"), (v, "the values")):
+        need_float("`attention`", t, a.op.span, c.show(t), role=role)
+    if not q.dtype == k.dtype == v.dtype:
+        odd, want = ("values", q.dtype) if q.dtype == k.dtype else ("keys", q.dtype) \
+            if q.dtype == v.dtype else ("queries", k.dtype)
+        raise refuse(f"`attention`: query, key and value must have the same dtype, but the queries "
+                     f"hold {show(q.dtype)}, the keys {show(k.dtype)} and the values {show(v.dtype)} "
+                     "values", a.op.span, f"cast the {odd} to {show(want)} where they are made: "
+                     f"`-> to {want}` (or the others to theirs)")
+    if mask and mask[0].dtype not in ("bool", DEFAULT, q.dtype):
+        raise refuse(f"the attention mask {c.show(mask[0])} holds {show(mask[0].dtype)} values; PyTorch "
+                     f"takes a bool mask (True: take part) or a float mask (added to the scores) of "
+                     f"float32 or the queries' dtype ({show(q.dtype)})", getattr(a, "mask_span", a.op.span),
+                     f"compare it to make a bool mask, or cast it: `-> to {q.dtype}`")
+    return [q.dtype]
+
+
+def _power(c, x, a, res):
+    """`pow E`: as `x ** E` (a float power of an int or bool tensor is float32)."""
+    return [binary("pow", x, scalar_dtype(res.detail["scalar"]), a.op.span)]
+
+
 def _embed(c, x, a, res):
     if x.dtype not in ("int", "int32"):
         raise refuse(f"`embed` looks up token ids, but {c.show(x)} holds {show(x.dtype)} values; "
@@ -355,6 +384,15 @@ def _softmin(c, x, a, res):
     return _softmax(c, x, a, res)
 
 
+def _values_and_indices(c, x, a, res):
+    """topk: its values keep the input's dtype, its indices are int64; PyTorch refuses bool
+    values."""
+    if x.dtype == "bool":
+        raise refuse(f"`{a.op.name}` of a bool tensor {c.show(x)}: PyTorch's topk does not take bool "
+                     "values", a.op.span, "cast it first: `-> to int`", _input_cast("int"))
+    return [t.dtype for t in res.outputs]
+
+
 def _index(c, x, a, res):
     """argmax, argmin: int64 positions; PyTorch refuses bool values."""
     _no_bool(c, x, a, res)
@@ -384,7 +422,9 @@ def _fill(c, x, a, res):
 RULES.update({"same": _same, "float_only": _float_only, "to_float": _to_float, "no_bool": _no_bool,
               "bool": lambda c, x, a, r: ["bool"] * len(r.outputs), "index": _index, "sum": _sum,
               "accumulate": _accumulate, "softmin": _softmin, "rounding": _rounding, "fill": _fill,
-              "like": _fill, "channel_norm": _channel_norm})
+              "like": _fill, "channel_norm": _channel_norm, "attention": _attention,
+              "values_and_indices": _values_and_indices,
+              "learned": _learned, "power": _power})
 
 
 def set_outputs(res, dts):

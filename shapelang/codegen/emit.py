@@ -19,7 +19,7 @@ from ..checker.ir import BlockIR, CheckedSpec, Step
 from ..checker.ops.table import moving
 from ..syntax import brackets
 from . import attention as attention_pattern
-from . import hoist, steps_layers, steps_more, steps_tables  # noqa: F401  (they register their emitters in EMITTERS)
+from . import hoist, precision, steps_layers, steps_more, steps_tables  # noqa: F401  (they register their emitters in EMITTERS)
 from .attrs import AttrTree
 from .layout import WIDTH, comment_line, comments_above, trailing_comment
 from .naming import CodegenError, Namer, _snake, _symbols_in, comment_text, py_str
@@ -71,6 +71,7 @@ class Emitter:
         self.order: list = []              # block units, children before parents
         self.uses_causal = False
         self.scope: Scope | None = None
+        self.follow: set = set()           # refs whose float values follow the module's dtype
 
     def top(self, label: str) -> Unit:
         """The unit of the whole spec, named `label`, and every block unit it uses."""
@@ -130,9 +131,9 @@ class Emitter:
                     {loc: sp.sympify(ir.size_args[loc]) for loc in size_rename.values()},
                     stacked=stacked)
         self.units[key] = unit
-        saved = (self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped)
+        saved = (self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped, self.follow)
         self._build(unit)
-        self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped = saved
+        self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped, self.follow = saved
         self.order.append(unit)
         return unit
 
@@ -153,6 +154,9 @@ class Emitter:
         for d in unit.params + unit.buffers:
             scope.refs[d.name] = "self." + attrs.claim(d.name)
             scope.types[d.name] = d.type
+        seeds = {ref: t for ref, t, anon in unit.inputs if not anon}
+        seeds.update((d.name, d.type) for d in unit.params + unit.buffers)
+        self.follow = precision.following(seeds, unit.bindings)
         # which values are used later (the rest are returned, or dead in a block)
         self.uses = uses = {}
         self.producers = {s.ref: s for b in unit.bindings for s in b.steps}
@@ -449,10 +453,10 @@ class Emitter:
             lines.append(f"{name} = ~({' | '.join(hides)})")
             return name
         if not hides and len(a.biases) == 1 and not a.biases[0][1]:
-            return refs.get(a.biases[0][0], a.biases[0][0])
+            return self._as_activation(a.biases[0][0], q)
         terms = []
         for ref, scaled in a.biases:
-            b = refs.get(ref, ref)
+            b = self._as_activation(ref, q)
             if scaled:
                 b = f"{b} * {self.sizes.local(unit, a.factor, real=True, operand=True)}"
             terms.append(b)
@@ -461,11 +465,23 @@ class Emitter:
             lines.append(f'{name} = {name}.masked_fill({" | ".join(hides)}, float("-inf"))')
         return name
 
+    def _as_activation(self, ref: str, like: str) -> str:
+        """`ref` as an expression, cast to the dtype of `like` when it is a float32 table."""
+        expr = self.scope.refs.get(ref, ref)
+        t = self.scope.types.get(ref)
+        if t is not None and t.dtype == dtypes.DEFAULT and ref not in self.follow:
+            return f"{expr}.to({like}.dtype)"
+        return expr
+
     def _step(self, unit: Unit, s: Step, out: str, attr: str | None) -> list[str]:
         emitter = EMITTERS.get(s.op)
         if emitter is None:
             raise CodegenError(f"codegen does not know the operation `{s.op}`")
         args = [self.scope.refs.get(r, r) for r in s.inputs]
+        for k, lead in precision.meeting_casts(s, self.follow, self.scope.types).items():
+            args[k] = f"{args[k]}.to({args[lead]}.dtype)"     # a float32 table meets activations
+        if attr and precision.fixed_input_of_layer(s, self.follow, self.scope.types):
+            args[0] = f"{args[0]}.to(self.{attr}.weight.dtype)"
         xt = self.scope.types.get(s.inputs[0]) if s.inputs else None
         try:
             return emitter(Op(self, unit, s, s.detail, out, attr, args, args[0] if args else "", xt,

@@ -119,6 +119,8 @@ def _softmax(o: Op) -> list[str]:
     biases come between or before, the rows that are -inf throughout."""
     dtype = _keywords(dtype=_torch_dtype(o.d.get("dtype")) or None)
     line = f"{o.out} = {FUNCTIONAL}.{o.s.op}({o.x}, dim={o.axis(o.d['dim'])}{dtype})"
+    if o.d.get("dtype") == dtypes.DEFAULT == o.s.out.dtype and o.xt is not None and o.xt.dtype == dtypes.DEFAULT:
+        line += f".to({o.x}.dtype)"      # computed in float32, cast back (a no-op in float32)
     if o.s.op != "softmax":
         return [line]
     chain = _mask_chain(o)
@@ -173,6 +175,8 @@ def _keywords(**kw) -> str:
 
 
 def _cast(o: Op) -> list[str]:
+    if o.s.op == "type_as":
+        return [f"{o.out} = {o.x}.type_as({o.args[1]})"]
     if o.s.op == "to" or o.s.op == "bool":     # TorchScript has no Tensor.bool()
         return [f"{o.out} = {o.x}.to({_torch_dtype(o.d.get('dtype', 'bool'))})"]
     return [f"{o.out} = {o.x}.{o.s.op}()"]
@@ -402,7 +406,7 @@ EMITTERS = {
     "repeat_interleave": _repeat_interleave,
     "softmax": _softmax,
     "log_softmax": _softmax,
-    "to": _cast,
+    "to": _cast, "type_as": _cast,
     "scale": _scale,
     "mask": _mask,
     "contiguous": lambda o: [f"{o.out} = {o.x}.contiguous()"],

@@ -4,6 +4,7 @@ indexing. Registered into shapelang.codegen.steps.EMITTERS when this module is i
 (shapelang.codegen.emit imports it)."""
 from __future__ import annotations
 
+from ..checker import dtypes
 from ..checker.ops import pooling
 from .steps import CHAIN_SUFFIX, EMITTERS, FUNCTIONAL, MODULE_OPS, Op
 
@@ -15,7 +16,7 @@ def _attention(o: Op) -> list[str]:
     if d.get("mask"):
         mask = o.args[3]
         mt = o.em.scope.types.get(o.s.inputs[3])
-        if mt is not None and mt.dtype not in ("bool", "float"):
+        if mt is not None and mt.dtype != "bool" and dtypes.kind(mt.dtype) != "float":
             mask = f"{mask} != 0"
         args.append(f"attn_mask={mask}")
     if d.get("dropout"):
@@ -60,6 +61,8 @@ def _conv(o: Op) -> list[str]:
         args.append(f"groups={o.cfg(d['groups'])}")
     if not d["bias"]:
         args.append("bias=False")
+    if d.get("dtype"):
+        args.append(f"dtype=torch.{dtypes.torch_name(d['dtype'])}")
     o.unit.init.append(f"self.{o.attr} = {cls}({', '.join(args)})")
     return [f"{o.out} = self.{o.attr}({o.x})"]
 

@@ -41,9 +41,6 @@ def attention(c, x, a):
         if t.rank < 2:
             raise a.fail(f"`attention` needs the {what} with at least 2 dims (positions and "
                          f"features), got {c.show(t)}")
-        if t.dtype != "float":
-            raise ShapeError("E112", f"`attention` needs float {what}, but {c.show(t)} holds "
-                             f"{t.dtype} values", span=a.op.span)
     span = a.op.span
     L, E, S, Ev = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
     c.need_equal(E, k.shape[-1], code="E101", span=span,
@@ -74,10 +71,8 @@ def attention(c, x, a):
             raise a.fail("give either a mask or `is_causal=true`, not both (PyTorch documents an "
                          "error for both); put the causal part into the mask", span=mask_node.span)
         m = c.tensor(mask_node)
-        if m.dtype == "int":
-            raise ShapeError("E112", f"the attention mask {c.show(m)} holds int values; PyTorch takes "
-                             "a bool mask (True: take part) or a float mask (added to the scores)",
-                             span=mask_node.span)
+        a.tensors.append(m)      # its dtype is checked with the others' (dtypes.attention)
+        a.mask_span = mask_node.span
         if m.rank > len(scores):
             raise ShapeError("E102", f"the mask {c.show(m)} has more dims than the scores "
                              f"{c.show_shape(scores)}", span=mask_node.span)

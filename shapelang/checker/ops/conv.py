@@ -3,21 +3,22 @@
 `x -> conv2d OUT K stride=S padding=P dilation=D groups=G bias=false` on [B, C, H, W]
 (or [C, H, W]) gives [B, OUT, H', W'] with, per spatial axis,
 H' = floor((H + 2P - D(K - 1) - 1) / S) + 1. K, S, P, D are sizes or pairs `[KH, KW]`;
-`padding="same"` keeps the size (stride 1 only) and `padding="valid"` is 0. The
+`padding="same"` keeps the size (stride 1 only) and `padding="valid"` is 0; `dtype=` is
+the weights' dtype (float32 by default), which the input must have, as for `linear`. The
 division is exact when the checker can prove it; otherwise the size is the floor, with
 the assumption that makes it exact suggested (W202).
 """
 from __future__ import annotations
 
-from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit, Str
+from .. import dtypes
 from ..layout import fresh
 from ..lazysympy import sympy as sp
 from .args import Result, prod
 from .attention import known_keywords
 from .rounding import floor_div
 
-KEYWORDS = ("stride", "padding", "dilation", "groups", "bias")
+KEYWORDS = ("stride", "padding", "dilation", "groups", "bias", "dtype")
 
 
 def sizes_arg(c, a, node, n: int, what: str, *, allow_zero: bool = False) -> tuple:
@@ -45,9 +46,6 @@ def conv(c, x, a):
     if x.rank not in (n + 1, n + 2):
         layout = "[B, C, L]" if n == 1 else "[B, C, H, W]"
         raise a.fail(f"`{a.op.name}` takes {layout} (or without the batch axis), got {c.show(x)}")
-    if x.dtype != "float":
-        raise ShapeError("E112", f"`{a.op.name}` needs float values, but {c.show(x)} holds {x.dtype} "
-                         "values", span=a.op.span)
     batched = x.rank == n + 2
     chan_axis = 1 if batched else 0
     c_in = x.shape[chan_axis]
@@ -60,6 +58,8 @@ def conv(c, x, a):
     dilation = sizes_arg(c, a, kw["dilation"].value, n, "dilation") if "dilation" in kw else (sp.S.One,) * n
     groups = c.dim(kw["groups"].value) if "groups" in kw else sp.S.One
     bias = a.kw_bool("bias", True)
+    k = a.kw.get("dtype")
+    dtype = dtypes.from_node(k.value, "`dtype=`") if k is not None else None
     same = False
     padding = (sp.S.Zero,) * n
     if "padding" in kw:
@@ -96,4 +96,4 @@ def conv(c, x, a):
                   flops=prod(shape) * per_out,
                   detail={"in": c_in, "out": c_out, "kernel": kernel, "stride": stride,
                           "padding": "same" if same else padding, "dilation": dilation,
-                          "groups": groups, "bias": bias, "spatial": n})
+                          "groups": groups, "bias": bias, "spatial": n, "dtype": dtype})

@@ -82,6 +82,9 @@ _ENTRIES = [
             kwargs=UNARY_KWARGS.get(name, ()), values=UNARY_KWARGS.get(name, ())) for name in UNARY],
     OpDef("to", "to DTYPE", "casts to a dtype: `to float`, `to bfloat16`, `to int` (see Dtypes)",
           values.cast, provenance="same", positional=("dtype",), values=('dtype',)),
+    OpDef("type_as", "type_as T", "casts to the dtype (and device) of the tensor T: "
+          "`cos -> type_as x` is HF's `cos.to(x.dtype)`, so a table built in float32 meets "
+          "bfloat16 activations in their dtype", values.cast, provenance="same", values=('dtype',)),
     *[OpDef(name, name, f"Tensor.{name}(): casts to {dtype}", values.cast, provenance="same")
       for name, dtype in CASTS.items()],
     OpDef("opaque", 'opaque "what" [S1, S2, ..]', "an operation shapelang does not model, kept with "
@@ -143,16 +146,16 @@ _ENTRIES += [
           "PyTorch's: `attn_mask=M` (bool: True takes part), `is_causal=true`, `scale=S`, "
           "`enable_gqa=true`, `dropout_p=P`", attention.attention,
           flops="batch × L × S × (E + Ev)", family="combine", provenance="attention",
-          kwargs=("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")),
+          kwargs=("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"), dtype="attention"),
     OpDef("conv1d", "conv1d OUT K", "nn.Conv1d on [B, C, L] (or [C, L]): [B, OUT, L'] with L' = "
           "floor((L + 2p - d(K - 1) - 1) / s) + 1; keywords `stride=`, `padding=` (a size, "
-          '`"same"`, `"valid"`), `dilation=`, `groups=`, `bias=false`; OUT*C/groups*K (+ OUT) parameters',
+          '`"same"`, `"valid"`), `dilation=`, `groups=`, `bias=false`, `dtype=` of the weights (float32 by default); OUT*C/groups*K (+ OUT) parameters',
           conv.conv, flops="out elements × C/groups × K", family="combine", provenance="conv",
-          kwargs=("stride", "padding", "dilation", "groups", "bias")),
+          kwargs=("stride", "padding", "dilation", "groups", "bias", "dtype"), dtype="learned"),
     OpDef("conv2d", "conv2d OUT K", "nn.Conv2d on [B, C, H, W]: K, `stride=`, `padding=`, "
           "`dilation=` are sizes or pairs `[KH, KW]`; each spatial size as for `conv1d`",
           conv.conv, flops="out elements × C/groups × KH × KW", family="combine", provenance="conv",
-          kwargs=("stride", "padding", "dilation", "groups", "bias")),
+          kwargs=("stride", "padding", "dilation", "groups", "bias", "dtype"), dtype="learned"),
     OpDef("index_select", "index_select A idx", "the entries of axis A at the int indices idx [N]: "
           "axis A becomes N", indexing.index_select, family="indexing", provenance="index"),
     OpDef("gather", "gather A idx", "torch.gather: int indices with the input's rank (no dim larger than "
@@ -161,7 +164,7 @@ _ENTRIES += [
           "other axes broadcast", indexing.take_along_dim, family="indexing", provenance="index"),
     OpDef("topk", "topk K A", "the K largest entries along axis A and their int indices (two tensors: "
           "`vals, idx: x -> topk K -1`); K may be a size, proved at most the axis", indexing.topk,
-          family="indexing", provenance="index"),
+          family="indexing", provenance="index", dtype="values_and_indices"),
     OpDef("one_hot", "one_hot V", "int class indices [..] give int [.., V]", indexing.one_hot,
           family="indexing", provenance="one_hot"),
     OpDef("index_add", "index_add A idx src [alpha=S]", "torch.index_add: adds the rows of src "
@@ -204,10 +207,12 @@ _ENTRIES += [
           provenance="same"),
     OpDef("tril", "tril [K]", "keeps the lower triangle of the last two axes, up to diagonal K",
           tables.triangle, family="tables", provenance="same"),
-    OpDef("sin", "sin", "elementwise sine (float)", tables.trig, family="tables", provenance="same"),
-    OpDef("cos", "cos", "elementwise cosine (float)", tables.trig, family="tables", provenance="same"),
+    OpDef("sin", "sin", "elementwise sine (a float dtype keeps its dtype; int and bool give float32)",
+          tables.trig, family="tables", provenance="same", dtype="to_float"),
+    OpDef("cos", "cos", "elementwise cosine (as `sin`)", tables.trig, family="tables",
+          provenance="same", dtype="to_float"),
     OpDef("pow", "pow E", "raises each element to the scalar power E (the same as `** E`)",
-          tables.power, family="tables"),
+          tables.power, family="tables", dtype="power"),
     OpDef("meshgrid", "meshgrid(A, B, ..) | meshgrid B ..", "torch.meshgrid(.., indexing=\"ij\"): vectors "
           "[N1], [N2], .. give as many tensors of [N1, N2, ..], the k-th varying along axis k (bound to "
           "several names: `gy, gx: meshgrid(ys, xs)`)", tables.meshgrid, family="tables",

@@ -19,14 +19,6 @@ from .combine import broadcast
 from .rounding import floor_div
 
 COMPARISONS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
-_ORDER = ("bool", "int", "float")
-
-
-def promote(*dtypes) -> str:
-    """The dtype of a result of operands of these dtypes (bool < int < float)."""
-    return max(dtypes, key=lambda d: _ORDER.index(d) if d in _ORDER else len(_ORDER))
-
-
 def scalar_dtype(value) -> str:
     """A fill value's dtype: `true` is bool; a whole number or a size (`S - 2`, a Python int
     in PyTorch code) is int; anything else float."""
@@ -186,12 +178,8 @@ def _where(c, cond, values, nodes, span):
     shape = broadcast(c, [t.shape] + [v[0].shape for v in tensors],
                       ["the condition"] + [f"value {k + 1}" for k, v in enumerate(values) if isinstance(v, tuple)],
                       span)
-    if tensors:
-        dtype = promote(*[v[0].dtype for v in tensors])
-        if any(not isinstance(v, tuple) and scalar_dtype(v) == "float" for v in values):
-            dtype = promote(dtype, "float")
-    else:
-        dtype = promote(*[scalar_dtype(v) for v in values])
+    dtype = dtypes.result_type([(v[0].dtype, _level(v[0])) if isinstance(v, tuple) else (scalar_dtype(v), 2)
+                                for v in values])        # torch.result_type of the two values
     detail = {"values": tuple(None if isinstance(v, tuple) else v for v in values)}
     return "where", [ref] + [v[1] for v in tensors], Result((fresh(shape, dtype),), detail=detail)
 
@@ -200,7 +188,7 @@ def _outer(c, a, b, span):
     if a.rank != 1 or b.rank != 1:
         raise ShapeError("E110", f"`outer` takes two vectors (1-d), got {c.show(a)} and {c.show(b)}",
                          span=span, help="make them 1-d first, or use `a -> unsqueeze -1` times b")
-    return Result((fresh((a.shape[0], b.shape[0]), promote(a.dtype, b.dtype)),),
+    return Result((fresh((a.shape[0], b.shape[0]), dtypes.promote(a.dtype, b.dtype)),),
                   flops=a.shape[0] * b.shape[0])
 
 
@@ -352,14 +340,13 @@ def triangle(c, x, a):
 
 def trig(c, x, a):
     a.count(0, usage=a.op.name)
-    return Result((fresh(x.shape, "float" if x.dtype != "float" else x.dtype),))
+    return Result((fresh(x.shape, x.dtype),))     # its dtype: the entry's rule (to_float)
 
 
 def power(c, x, a):
     a.count(1, usage="pow 2")
     e = c.scalar(a.pos[0])
-    dtype = x.dtype if x.dtype == "float" or scalar_dtype(e) == "int" else "float"
-    return Result((fresh(x.shape, dtype),), detail={"scalar": e, "scalar_left": False})
+    return Result((fresh(x.shape, x.dtype),), detail={"scalar": e, "scalar_left": False})
 
 
 # ------------------------------------------------------------------ rounding

@@ -27,10 +27,14 @@ def softmax(c, x, a):
 
 
 def cast(c, x, a):
-    """`to bfloat16`, `float`: a new tensor of that dtype (the same one when it already is)."""
+    """`to bfloat16`, `float`, `type_as x` (x's dtype): a new tensor of that dtype (the same one
+    when it already is)."""
     if a.op.name == "to":
         a.count(1, usage="to float")
         dtype = dtypes.from_node(a.pos[0], "`to`")
+    elif a.op.name == "type_as":
+        a.count(1, usage="type_as x")
+        dtype = a.tensor_at(0).dtype
     else:
         a.count(0, usage=a.op.name)
         dtype = dtypes.canonical(CASTS[a.op.name])
