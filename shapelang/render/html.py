@@ -55,8 +55,10 @@ def _n(spec, e) -> str:
 class _Page:
     """Builds the walk-through of one checked spec."""
 
-    def __init__(self, spec: CheckedSpec, lines: tuple | None = None):
+    def __init__(self, spec: CheckedSpec, lines: tuple | None = None, lazy: bool = False):
         self.spec = spec
+        self.lazy = lazy        # blocks drawn only when opened (block_body), for a live page
+        self.deferred: list = []
         self.lines = lines      # (first, last): draw only what is written on these lines
         self.colours = Colours()
         self.types: dict = {}
@@ -135,7 +137,7 @@ class _Page:
                               + (f", output {k + 1}" if len(s.outputs) > 1 else ""),
                               step_svg(spec, s.op, ins, out, tps[k] if k < len(tps) else None,
                                        self.colours, gone, cut, t.dtype, s.detail), s.ref)
-            named = [f"{a.tag}: {a.size}" for a in out if a.tag] + [f"{a.tag}: {a.size}" for a in gone]
+            named = [f"{a.tag}: {pretty(a.size)}" for a in out + gone if a.tag]
             label = f"output {k + 1}: " if len(s.outputs) > 1 else ""
             blocks.append(f'<div class="shape">{escape(label)}{escape(_shape(t.shape, self.spec))}'
                           f'{escape(dtypes.suffix(t.dtype))}</div>'
@@ -185,17 +187,29 @@ class _Page:
                          + [f"{k} = {_n(spec, v)}" for k, v in ir.size_args.items()])
         count = call.detail.get("count")
         times = f" × {dimlib.show(count, notation(self.spec))}" if count is not None else ""
+        head = (f'<summary>block {escape(ir.name)}({escape(args)}){escape(times)} <span class="nums">params '
+                f'per instance {escape(_n(spec, ir.total_params) or "0")}</span></summary>')
+        if self.lazy:       # drawn when the reader opens it (block_body)
+            self.deferred.append(ir)
+            return (f'<details class="block" data-block="{escape(ir.name)}" '
+                    f'data-lazy="{len(self.deferred) - 1}">{head}<div class="nums">drawing…</div></details>')
+        return f'<details class="block" data-block="{escape(ir.name)}">{head}{self.block_body(ir)}</details>'
+
+    def block_body(self, ir) -> str:
+        """The declarations and bindings of a block instance, in line order."""
         self.remember(ir.inputs + ir.params + ir.buffers, ir.bindings)
         items = [(d.span.line, self.decl(d)) for d in ir.params + ir.buffers]
         items += [(b.span.line, self.binding(b, in_block=True)) for b in ir.bindings]
         items.sort(key=lambda t: t[0])
-        return (f'<details class="block" data-block="{escape(ir.name)}"><summary>block '
-                f'{escape(ir.name)}({escape(args)}){escape(times)} <span class="nums">params per '
-                f'instance {escape(_n(spec, ir.total_params) or "0")}</span></summary>'
-                + "".join(html for _, html in items) + "</details>")
+        return "".join(html for _, html in items)
 
     # -------------------------------------------------------------- whole
     def body(self) -> str:
+        return "".join(self.items())
+
+    def items(self) -> list[str]:
+        """The page's top-level pieces in order: declarations, bindings and the diagnostics
+        between them (each piece whole HTML, so a client can keep the ones that did not change)."""
         spec = self.spec
         self.remember(spec.decls, spec.bindings)
         items = [(d.span.line, self.decl(d)) for d in spec.decls]
@@ -208,7 +222,7 @@ class _Page:
             html.append(self.diagnostics_before(line))
             html.append(item)
         html.append(self.diagnostics_before(None))
-        return "".join(html)
+        return [h for h in html if h]
 
     def diagnostics_before(self, line) -> str:
         out = []
@@ -256,6 +270,15 @@ def trace_fragment(spec: CheckedSpec, title: str | None = None, lines: tuple | N
     body = page.body()
     return (f'<div class="shapelang-trace"><style>{CSS}</style>'
             + page.header(title or f"trace of {spec.path}") + page.legend() + body + "</div>")
+
+
+def trace_live(spec: CheckedSpec, title: str):
+    """For a live page (`serve`): the page object (keep it to draw a block when it is opened,
+    `page.block_body(page.deferred[k])`), the head (title, facts, legend) and the top-level
+    pieces. Together they are `trace_fragment`, with each block left to draw on opening."""
+    page = _Page(spec, lazy=True)
+    items = page.items()
+    return page, page.header(title) + page.legend(), items
 
 
 def trace_html(spec: CheckedSpec) -> str:

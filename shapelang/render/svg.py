@@ -128,6 +128,34 @@ def _regrouped(op, first, a):
     return "new", None
 
 
+def _groups(first: list[Axis], out: list[Axis]) -> dict | None:
+    """For a view: which output axes come from splitting one input axis and which from merging
+    several, matched by their sizes as PyTorch's view matches them (runs of axes whose products
+    agree, size-1 axes on their own); None where a size is unknown. Output index -> tag."""
+    a = [x.ex for x in first if x.ex != 1]
+    b = [(k, x.ex) for k, x in enumerate(out) if x.ex != 1]
+    if any(not isinstance(v, int) for v in a) or any(not isinstance(v, int) for _, v in b):
+        return None
+    tags, i, j = {}, 0, 0
+    while i < len(a) and j < len(b):
+        pa, pb, si, sj = a[i], b[j][1], i, j
+        while pa != pb:
+            if pa < pb and i + 1 < len(a):
+                i += 1
+                pa *= a[i]
+            elif pb < pa and j + 1 < len(b):
+                j += 1
+                pb *= b[j][1]
+            else:
+                return None
+        if j > sj:          # one input axis (or a run) became several output axes
+            tags.update({b[k][0]: "split" if i == si else "regrouped" for k in range(sj, j + 1)})
+        elif i > si:
+            tags[b[j][0]] = "merged"
+        i, j = i + 1, j + 1
+    return tags
+
+
 def changes(op: str, ins: list[list[Axis]], out: list[Axis]) -> tuple[list, list, Axis | None]:
     """Tag the output axes the step changes; return (out, gone axes, the axis that was cut)."""
     first = ins[0] if ins else []
@@ -142,6 +170,13 @@ def changes(op: str, ins: list[list[Axis]], out: list[Axis]) -> tuple[list, list
                 continue
             a.tag, src = _regrouped(op, first, a)
             cut = cut or src
+        if op in CUT_OPS and any(a.tag == "new" and a.ex != 1 for a in out):
+            # the provenance lost the thread (sizes bound at a block call): a view moves no
+            # element, so an axis it makes is a piece or a merge of the input's, never new
+            by_size = _groups(first, out) or {}
+            for k, a in enumerate(out):
+                if a.tag == "new" and k in by_size:
+                    a.tag = by_size[k]
     elif op in ("add", "sub", "mul", "div", "mask", "where") or op.startswith("binary"):
         for axes in ins:
             shift = len(out) - len(axes)

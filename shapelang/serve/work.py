@@ -9,11 +9,14 @@ text it is given: it only reaches the parser, the checker and the grader.
 """
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import os
 
 from ..api import check, render_check
-from ..render.html import trace_fragment
+from ..render.html import trace_live
+from ..render.style import CSS
 from ..render.json import diagnostic_json
 from ..render.text import diagnostic_text
 from ..syntax.limits import MAX_BYTES, MAX_LINE_CHARS, MAX_LINES
@@ -63,6 +66,9 @@ class Work:
     def __init__(self, path: str | None = None, exercise: str | None = None,
                  solution: str | None = None):
         self.grader = None
+        self.spec = None        # the last check's result, which the picture and blocks are drawn from
+        self.version = 0
+        self.page = None
         self.parts: list[dict] = []
         self.title = None
         if exercise is not None:
@@ -101,7 +107,10 @@ class Work:
 
     def info(self) -> dict:
         """What the page starts from (for an exercise: its own text, never the solution's)."""
+        from ..checker.ops import TABLE
+
         out = {"mode": "exercise" if self.grader else "spec", "path": self.path,
+               "operations": sorted(TABLE),
                "title": self.title or f"shapelang: {os.path.basename(self.path)}",
                "limits": {"max_bytes": MAX_BYTES, "max_lines": MAX_LINES,
                           "max_line_chars": MAX_LINE_CHARS}}
@@ -119,6 +128,10 @@ class Work:
     def answer(self, kind: str, data: bytes) -> dict:
         if kind == "check":
             return self.check(data)
+        if kind == "picture":
+            return self.picture(data)
+        if kind == "block":
+            return self.block(data)
         if kind == "grade" and self.grader is not None:
             return self.grade(data)
         raise ValueError(f"unknown request {kind!r}")
@@ -126,12 +139,55 @@ class Work:
     def check(self, data: bytes) -> dict:
         text = read_as_file(data)
         spec = check(text, self.path)
-        return {"ok": spec.ok, "text": render_check(spec),
+        self.spec, self.page = spec, None
+        self.version += 1
+        from ..checker.explanations import text as explanation
+        from ..syntax.diagnostics import CODES
+
+        return {"ok": spec.ok, "text": render_check(spec), "version": self.version,
+                "explanations": {d.code: explanation(d.code, CODES[d.code])
+                                 for d in spec.diagnostics if d.code in CODES},
                 "errors": len(spec.errors()), "warnings": len(spec.diagnostics) - len(spec.errors()),
                 "diagnostics": [dict(diagnostic_json(d), rendered=diagnostic_text(d, spec.path, spec.source))
                                 for d in spec.diagnostics],
-                "bindings": [", ".join(b.names) for b in spec.bindings],
-                "picture": trace_fragment(spec, f"trace of {os.path.basename(self.path)}")}
+                "bindings": [", ".join(b.names) for b in spec.bindings]}
+
+    def _asked(self, data: bytes) -> dict | None:
+        """A picture or block request: JSON naming the check it belongs to; None when that
+        check is not the last one (the page asks again after the newer check)."""
+        try:
+            req = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise ValueError("the request is not JSON") from None
+        if not isinstance(req, dict) or req.get("version") != self.version or self.spec is None:
+            return None
+        return req
+
+    def picture(self, data: bytes) -> dict:
+        """The trace picture of the last check, sent after its diagnostics. Each top-level piece
+        comes with a key (a hash of its HTML); a piece the page says it holds (`have`) comes as
+        its key alone, so an answer carries only what changed. Blocks are drawn when opened."""
+        req = self._asked(data)
+        if req is None:
+            return {"stale": True}
+        have = set(k for k in req.get("have", ()) if isinstance(k, str))
+        self.page, head, items = trace_live(self.spec, f"trace of {os.path.basename(self.path)}")
+        pieces = [("style", CSS), ("head", head)] + [(None, h) for h in items]
+        out = []
+        for name, html in pieces:
+            key = (name or "item") + ":" + hashlib.sha1(html.encode("utf-8")).hexdigest()[:16]
+            out.append([key, None if key in have else html])
+        return {"version": self.version, "pieces": out}
+
+    def block(self, data: bytes) -> dict:
+        """One block of the last picture, drawn now that the page opened it."""
+        req = self._asked(data)
+        if req is None or self.page is None:
+            return {"stale": True}
+        k = req.get("block")
+        if not isinstance(k, int) or not 0 <= k < len(self.page.deferred):
+            raise ValueError("no such block in the picture")
+        return {"version": self.version, "block": k, "html": self.page.block_body(self.page.deferred[k])}
 
     def grade(self, data: bytes) -> dict:
         from ..teaching.results import result_json, text_report

@@ -6,7 +6,8 @@
 const DEBOUNCE_MS = 250;
 const HEADERS = {'Content-Type': 'text/plain; charset=utf-8', 'X-Shapelang': '1'};
 
-const state = {info: null, editors: [], timer: null, inflight: false, dirty: false, checks: 0};
+const state = {info: null, editors: [], timer: null, inflight: false, dirty: false, checks: 0,
+               version: 0, pieces: new Map(), explanations: new Map(), scrolledTo: null};
 
 function $(id) { return document.getElementById(id); }
 
@@ -50,51 +51,276 @@ async function request(path, text) {
   return body;
 }
 
+
+// ------------------------------------------------------------------ syntax colours
+// The VS Code extension's TextMate grammar, read by a small interpreter of its rules: `match`
+// with `captures`, `begin`/`end` regions with their own patterns, `include` of the grammar's
+// repository. A rule JavaScript cannot compile is left out (that text stays plain).
+
+const grammar = {rules: null};
+
+function compileRules(patterns, repo, seen) {
+  const out = [];
+  for (const p of patterns || []) {
+    if (p.include) {
+      const name = p.include.startsWith('#') ? p.include.slice(1) : null;
+      if (name && repo[name] && !seen.has(name)) {
+        seen.add(name);
+        const r = repo[name];
+        out.push(...compileRules(r.patterns ? r.patterns : [r], repo, seen));
+        seen.delete(name);
+      }
+      continue;
+    }
+    try {
+      if (p.match) {
+        out.push({re: new RegExp(p.match, 'dgy'), name: p.name, captures: p.captures});
+      } else if (p.begin) {
+        const rule = {re: new RegExp(p.begin, 'dgy'), name: p.name, captures: p.beginCaptures || p.captures,
+                      end: p.end, endCaptures: p.endCaptures || p.captures, patterns: null, src: p.patterns};
+        out.push(rule);
+      }
+    } catch (e) { /* an Oniguruma-only construct: leave the rule out */ }
+  }
+  return out;
+}
+
+function scopeClass(scope) {
+  if (!scope) return null;
+  for (const [prefix, cls] of [['comment', 'tk-comment'], ['keyword', 'tk-keyword'], ['entity.name.type', 'tk-dim'],
+                               ['entity.name', 'tk-name'], ['support.function', 'tk-op'], ['constant', 'tk-number'],
+                               ['string', 'tk-string'], ['variable.other.hole', 'tk-hole'], ['storage', 'tk-keyword'],
+                               ['keyword.operator', 'tk-operator'], ['variable', 'tk-name']]) {
+    if (scope.startsWith(prefix)) return cls;
+  }
+  return null;
+}
+
+async function loadGrammar() {
+  try {
+    const g = await (await fetch('/shapelang.tmLanguage.json', {cache: 'no-store'})).json();
+    grammar.repo = g.repository || {};
+    grammar.rules = compileRules(g.patterns, grammar.repo, new Set());
+  } catch (e) { grammar.rules = []; }
+}
+
+function innerRules(rule) {
+  if (rule.patterns === null) rule.patterns = compileRules(rule.src, grammar.repo, new Set());
+  return rule.patterns;
+}
+
+// One line as [text, class] pieces; `stack` holds the open begin/end regions (carried to the next line).
+function tokenizeLine(line, stack) {
+  const pieces = [];
+  let at = 0;
+  const push = (from, to, cls) => { if (to > from) pieces.push([line.slice(from, to), cls]); };
+  const capturePieces = (m, caps, whole) => {
+    let pos = m.index;
+    const end = m.index + m[0].length;
+    if (caps && m.indices) {
+      const idx = Object.keys(caps).map(Number).filter((k) => k > 0 && m.indices[k]).sort((a, b) => a - b);
+      for (const k of idx) {
+        const [a, b] = m.indices[k];
+        if (a < pos) continue;
+        push(pos, a, whole);
+        push(a, b, scopeClass(caps[k].name) || whole);
+        pos = b;
+      }
+      if (caps[0]) whole = scopeClass(caps[0].name) || whole;
+    }
+    push(pos, end, whole);
+  };
+  let guard = 0;
+  while (at <= line.length && guard++ < 4 * line.length + 8) {
+    const top = stack[stack.length - 1];
+    const rules = top ? innerRules(top.rule) : grammar.rules;
+    let best = null;
+    let bestRule = null;
+    for (const r of rules) {
+      for (let k = at; k <= line.length; k++) {
+        if (best && k >= best.index) break;
+        r.re.lastIndex = k;
+        const m = r.re.exec(line);
+        if (m) { if (!best || m.index < best.index) { best = m; bestRule = r; } break; }
+      }
+    }
+    let endMatch = null;
+    if (top) {
+      const re = top.endRe;
+      for (let k = at; k <= line.length; k++) {
+        re.lastIndex = k;
+        const m = re.exec(line);
+        if (m) { endMatch = m; break; }
+      }
+    }
+    const cls = top ? scopeClass(top.rule.name) : null;
+    if (endMatch && (!best || endMatch.index <= best.index)) {
+      push(at, endMatch.index, cls);
+      capturePieces(endMatch, top.rule.endCaptures, cls);
+      at = endMatch.index + endMatch[0].length;
+      stack.pop();
+      if (endMatch[0].length === 0 && at >= line.length) break;
+      continue;
+    }
+    if (!best) { push(at, line.length, cls); break; }
+    push(at, best.index, cls);
+    const whole = scopeClass(bestRule.name) || cls;
+    capturePieces(best, bestRule.captures, whole);
+    at = best.index + best[0].length;
+    if (bestRule.end !== undefined) {
+      let endRe;
+      try { endRe = new RegExp(bestRule.end, 'dgy'); } catch (e) { endRe = /$/dgy; }
+      stack.push({rule: bestRule, endRe});
+    }
+    if (best[0].length === 0) {
+      if (bestRule.end === undefined) { push(at, at + 1, cls); at += 1; }
+    }
+    if (at >= line.length && !stack.length) break;
+  }
+  // regions that end at the end of a line (`$`) close here
+  while (stack.length && /\$|\(\?=#\)/.test(stack[stack.length - 1].rule.end || '')) stack.pop();
+  return pieces;
+}
+
+function highlight(pre, text) {
+  const frag = document.createDocumentFragment();
+  const stack = [];
+  text.split('\n').forEach((line) => {
+    const row = el('div', 'row');
+    if (grammar.rules) {
+      for (const [t, cls] of tokenizeLine(line, stack)) row.append(cls ? el('span', cls, t) : document.createTextNode(t));
+    } else {
+      row.textContent = line;
+    }
+    row.append('\u200b');       // an empty line keeps its height
+    frag.append(row);
+  });
+  pre.replaceChildren(frag);
+}
+
+// ------------------------------------------------------------------ operation suggestions
+// The word being typed after `->`: the operations that start with it, then the closest by edit
+// distance (names from the checker's operation table, sent with the session).
+
+function editDistance(a, b) {
+  const row = Array.from({length: b.length + 1}, (_, k) => k);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0];
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cur = row[j];
+      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = cur;
+    }
+  }
+  return row[b.length];
+}
+
+function suggestOps(word, names, n = 5) {
+  if (!word) return [];
+  const prefix = names.filter((x) => x.startsWith(word) && x !== word);
+  const near = names.filter((x) => !x.startsWith(word))
+    .map((x) => [editDistance(word, x.slice(0, Math.max(word.length, 1) + 1)), editDistance(word, x), x])
+    .filter(([, d]) => d <= Math.max(1, Math.floor(word.length / 3)))
+    .sort((a, b) => a[1] - b[1] || a[0] - b[0] || (a[2] < b[2] ? -1 : 1)).map((t) => t[2]);
+  return prefix.sort((a, b) => a.length - b.length || (a < b ? -1 : 1)).concat(near).slice(0, n);
+}
+
+function opWordAt(text, caret) {
+  const before = text.slice(0, caret);
+  const m = /(?:->|^\s*[A-Za-z_][\w']*\s*:)\s*([a-z_0-9]*)$/m.exec(before);
+  if (!m) return null;
+  const after = /^[a-z_0-9]*/.exec(text.slice(caret))[0];
+  return {word: m[1] + after, start: caret - m[1].length, end: caret + after.length};
+}
+
 // ------------------------------------------------------------------ the editor
 
 class Editor {
-  // `grow`: as tall as its text (an exercise's part); else at least 12 lines, at most 62% of
-  // the window, then it scrolls
+  // the text over its coloured copy: a transparent textarea on a highlighted <pre>, wrapping
+  // alike, with line numbers beside each (wrapped) line; `grow`: as tall as its text (an
+  // exercise's part), else it scrolls past 62% of the window
   constructor(text, firstLine, grow) {
     this.first = firstLine;
     this.grow = grow;
     this.marks = new Map();
-    this.root = el('div', 'editor');
+    this.root = el('div', grow ? 'editor grow' : 'editor');
     this.gutter = el('pre', 'gutter');
     this.gutter.setAttribute('aria-hidden', 'true');
+    this.code = el('div', 'code');
+    this.hl = el('pre', 'hl');
+    this.hl.setAttribute('aria-hidden', 'true');
     this.area = el('textarea');
-    for (const [k, v] of [['spellcheck', 'false'], ['wrap', 'off'], ['autocomplete', 'off'],
+    for (const [k, v] of [['spellcheck', 'false'], ['autocomplete', 'off'],
                           ['autocapitalize', 'off'], ['aria-label', 'spec text']]) {
       this.area.setAttribute(k, v);
     }
     this.area.value = text;
-    this.root.append(this.gutter, this.area);
-    this.area.addEventListener('input', () => { this.layout(); schedule(); });
-    this.area.addEventListener('scroll', () => { this.gutter.scrollTop = this.area.scrollTop; });
+    this.suggest = el('div', 'suggest');
+    this.suggest.hidden = true;
+    this.code.append(this.hl, this.area);
+    this.root.append(this.gutter, this.code);
+    this.box = el('div', 'editor-box');
+    this.box.append(this.root, this.suggest);
+    this.area.addEventListener('input', () => { this.layout(); this.suggestions(); schedule(); });
+    this.area.addEventListener('click', () => this.suggestions());
     this.area.addEventListener('keydown', (ev) => {
       if (ev.key === 'Tab' && !ev.shiftKey && !ev.ctrlKey && !ev.altKey && !ev.metaKey) {
         ev.preventDefault();
-        document.execCommand('insertText', false, '  ');
+        const first = this.suggest.hidden ? null : this.suggest.querySelector('button');
+        if (first) first.click(); else document.execCommand('insertText', false, '  ');
+      } else if (ev.key === 'Escape') {
+        this.suggest.hidden = true;
       }
     });
+    new ResizeObserver(() => this.numbers()).observe(this.code);
     this.layout();
   }
 
   lineCount() { return this.area.value.split('\n').length; }
 
   layout() {
-    const n = this.lineCount();
-    this.area.rows = Math.max(n + (this.grow ? 0 : 1), this.grow ? 2 : 12);
+    highlight(this.hl, this.area.value);
+    this.area.style.height = '0px';
+    this.area.style.height = `${Math.max(this.area.scrollHeight, this.hl.scrollHeight)}px`;
+    this.numbers();
+  }
+
+  // one number per line, as tall as the line is drawn (wrapped lines take several rows)
+  numbers() {
+    const rows = this.hl.children;
     const frag = document.createDocumentFragment();
-    for (let k = 0; k < n; k++) {
+    for (let k = 0; k < rows.length; k++) {
       const line = this.first + k;
       const mark = this.marks.get(line);
       const span = el('span', mark ? `line ${mark}` : 'line', String(line));
       span.dataset.line = String(line);
-      frag.append(span, '\n');
+      span.style.height = `${rows[k].getBoundingClientRect().height}px`;
+      frag.append(span);
     }
     this.gutter.replaceChildren(frag);
-    this.gutter.scrollTop = this.area.scrollTop;
+  }
+
+  suggestions() {
+    const at = opWordAt(this.area.value, this.area.selectionStart);
+    const names = (state.info && state.info.operations) || [];
+    const found = at && at.word && !names.includes(at.word) ? suggestOps(at.word, names) : [];
+    this.suggest.replaceChildren();
+    this.suggest.hidden = !found.length;
+    if (!found.length) return;
+    this.suggest.append(el('span', 'label', 'operations:'));
+    for (const name of found) {
+      const b = el('button', null, name);
+      b.type = 'button';
+      b.addEventListener('mousedown', (ev) => ev.preventDefault());
+      b.addEventListener('click', () => {
+        this.area.focus();
+        this.area.setSelectionRange(at.start, at.end);
+        document.execCommand('insertText', false, name);
+        this.suggest.hidden = true;
+      });
+      this.suggest.append(b);
+    }
   }
 
   goTo(line, column) {
@@ -105,6 +331,8 @@ class Editor {
     at += Math.min(Math.max(column - 1, 0), lines[k].length);
     this.area.focus();
     this.area.setSelectionRange(at, at);
+    const row = this.hl.children[k];
+    if (row) row.scrollIntoView({block: 'nearest'});
   }
 }
 
@@ -114,7 +342,7 @@ function text() { return state.editors.map((e) => e.area.value).join('\n\n'); }
 function renumber() {
   let first = 1;
   for (const e of state.editors) {
-    if (e.first !== first) { e.first = first; e.layout(); }
+    if (e.first !== first) { e.first = first; e.numbers(); }
     first += e.lineCount() + 1;
   }
 }
@@ -149,7 +377,9 @@ async function runCheck() {
   state.inflight = true;
   setStatus('checking…');
   try {
-    showCheck(await request('/api/check', body));
+    const r = await request('/api/check', body);
+    showCheck(r);               // the diagnostics first,
+    if (!state.dirty) await showPicture(r.version);    // then the picture, unless stale already
   } catch (err) {
     showRefusal(err.message);
   } finally {
@@ -168,6 +398,70 @@ function showRefusal(message) {
   $('check-text').textContent = message;
 }
 
+// ------------------------------------------------------------------ the picture
+// It comes after the diagnostics, in pieces: the server sends only the pieces this page does
+// not hold (the others by their key), and a block is drawn when it is opened.
+
+async function showPicture(version) {
+  const r = await request('/api/picture', JSON.stringify({version, have: Array.from(state.pieces.keys())}));
+  if (r.stale) return;
+  let root = $('picture').querySelector(':scope > .shapelang-trace');
+  if (!root) {
+    root = el('div', 'shapelang-trace');
+    root.addEventListener('toggle', openBlock, true);
+    $('picture').replaceChildren(root);
+  }
+  const kept = new Map();
+  const nodes = [];
+  for (const [key, html] of r.pieces) {
+    let node = state.pieces.get(key);
+    if (html !== null || !node) {
+      node = el('div', 'piece');
+      node.innerHTML = html === null ? '' : html;     // rendered and escaped by shapelang.render.html
+    } else if (kept.has(key)) {
+      node = node.cloneNode(true);
+    }
+    node.dataset.key = key;
+    kept.set(key, node);
+    nodes.push(node);
+  }
+  root.replaceChildren(...nodes);
+  state.pieces = kept;
+  state.version = version;
+  document.body.dataset.pictures = String(Number(document.body.dataset.pictures || 0) + 1);
+  scrollToError();
+}
+
+async function openBlock(ev) {
+  const d = ev.target;
+  if (!(d instanceof HTMLDetailsElement) || !d.open || d.dataset.lazy === undefined || d.dataset.drawn) return;
+  d.dataset.drawn = 'pending';
+  try {
+    const r = await request('/api/block', JSON.stringify({version: state.version, block: Number(d.dataset.lazy)}));
+    if (r.stale) { delete d.dataset.drawn; return; }
+    const body = el('div', 'block-body');
+    body.innerHTML = r.html;       // rendered and escaped by shapelang.render.html
+    d.querySelectorAll(':scope > :not(summary)').forEach((n) => n.remove());
+    d.append(body);
+    d.dataset.drawn = '1';
+  } catch (err) {
+    delete d.dataset.drawn;
+    setStatus(err.message, 'error');
+  }
+}
+
+// The picture shows the first error when it changes (not on every keystroke).
+function scrollToError() {
+  const diag = $('picture').querySelector('.diag.error');
+  const key = diag ? diag.textContent : null;
+  if (!diag || key === state.scrolledTo) { state.scrolledTo = key; return; }
+  state.scrolledTo = key;
+  const box = $('right');
+  const top = diag.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop;
+  box.scrollTop = Math.max(0, top - 24);
+  if (getComputedStyle(box).position !== 'sticky') diag.scrollIntoView({block: 'nearest'});
+}
+
 function diagnosticItem(d) {
   const item = el('div', `diag ${d.severity}`);
   item.dataset.line = String(d.line);
@@ -178,6 +472,17 @@ function diagnosticItem(d) {
   where.title = 'go to this line';
   where.addEventListener('click', () => editorOf(d.line).goTo(d.line, d.column));
   item.append(where, el('pre', null, d.rendered));
+  const why = state.explanations.get(d.code);
+  if (why) {              // the code links to its explanation (`shapelang explain CODE`)
+    const more = el('details', 'explain');
+    const sum = el('summary');
+    const link = el('a', 'code-link', d.code);
+    link.href = `#explain-${d.code}`;
+    link.addEventListener('click', (ev) => { ev.preventDefault(); more.open = !more.open; });
+    sum.append('what ', link, ' means');
+    more.append(sum, el('pre', null, why));
+    item.append(more);
+  }
   return item;
 }
 
@@ -189,6 +494,7 @@ function showCheck(r) {
   setStatus(r.ok && !r.warnings ? `ok: ${r.bindings.length} bindings, every step proved` : n,
             r.ok ? (r.warnings ? 'warning' : 'ok') : 'error');
   $('check-text').textContent = r.text;
+  for (const [code, why] of Object.entries(r.explanations || {})) state.explanations.set(code, why);
   for (const e of state.editors) e.marks.clear();
   const lists = state.info.mode === 'exercise' ?
     state.editors.map((e) => e.diagnostics) : [$('diagnostics')];
@@ -202,8 +508,7 @@ function showCheck(r) {
   if (state.info.mode !== 'exercise' && !r.diagnostics.length) {
     $('diagnostics').append(el('p', 'none', 'none: every step is proved'));
   }
-  for (const e of state.editors) e.layout();
-  $('picture').innerHTML = r.picture;   // rendered and escaped by shapelang.render.html
+  for (const e of state.editors) e.numbers();
 }
 
 // ------------------------------------------------------------------ exercises
@@ -228,7 +533,7 @@ function buildParts(info) {
     }
     const ed = new Editor(p.text, p.first_line, true);
     ed.diagnostics = el('div', 'diagnostics');
-    box.append(ed.root, ed.diagnostics);
+    box.append(ed.box, ed.diagnostics);
     parts.append(box);
     state.editors.push(ed);
   });
@@ -328,10 +633,12 @@ async function start() {
   } else {
     $('spec-mode').hidden = false;
     const ed = new Editor(info.text, 1, false);
-    $('editor-slot').append(ed.root);
+    $('editor-slot').append(ed.box);
     state.editors.push(ed);
   }
   $('save').addEventListener('click', save);
+  await loadGrammar();
+  for (const e of state.editors) e.layout();
   runCheck();
 }
 
