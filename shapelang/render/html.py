@@ -18,7 +18,7 @@ import sympy as sp
 from ..checker import dims as dimlib
 from ..checker import dtypes
 from ..checker.ir import CheckedSpec
-from . import poly
+from . import overview, poly
 from .columns import wrap_line
 from .common import _num, _shape, fixed_sizes, notation, shapes_in
 from .style import CSS, svg_style
@@ -78,7 +78,7 @@ class _Page:
     def figure(self, heading: str, drawn: tuple, ref: str = "") -> str:
         svg, w, h = drawn
         self.pieces.append(("figure", heading, svg, w, h, ref))
-        return svg
+        return f'<div class="scroll">{svg}</div>'    # drawn at its size: text stays readable on a phone
 
     # -------------------------------------------------------------- pieces
     def diagnostics_at(self, first: int, last: int) -> str:
@@ -169,7 +169,8 @@ class _Page:
         for s in b.steps:
             if s.block is not None:
                 body += self.block(s.block, s)
-        return (f'<details class="binding"{opened} data-binding="{escape(name)}">'
+        anchor = "" if in_block else f' id="{escape(overview.anchor(name))}"'
+        return (f'<details class="binding"{opened}{anchor} data-binding="{escape(name)}">'
                 f'<summary>{escape(name)} <span class="shape">{escape(shapes)}</span> '
                 f'<span class="nums">line {b.span.line}, {len(b.steps)} step'
                 f'{"s" if len(b.steps) != 1 else ""}</span></summary>{body}'
@@ -250,7 +251,8 @@ class _Page:
         sizes, status, totals = self.facts()
         return (f'<h1>{escape(title)}</h1><div class="meta">{escape(sizes)}</div>'
                 f'<div class="meta" data-status="{"ok" if self.spec.ok else "error"}">{escape(status)}</div>'
-                f'<div class="meta">{escape(totals)}</div>')
+                f'<div class="meta">{escape(totals)}</div>'
+                + (overview.overview_svg(self.spec) if self.lines is None else ""))
 
     def dims(self) -> list:
         """The legend's entries: the logical axes by name (dims, never a number or a formula)."""
@@ -332,6 +334,11 @@ def trace_svg(spec: CheckedSpec) -> str:
                      f'<text x="{x + 6}" y="{y + 13}">{escape(name)}</text>')
         x += w + 4
     y += 28
+    flow = overview.overview_figure(spec)
+    if flow is not None:
+        parts.append(flow[0].replace('<svg ', f'<svg x="0" y="{y}" ', 1))
+        y += flow[2] + 12
+        width = max(width, flow[1] + 8)
     for piece in page.pieces:
         if piece[0] == "figure":
             _, heading, fig, w, h, ref = piece

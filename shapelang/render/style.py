@@ -36,8 +36,8 @@ def _sheet(scope: str, k: int) -> str:
             f"{scope} svg path.mark{{stroke:{c['tag']}}}"
             f"{scope} svg text.dtype{{fill:{c['dtype']}}}"
             f"{scope} svg rect.axis{{stroke:{c['edge']}}}{scope} svg rect.masked{{fill:{c['masked']}}}"
-            f"{scope} svg .flow path{{stroke:{c['edge']}}}"
-            f"{scope} svg .flow rect{{fill:{c['code']};stroke:{c['edge']}}}"
+            f"{scope} svg.flow path{{stroke:{c['edge']}}}{scope} svg.flow path.head{{fill:{c['edge']}}}"
+            f"{scope} svg.flow rect{{fill:{c['code']};stroke:{c['edge']}}}"
             f"{scope} [data-shade=\"none\"]{{fill:{'#3a3a3a' if k else 'hsl(0,0%,92%)'}}}"
             f"{scope} rect.page{{fill:{c['page']}}}"
             f"{scope} .legend span.dim{{background:hsl(var(--h),{45 if k else 70}%,{(DARK if k else LIGHT)[0]}%)}}"
@@ -58,7 +58,7 @@ CSS = """
 .shapelang-trace .op{font-family:ui-monospace,Menlo,Consolas,monospace;padding:1px 4px}
 .shapelang-trace .nums{font-size:13px}
 .shapelang-trace .changed-names{font-size:13px}
-.shapelang-trace svg.fig{display:block;max-width:100%;height:auto;margin:4px 0}
+.shapelang-trace svg.fig{display:block;margin:4px 0}
 .shapelang-trace svg text{font:12px system-ui,sans-serif}
 .shapelang-trace svg text.size,.shapelang-trace svg text.cap,.shapelang-trace svg text.tag{font-weight:600}
 .shapelang-trace svg text.dtype{font-style:italic;font-weight:600}
@@ -66,7 +66,10 @@ CSS = """
 .shapelang-trace svg rect.axis.changed{stroke:#c22;stroke-width:3}
 .shapelang-trace svg rect.slice{stroke:#fff;stroke-width:1}
 .shapelang-trace svg path.mark{stroke-width:2;fill:none}
-.shapelang-trace svg .flow path{fill:none;stroke-width:1.5}
+.shapelang-trace svg.flow path{fill:none;stroke-width:1.5}
+.shapelang-trace svg.flow path.head{stroke:none}
+.shapelang-trace svg.flow a:hover rect{stroke-width:2}
+.shapelang-trace .scroll{overflow-x:auto;max-width:100%}
 .shapelang-trace .diag{border:1px solid #e99;padding:4px 8px;margin:6px 0}
 .shapelang-trace .diag.warning{border-color:#db8}
 .shapelang-trace .diag pre{margin:0;font:12px/1.35 ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap;
@@ -76,7 +79,7 @@ CSS = """
 .shapelang-trace .legend svg{vertical-align:middle}
 .shapelang-trace .decl{margin:3px 0}
 .shapelang-trace .unchecked{font-style:italic}
-.shapelang-trace .overview svg{max-width:100%;height:auto}
+.shapelang-trace .overview{overflow-x:auto;margin:6px 0}
 .shapelang-trace button{font-size:12px;margin-right:6px}
 """ + _sheet(".shapelang-trace", 0) + "@media (prefers-color-scheme: dark){" + _sheet(".shapelang-trace", 1) + "}"
 

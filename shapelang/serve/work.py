@@ -172,7 +172,7 @@ class Work:
             return {"stale": True}
         have = set(k for k in req.get("have", ()) if isinstance(k, str))
         self.page, head, items = trace_live(self.spec, f"trace of {os.path.basename(self.path)}")
-        pieces = [("style", CSS), ("head", head)] + [(None, h) for h in items]
+        pieces = [("style", f"<style>{CSS}</style>"), ("head", head)] + [(None, h) for h in items]
         out = []
         for name, html in pieces:
             key = (name or "item") + ":" + hashlib.sha1(html.encode("utf-8")).hexdigest()[:16]

@@ -296,7 +296,7 @@ class Editor {
       const span = el('span', mark ? `line ${mark}` : 'line', String(line));
       span.dataset.line = String(line);
       span.style.height = `${rows[k].getBoundingClientRect().height}px`;
-      frag.append(span);
+      frag.append(span, '\n');
     }
     this.gutter.replaceChildren(frag);
   }
