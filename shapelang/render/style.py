@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .svg import LIGHT
 
-DARK = (24, 30, 36, 40)     # lightness of the boxes in the dark scheme, by shade
+DARK = (18, 22, 26, 30)     # lightness of the boxes in the dark scheme, by shade
 
 # (light, dark) for each role
 INK = {"text": ("#111", "#eee"), "muted": ("#4d4d4d", "#c4c4c4"), "tag": ("#a61b1b", "#ff9b9b"),
@@ -23,7 +23,7 @@ INK = {"text": ("#111", "#eee"), "muted": ("#4d4d4d", "#c4c4c4"), "tag": ("#a61b
 
 def _sheet(scope: str, k: int) -> str:
     c = {role: pair[k] for role, pair in INK.items()}
-    shades = "".join(f"{scope} [data-shade=\"{n}\"]{{fill:hsl(var(--h),{45 if k else 70}%,"
+    shades = "".join(f"{scope} [data-shade=\"{n}\"]{{fill:hsl(var(--h),{40 if k else 70}%,"
                      f"{(DARK if k else LIGHT)[n]}%)}}" for n in range(4))
     return (f"{scope}{{color:{c['text']};background:{c['page']}}}"
             f"{scope} .meta,{scope} .nums{{color:{c['muted']}}}"
@@ -31,7 +31,7 @@ def _sheet(scope: str, k: int) -> str:
             f"{scope} .op{{background:{c['code']}}}"
             f"{scope} .changed-names{{color:{c['tag']}}}"
             f"{scope} .diag{{background:{c['err']}}}{scope} .diag.warning{{background:{c['warn']}}}"
-            f"{scope} svg text{{fill:{c['text']}}}{scope} svg text.note,{scope} svg text.ex{{fill:{c['muted']}}}"
+            f"{scope} svg text{{fill:{c['text']}}}{scope} svg text.note{{fill:{c['muted']}}}"
             f"{scope} svg text.tag,{scope} svg text.mark{{fill:{c['tag']}}}"
             f"{scope} svg path.mark{{stroke:{c['tag']}}}"
             f"{scope} svg text.dtype{{fill:{c['dtype']}}}"
@@ -40,7 +40,7 @@ def _sheet(scope: str, k: int) -> str:
             f"{scope} svg.flow rect{{fill:{c['code']};stroke:{c['edge']}}}"
             f"{scope} [data-shade=\"none\"]{{fill:{'#3a3a3a' if k else 'hsl(0,0%,92%)'}}}"
             f"{scope} rect.page{{fill:{c['page']}}}"
-            f"{scope} .legend span.dim{{background:hsl(var(--h),{45 if k else 70}%,{(DARK if k else LIGHT)[0]}%)}}"
+            f"{scope} .legend span.dim{{background:hsl(var(--h),{40 if k else 70}%,{(DARK if k else LIGHT)[0]}%)}}"
             + shades)
 
 
