@@ -18,7 +18,7 @@ import sympy as sp
 from ..checker import dims as dimlib
 from ..checker import dtypes
 from ..checker.ir import CheckedSpec
-from . import overview, poly
+from . import overview, table
 from .columns import wrap_line
 from .common import _num, _shape, fixed_sizes, notation, shapes_in
 from .style import CSS, svg_style
@@ -38,15 +38,22 @@ SCRIPT_HASH = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode(
 MAX_OPEN_STEPS = 60     # bindings open by default until this many steps are shown
 
 
+def _pshape(shape, spec) -> str:
+    """A shape as the text trace writes it, in the pictures' notation (`²`, `·`)."""
+    return pretty(_shape(shape, spec))
+
+
 def _n(spec, e) -> str:
     """A count (parameters, FLOPs, a size argument) as the text trace writes it: the textbook
-    formula (`2·D² + 2·D`) and its value where the sizes are known."""
+    formula (`2·D² + 2·D`, by the trace table's own printer) and its value where the sizes
+    are known."""
     if e == 0:
         return ""
     n = _num(spec, e)
-    e = sp.sympify(e) if isinstance(e, int) else e
-    sym = (poly.textbook(e, spec.dims, (), None) if e.free_symbols else None) or \
-        pretty(dimlib.show(e, notation(spec)))
+    book = spec.__dict__.get("_trace_printer")
+    if book is None:
+        book = spec.__dict__["_trace_printer"] = table.Printer(spec)
+    sym = pretty(book.formula(e))
     if n is None:
         return sym
     return f"{n:,}" if sym == str(n) else f"{sym} = {n:,}"
@@ -110,19 +117,20 @@ class _Page:
                     self.types[f"{s.ref}.{k}"] = (t.shape, tp)
                 self.types[s.ref] = (s.out.shape, tps[0] if tps else None)
 
-    def decl(self, dcl) -> str:
+    def decl(self, dcl, in_block: bool = False) -> str:
         spec = self.spec
         axes = axes_of(spec, dcl.type.shape, None)
-        svg = self.figure(f"{dcl.name}: {dcl.kind} {_shape(dcl.type.shape, spec)}  (line {dcl.span.line})",
+        svg = self.figure(f"{dcl.name}: {dcl.kind} {_pshape(dcl.type.shape, spec)}  (line {dcl.span.line})",
                           step_svg(spec, dcl.kind, [], axes, None, self.colours, dtype=dcl.type.dtype), dcl.name)
         n = sp.Integer(1)
         for x in dcl.type.shape:
             n *= x
         params = f' <span class="nums">params {escape(_n(spec, n))}</span>' if dcl.kind == "param" else ""
         kind = dcl.kind + ("" if dcl.type.dtype == "float" else f" {dcl.type.dtype}")
-        return (f'<div class="decl" data-binding="{escape(dcl.name)}" data-kind="{escape(dcl.kind)}">'
+        anchor = "" if in_block else f' id="{escape(overview.anchor(dcl.name))}"'
+        return (f'<div class="decl"{anchor} data-binding="{escape(dcl.name)}" data-kind="{escape(dcl.kind)}">'
                 f'<b>{escape(dcl.name)}</b> <span class="nums">{escape(kind)}, line {dcl.span.line}</span> '
-                f'<span class="shape">{escape(_shape(dcl.type.shape, self.spec))}</span>{params}{svg}'
+                f'<span class="shape">{escape(_pshape(dcl.type.shape, self.spec))}</span>{params}{svg}'
                 + self.diagnostics_at(dcl.span.line, dcl.span.line) + "</div>")
 
     def step(self, s) -> str:
@@ -139,7 +147,7 @@ class _Page:
                                        self.colours, gone, cut, t.dtype, s.detail), s.ref)
             named = [f"{a.tag}: {pretty(a.size)}" for a in out + gone if a.tag]
             label = f"output {k + 1}: " if len(s.outputs) > 1 else ""
-            blocks.append(f'<div class="shape">{escape(label)}{escape(_shape(t.shape, self.spec))}'
+            blocks.append(f'<div class="shape">{escape(label)}{escape(_pshape(t.shape, self.spec))}'
                           f'{escape(dtypes.suffix(t.dtype))}</div>'
                           + (f'<div class="changed-names">{escape("; ".join(named))}</div>' if named else "")
                           + svg)
@@ -148,7 +156,7 @@ class _Page:
             nums.append(f"params {_n(spec, s.params)}")
         if s.flops != 0:
             nums.append(f"FLOPs {_n(spec, s.flops)}")
-        in_shapes = shapes_in(s.op, [_shape(self.types[r][0], self.spec) for r in s.inputs if r in self.types])
+        in_shapes = shapes_in(s.op, [_pshape(self.types[r][0], self.spec) for r in s.inputs if r in self.types])
         return (f'<div class="step" data-step="{escape(s.ref)}" data-op="{escape(s.op)}">'
                 f'<span class="op">{escape(s.text)}</span> <span class="nums">line {s.span.line}'
                 + (f", from {escape(in_shapes)}" if in_shapes else "") + "</span>"
@@ -157,7 +165,7 @@ class _Page:
 
     def binding(self, b, in_block=False) -> str:
         name = ", ".join(b.names)
-        shapes = " | ".join(_shape(t.shape, self.spec) + dtypes.suffix(t.dtype) for t in b.types)
+        shapes = " | ".join(_pshape(t.shape, self.spec) + dtypes.suffix(t.dtype) for t in b.types)
         self.open_steps += len(b.steps)
         opened = " open" if not in_block and self.open_steps <= MAX_OPEN_STEPS else ""
         last = max([b.span.end_line or b.span.line] + [s.span.line for s in b.steps])
@@ -184,7 +192,7 @@ class _Page:
             return (f'<div class="nums" data-block-ref="{escape(ir.name)}">block {escape(ir.name)} at these '
                     f'shapes: drawn under line {self.drawn_blocks[id(ir)]}</div>')
         self.drawn_blocks[id(ir)] = call.span.line
-        args = ", ".join([f"{d.name}: {_shape(d.type.shape, self.spec)}" for d in ir.inputs]
+        args = ", ".join([f"{d.name}: {_pshape(d.type.shape, self.spec)}" for d in ir.inputs]
                          + [f"{k} = {_n(spec, v)}" for k, v in ir.size_args.items()])
         count = call.detail.get("count")
         times = f" × {dimlib.show(count, notation(self.spec))}" if count is not None else ""
@@ -196,13 +204,24 @@ class _Page:
                     f'data-lazy="{len(self.deferred) - 1}">{head}<div class="nums">drawing…</div></details>')
         return f'<details class="block" data-block="{escape(ir.name)}">{head}{self.block_body(ir)}</details>'
 
+    def drawn(self, line: int, draw, *args) -> tuple:
+        """(line, html, the layout pieces it drew): items are drawn in one order and shown in
+        line order, and the shared layout follows the order shown."""
+        start = len(self.pieces)
+        html = draw(*args)
+        chunk = self.pieces[start:]
+        del self.pieces[start:]
+        return line, html, chunk
+
     def block_body(self, ir) -> str:
         """The declarations and bindings of a block instance, in line order."""
         self.remember(ir.inputs + ir.params + ir.buffers, ir.bindings)
-        items = [(d.span.line, self.decl(d)) for d in ir.params + ir.buffers]
-        items += [(b.span.line, self.binding(b, in_block=True)) for b in ir.bindings]
+        items = [self.drawn(d.span.line, self.decl, d, True) for d in ir.params + ir.buffers]
+        items += [self.drawn(b.span.line, self.binding, b, True) for b in ir.bindings]
         items.sort(key=lambda t: t[0])
-        return "".join(html for _, html in items)
+        for _, _, chunk in items:
+            self.pieces += chunk
+        return "".join(html for _, html, _ in items)
 
     # -------------------------------------------------------------- whole
     def body(self) -> str:
@@ -213,15 +232,16 @@ class _Page:
         between them (each piece whole HTML, so a client can keep the ones that did not change)."""
         spec = self.spec
         self.remember(spec.decls, spec.bindings)
-        items = [(d.span.line, self.decl(d)) for d in spec.decls]
-        items += [(b.span.line, self.binding(b)) for b in spec.bindings]
+        items = [self.drawn(d.span.line, self.decl, d) for d in spec.decls]
+        items += [self.drawn(b.span.line, self.binding, b) for b in spec.bindings]
         items.sort(key=lambda t: t[0])
         if self.lines is not None:
-            items = [(ln, h) for ln, h in items if self.lines[0] <= ln <= self.lines[1]]
+            items = [t for t in items if self.lines[0] <= t[0] <= self.lines[1]]
         html = []
-        for line, item in items:
+        for line, item, chunk in items:
             html.append(self.diagnostics_before(line))
             html.append(item)
+            self.pieces += chunk
         html.append(self.diagnostics_before(None))
         return [h for h in html if h]
 

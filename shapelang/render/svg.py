@@ -247,9 +247,9 @@ def _boxes(axes, x, y, colours, gone=False, marks=None) -> tuple[list, int]:
         if a.size == "[]":
             title = "a 0-d tensor: one value, no axes"
         elif a.label != a.size:
-            title += f"; elements from {a.label}"
+            title += f"; elements from {pretty(a.label)}"
         mark = (marks or {}).get(k)
-        parts.append(f'<g data-axis="{escape(a.label)}" data-tag="{a.tag}"><title>{escape(title)}</title>'
+        parts.append(f'<g data-axis="{escape(pretty(a.label))}" data-tag="{a.tag}"><title>{escape(title)}</title>'
                      f'<rect{stroke} x="{x}" y="{y}" width="{w}" height="{BOX_H}" rx="4"'
                      f'{colours.paint(a)}{dash}/>'
                      + _text(x + w / 2, y + 19, size if len(size) <= 17 else size[:16] + "…", "size")
@@ -297,7 +297,7 @@ def _grid(rows: Axis, cols: Axis, x, y, colours, title: str, names=("", ""), mas
     col_label = f"{names[1]}{pretty(cols.size)} ({nc})"
     left = int(text_width(row_label)) + cell + 12      # the row label ends before the row cells
     gx = x + left
-    parts = [f'<g class="grid" data-rows="{escape(rows.label)}" data-cols="{escape(cols.label)}">',
+    parts = [f'<g class="grid" data-rows="{escape(pretty(rows.label))}" data-cols="{escape(pretty(cols.label))}">',
              _text(x, y, title, "cap", "start"),
              _text(gx, y + 16, col_label, "note", "start")]
     hidden = 0
@@ -349,7 +349,8 @@ def _merged(ins, out):
     for a in out:
         if a.tag != "merged":
             continue
-        pieces = [b for b in first if b.atoms and set(b.atoms) <= set(a.atoms) and b.atoms != a.atoms]
+        pieces = [b for b in first if b.atoms and b.atoms != a.atoms and (
+            set(b.atoms) <= set(a.atoms) or b.root is not None and b.root == a.root and b.depth > a.depth)]
         if len(pieces) >= 2:
             return a, pieces
     return None
@@ -402,13 +403,16 @@ def step_svg(spec, op: str, ins: list, out: list, tp, colours: Colours, gone=(),
                        f'<g transform="translate({w1 + 16},0)">'] + pic2 + ["</g>"], w1 + w2 + 16,
                        max(h1, h2)))
     sc = _scores(tp, out)
-    if sc is None and op == "mask" and detail.get("kind") == "causal" and len(out) >= 2:
-        sc = out[-2], out[-1]
+    title, names = "scores: query × key", ("query ", "key ")
+    causal = op == "mask" and detail.get("kind") == "causal" and len(out) >= 2
+    normalised = len(out) >= 2 and marks.get(len(out) - 1)
+    if sc is None and (causal or normalised):
+        sc, title, names = (out[-2], out[-1]), "rows × the last axis", ("", "")
     if sc is not None:
-        masked = _causal(detail, *sc) if op == "mask" and detail.get("kind") == "causal" else None
-        caption = "each query's row sums to 1 over the keys" if marks.get(len(out) - 1) else ""
-        extras.append(_grid(sc[0], sc[1], 0, 0, colours, "scores: query × key", ("query ", "key "),
-                            masked, caption))
+        caption = ("each query row sums to 1 over the keys" if names[0] else "each row sums to 1") \
+            if normalised else ""
+        extras.append(_grid(sc[0], sc[1], 0, 0, colours, title, names,
+                            _causal(detail, *sc) if causal else None, caption))
     y = height + 6
     for pic, w, h in extras:
         parts.append(f'<g transform="translate(4,{y + 12})">' + "".join(pic) + "</g>")
