@@ -106,3 +106,18 @@ def grader(exercise_path: str, solution_path: str | None = None):
     if solution_path is None:
         raise FileNotFoundError(f"no solution found for {exercise_path}")
     return Grader(read_text(exercise_path), read_text(solution_path), exercise_path, solution_path)
+
+
+def explanation(code: str) -> str | None:
+    """What `shapelang explain CODE` prints for a diagnostic code, or None for an unknown code."""
+    from .checker.explanations import text
+    from .syntax.diagnostics import CODES
+
+    return text(code, CODES[code]) if code in CODES else None
+
+
+def operation_names() -> list[str]:
+    """Every operation a spec can write, from the checker's operation table."""
+    from .checker.ops import TABLE
+
+    return sorted(TABLE)

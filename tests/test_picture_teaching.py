@@ -144,3 +144,27 @@ def test_the_overview_branches_q_k_v_and_meets_in_the_scores():
     edges = set(re.findall(r'data-edge="([^"]*)->([^"]*)"', trace_html(spec)))
     assert {("X", "Q"), ("X", "K"), ("X", "V")} <= edges
     assert ("Qh", "scores") in edges and ("Kt", "scores") in edges and ("Vh", "heads") in edges
+
+
+def test_the_failing_step_is_drawn_with_its_operands_and_later_bindings_are_not_checked():
+    text = ("dim B, S, D\nexample B=2, S=5, D=16\ninput X: [B, S, D]\nQ: X -> linear D\nK: X -> linear D\n"
+            "scores: Q @ K -> softmax -1\nout: scores @ X\n")
+    spec = shapelang.check(text, "clash.shape")
+    page = trace_html(spec)
+    failing = page[page.index('data-binding="scores"'):page.index('data-binding="out"')]
+    assert 'data-unfinished="E101"' in failing and "stopped by error[E101]" in failing
+    # the operands side by side, the inner axes PyTorch refuses to contract marked
+    q, k = torch.empty(2, 5, 16), torch.empty(2, 5, 16)
+    with pytest.raises(RuntimeError):
+        q @ k
+    assert "left operand <b>Q</b>" in failing and "right operand <b>K</b>" in failing
+    clashes = re.findall(r'<g data-axis="([^"]*)" data-tag="clash">', failing)
+    assert clashes == ["D", "S"]             # the left's last axis, the right's second to last
+    assert 'data-diagnostic="E101"' in failing
+    later = page[page.index('data-binding="out"'):]
+    assert "not checked" in later.split("</details>")[0]
+    # a binding stopped after some steps keeps the steps that checked
+    spec = shapelang.check(FIXED.replace("linear D", "linear 2*D"))
+    page = trace_html(spec)
+    stopped = page[page.index('data-binding="Q"'):]
+    assert 'data-op="linear"' in stopped and "stopped by error[E103] after 1 step" in stopped

@@ -103,7 +103,8 @@ def test_a_check_answers_with_the_text_of_shapelang_check(srv, spec_file):
     assert d["help"] and d["help"] in d["rendered"]
     assert "picture" not in got         # the diagnostics come first, the picture after
     picture = _picture(srv, got)
-    assert 'data-binding="scores"' not in picture and 'data-diagnostic="E101"' in picture
+    # the failing binding is drawn as stopped by its error, with the error on it
+    assert 'data-binding="scores" data-unfinished="E101"' in picture and 'data-diagnostic="E101"' in picture
 
 
 def _picture(srv, checked, have=()) -> str:

@@ -70,6 +70,7 @@ class _Page:
         self.colours = Colours()
         self.types: dict = {}
         self.names: dict = {}       # step ref -> the binding it belongs to
+        self.results: dict = {}     # binding name -> the ref of its tensor
         self.open_steps = 0
         self.by_line: dict[int, list] = {}
         for d in spec.diagnostics:
@@ -105,6 +106,8 @@ class _Page:
 
     def remember(self, decls, bindings):
         for b in bindings:
+            for n, r in zip(b.names, getattr(b, "results", ())):
+                self.results[n] = r
             for s in b.steps:
                 self.names[s.ref] = ", ".join(b.names)
         for dcl in decls:
@@ -184,6 +187,54 @@ class _Page:
                 f'{"s" if len(b.steps) != 1 else ""}</span></summary>{body}'
                 + self.diagnostics_at(b.span.line, last) + "</details>")
 
+    def unfinished(self, u) -> str:
+        """A binding the checker stopped at an error: the steps that checked, then the failing
+        step with its operands drawn side by side and the clashing axes marked, and the error.
+        One the checker skipped (it reads a name an error left without a shape): "not checked"."""
+        name = ", ".join(u.names)
+        self.remember([], [type("B", (), {"names": u.names, "steps": u.steps})])
+        body = "".join(self.step(s) for s in u.steps)
+        errors = [d for d in self.by_line.get(u.span.line, ()) if d.code == u.code]
+        if errors:
+            body += self.operands(errors[0])
+        if u.code is None or not errors:
+            what = "not checked: it reads a name that an error above left without a shape"
+        else:
+            what = f"stopped by error[{u.code}] after {len(u.steps)} step{'s' if len(u.steps) != 1 else ''}"
+        return (f'<details class="binding unfinished" open id="{escape(overview.anchor(name))}" '
+                f'data-binding="{escape(name)}" data-unfinished="{escape(u.code or "")}">'
+                f'<summary>{escape(name)} <span class="nums unchecked">line {u.span.line}, {escape(what)}</span>'
+                f'</summary>{body}' + self.diagnostics_at(u.span.line, u.span.end_line or u.span.line)
+                + "</details>")
+
+    def operands(self, d) -> str:
+        """The tensors a failing step read, as the error's labels point at them in the source
+        (a name only), side by side; for a matrix product the inner axes that differ are
+        marked `clash` (the left's last, the right's second to last)."""
+        lines = self.spec.source.split("\n")
+        named = []
+        for span, _ in d.labels:
+            if span.line != span.end_line or not 0 < span.line <= len(lines):
+                continue
+            text = lines[span.line - 1][span.column - 1:span.end_column - 1].strip("() ")
+            ref = self.results.get(text, text)
+            if ref in self.types:
+                named.append((text, ref))
+        if not named:
+            return ""
+        figs = []
+        for k, (name, ref) in enumerate(named):
+            axes = axes_of(self.spec, *self.types[ref])
+            if d.code == "E101" and len(named) == 2 and len(axes) >= 2 - k:
+                axes[-1 - k].tag = "clash"
+            figs.append(f'<div class="operand"><span class="nums">{"left" if k == 0 else "right"} operand '
+                        f'<b>{escape(name)}</b></span> <span class="shape">'
+                        f'{escape(_pshape(self.types[ref][0], self.spec))}</span>'
+                        + self.figure(f"{name}: operand of the failing step (line {d.span.line})",
+                                      step_svg(self.spec, "same", [], axes, None, self.colours), name)
+                        + "</div>")
+        return f'<div class="step failing" data-failing="{escape(d.code)}">' + "".join(figs) + "</div>"
+
     def block(self, ir, call) -> str:
         """A block instance, drawn once (a block called again at the same shapes, or called
         from a block called many times, refers to the drawing: the page stays linear)."""
@@ -234,6 +285,7 @@ class _Page:
         self.remember(spec.decls, spec.bindings)
         items = [self.drawn(d.span.line, self.decl, d) for d in spec.decls]
         items += [self.drawn(b.span.line, self.binding, b) for b in spec.bindings]
+        items += [self.drawn(u.span.line, self.unfinished, u) for u in spec.unfinished]
         items.sort(key=lambda t: t[0])
         if self.lines is not None:
             items = [t for t in items if self.lines[0] <= t[0] <= self.lines[1]]

@@ -14,7 +14,7 @@ import io
 import json
 import os
 
-from ..api import check, render_check
+from ..api import check, explanation, operation_names, render_check
 from ..render.html import trace_live
 from ..render.style import CSS
 from ..render.json import diagnostic_json
@@ -107,10 +107,8 @@ class Work:
 
     def info(self) -> dict:
         """What the page starts from (for an exercise: its own text, never the solution's)."""
-        from ..checker.ops import TABLE
-
         out = {"mode": "exercise" if self.grader else "spec", "path": self.path,
-               "operations": sorted(TABLE),
+               "operations": operation_names(),
                "title": self.title or f"shapelang: {os.path.basename(self.path)}",
                "limits": {"max_bytes": MAX_BYTES, "max_lines": MAX_LINES,
                           "max_line_chars": MAX_LINE_CHARS}}
@@ -141,12 +139,8 @@ class Work:
         spec = check(text, self.path)
         self.spec, self.page = spec, None
         self.version += 1
-        from ..checker.explanations import text as explanation
-        from ..syntax.diagnostics import CODES
-
         return {"ok": spec.ok, "text": render_check(spec), "version": self.version,
-                "explanations": {d.code: explanation(d.code, CODES[d.code])
-                                 for d in spec.diagnostics if d.code in CODES},
+                "explanations": {d.code: explanation(d.code) for d in spec.diagnostics},
                 "errors": len(spec.errors()), "warnings": len(spec.diagnostics) - len(spec.errors()),
                 "diagnostics": [dict(diagnostic_json(d), rendered=diagnostic_text(d, spec.path, spec.source))
                                 for d in spec.diagnostics],
