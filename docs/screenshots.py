@@ -62,7 +62,7 @@ def main() -> None:
                 driver.save_screenshot(str(out))
                 print(out.relative_to(ROOT))
             shot(driver, Path(tmp) / "mistake.html", trace_html(shapelang.check(MISTAKE, "mistake.shape")),
-                 "trace_error.png", 900, scroll="[data-diagnostic]")
+                 "trace_error.png", 900, scroll="[data-unfinished]")
             dark = ('<!DOCTYPE html><html><head><meta name="viewport" content="width=device-width">'
                     '<style>body{background:#1e1e1e;margin:16px}</style></head><body>'
                     + trace_fragment(shapelang.check_file("specs/mha_self_attention.shape"), "shapelang")
@@ -83,7 +83,7 @@ def shot(driver, page: Path, html: str, name: str, height: int, scroll: str | No
     driver.get(page.as_uri())
     if scroll:
         driver.execute_script(f"document.querySelector('{scroll}').scrollIntoView()")
-        driver.execute_script("window.scrollBy(0, -260)")
+        driver.execute_script("window.scrollBy(0, -60)")
     out = ROOT / "docs" / "images" / name
     driver.save_screenshot(str(out))
     print(out.relative_to(ROOT))

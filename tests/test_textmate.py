@@ -152,3 +152,10 @@ def test_every_spec_tokenizes_with_the_right_scopes():
             prev = prev if tok.type == "COMMENT" else tok.value
         assert len(lines) >= text.count("\n")
     assert checked > 3000
+
+
+def test_the_playground_colours_with_the_same_grammar():
+    """`shapelang serve` ships a copy of the grammar (the editors folder is not installed)."""
+    served = ROOT / "shapelang" / "serve" / "static" / "shapelang.tmLanguage.json"
+    assert served.read_bytes() == GRAMMAR.read_bytes(), \
+        "copy editors/vscode/syntaxes/shapelang.tmLanguage.json to shapelang/serve/static/"
