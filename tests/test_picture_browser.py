@@ -134,7 +134,7 @@ def _assert_readable(got, width: int, dark: bool, errors: list) -> None:
 CASES = [p.stem for p in SPECS] + list(ERRORS)
 
 
-@pytest.mark.parametrize("name", sample(CASES, every=10, always=("gpt2_small", "matmul_clash", "view_clash")))
+@pytest.mark.parametrize("name", sample(CASES, every=30, always=("gpt2_small", "matmul_clash")))
 def test_every_picture_is_readable_on_a_desktop_and_a_phone_light_and_dark(driver, tmp_path, name):
     spec = shapelang.check(ERRORS[name], f"{name}.shape") if name in ERRORS else \
         shared_check(ROOT / "specs" / f"{name}.shape")
