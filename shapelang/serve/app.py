@@ -1,7 +1,7 @@
 """The HTTP side of `shapelang serve`: the standard library's ThreadingHTTPServer, on a
 loopback address only, with seven routes.
 
-    GET  /              the page (static/index.html), GET /app.js, /app.css and the TextMate grammar
+    GET  /              the page (static/index.html), GET /app.js, /syntax.js, /app.css and the TextMate grammar
     GET  /api/session   what the page starts from: the spec's text, or the exercise's parts
     POST /api/check     the body is spec text; the answer: diagnostics and `check`'s text, first
     POST /api/picture   then the picture of that check, only the pieces the page does not hold
@@ -30,6 +30,7 @@ from .worker import Busy, Worker
 STATIC = Path(__file__).resolve().parent / "static"
 FILES = {"/": ("index.html", "text/html; charset=utf-8"),
          "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+         "/syntax.js": ("syntax.js", "text/javascript; charset=utf-8"),
          "/app.css": ("app.css", "text/css; charset=utf-8"),
          # the editor's colours: the VS Code extension's TextMate grammar (tests keep the two equal)
          "/shapelang.tmLanguage.json": ("shapelang.tmLanguage.json", "application/json; charset=utf-8")}
