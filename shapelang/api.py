@@ -58,6 +58,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "SubmissionResult": ("shapelang.teaching.results", "SubmissionResult"),
     # showing
     "trace_fragment": ("shapelang.render.html", "trace_fragment"),
+    "trace_live": ("shapelang.render.html", "trace_live"),
+    "PICTURE_CSS": ("shapelang.render.style", "CSS"),
     "diagnostic_text": ("shapelang.render.text", "diagnostic_text"),
     "diagnostic_json": ("shapelang.render.json", "diagnostic_json"),
     "json_text": ("shapelang.render.json", "to_json"),
@@ -98,7 +100,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 }
 
 __all__ = [*_LAZY, "CheckSession", "check", "check_file", "codegen", "explain", "explanations", "for_learners",  # noqa: PLE0604
-                  "format_info", "formats", "formats_help", "grader", "operations", "parse", "render", "render_check",
+                  "format_info", "formats", "formats_help", "grader", "operations", "operation_names", "parse", "render", "render_check",
                   "report", "run", "to_json", "trace", "write_lines"]
 
 
@@ -200,6 +202,11 @@ def operations() -> dict:
     from .checker.ops.table import TABLE
 
     return dict(TABLE)
+
+
+def operation_names() -> list[str]:
+    """Every operation a spec can write, sorted."""
+    return sorted(operations())
 
 
 # -- showing -----------------------------------------------------------------------------

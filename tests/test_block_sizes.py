@@ -224,7 +224,7 @@ def test_signature_help_lists_a_blocks_sizes():
 def test_html_shows_the_bound_sizes():
     from shapelang.render.html import trace_html
     page = trace_html(check(HEAD + "y: Mlp(x, F=4*D)\nz: y -> Mlp F=E\n"))
-    assert "block Mlp(h: [B, S, D], F = 4*D = 256)" in page
+    assert "block Mlp(h: [B, S, D], F = 4·D = 256)" in page     # the text trace's notation
     assert "block Mlp(h: [B, S, D], F = E = 24)" in page
 
 

@@ -12,6 +12,7 @@ from tiers import checked as shared_check
 
 import shapelang
 from shapelang.render.html import trace_fragment, trace_html, trace_svg
+from shapelang.render.table import trace_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = sorted((ROOT / "specs").glob("*.shape"))
@@ -46,7 +47,8 @@ def test_every_spec_draws_every_binding_and_fetches_nothing(path):
     steps = {s.ref for b in spec.bindings for s in b.steps}
     assert steps <= set(re.findall(r'data-step="([^"]*)"', page))
     # self-contained: nothing to load from anywhere
-    assert not re.search(r"\b(src|href)\s*=|@import|url\(|@font-face", page)
+    # (a link within the page, `#binding-x` or `url(#arrow)`, fetches nothing)
+    assert not re.search(r"\b(src|href)\s*=\s*\"(?!#)|@import|url\((?!#)|@font-face", page)
     assert re.findall(r"https?://[^\"' ]+", page) == ["http://www.w3.org/2000/svg"] * page.count("xmlns=")
 
 
@@ -55,7 +57,7 @@ def test_heads_split_moved_and_scores(mha):
     qh = next(b for b in spec.bindings if b.names == ("Qh",))
     view, swap = (_step(page, s.ref) for s in qh.steps)
     assert re.findall(r'data-axis="([^"]*)" data-tag="split"', view) == ["H", "Dh"]
-    assert "D cut into H × Dh" in view and "H=8 slices of Dh=64" in view
+    assert "D split into H × Dh" in view and "H=8 slices of Dh=64" in view
     assert re.findall(r'data-axis="([^"]*)" data-tag="moved"', swap) == ["H", "S"]
     assert "before" in swap and "after" in swap
     scores = next(b for b in spec.bindings if b.names == ("scores",))
@@ -67,7 +69,10 @@ def test_heads_split_moved_and_scores(mha):
     weights = next(b for b in spec.bindings if b.names == ("weights",))
     assert 'data-tag="' + '"' in _step(page, weights.steps[0].ref)      # softmax changes no axis
     assert not re.search(r'data-tag="[a-z]', _step(page, weights.steps[0].ref))
-    assert "FLOPs B*S*D*D = 1,048,576" in page and "params D*D = 262,144" in page
+    # counts in the text trace's notation, never Python's
+    assert "FLOPs B·S·D² = 1,048,576" in page and "params D² = 262,144" in page
+    total = next(ln for ln in trace_text(spec).splitlines() if ln.startswith("total parameters: "))
+    assert total in page and "**" not in page
 
 
 def test_one_logical_axis_keeps_one_colour(mha):
@@ -121,9 +126,12 @@ def test_svg_is_one_wellformed_figure(mha):
     svg = trace_svg(spec)
     root = ET.fromstring(svg)
     assert root.tag.endswith("svg")
-    labels = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text") if t.get("class") == "head"]
-    assert len(labels) == sum(len(b.steps) for b in spec.bindings)
-    assert labels[0].startswith("Q: X @ W_q")
+    heads = [t for t in root.iter("{http://www.w3.org/2000/svg}text") if t.get("class") == "head"]
+    refs = {s.ref for b in spec.bindings for s in b.steps}
+    steps = [t.text for t in heads if t.get("data-step") in refs]
+    assert len(steps) == sum(len(s.outputs) for b in spec.bindings for s in b.steps)
+    assert steps[0].startswith("Q: X @ W_q")
+    assert {t.get("data-step") for t in heads} >= {d.name for d in spec.decls}
 
 
 def test_repr_html_is_the_picture():
@@ -189,7 +197,7 @@ def test_a_learned_map_makes_new_features_and_a_new_axis_is_not_a_split():
     page = trace_html(spec)
     assert _tags(page, spec, "Y") == [[("D", "new"), ("D", "contracted")]]
     z = _step(page, next(b for b in spec.bindings if b.names == ("Z",)).steps[0].ref)
-    assert re.findall(r'data-tag="([a-z ]+)"', z) == ["new"] and "cut into" not in z
+    assert re.findall(r'data-tag="([a-z ]+)"', z) == ["new"] and "split into" not in z
     assert _tags(page, spec, "q, k, v")[1] == [("D", "split")] * 3
 
 
@@ -235,4 +243,5 @@ def test_a_dtype_other_than_float32_is_labelled_on_the_steps_boxes():
     assert 'data-dtype="int"' in decl
     svg = trace_svg(spec)
     ET.fromstring(svg)
-    assert svg.count('data-dtype="bool"') == 1 and svg.count('data-dtype="float16"') == 1
+    assert svg.count('data-dtype="bool"') == 1
+    assert svg.count('data-dtype="float16"') == page.count('data-dtype="float16"') == 2    # input and step

@@ -101,7 +101,41 @@ def test_a_check_answers_with_the_text_of_shapelang_check(srv, spec_file):
     d = got["diagnostics"][errors.index((line, "E101"))]
     assert d["rendered"].startswith(f"{spec_file}:{line}:{d['column']}: error[E101]: {d['message']}")
     assert d["help"] and d["help"] in d["rendered"]
-    assert 'data-binding="scores"' not in got["picture"] and 'data-diagnostic="E101"' in got["picture"]
+    assert "picture" not in got         # the diagnostics come first, the picture after
+    picture = _picture(srv, got)
+    # the failing binding is drawn as stopped by its error, with the error on it
+    assert 'data-binding="scores" data-unfinished="E101"' in picture and 'data-diagnostic="E101"' in picture
+
+
+def _picture(srv, checked, have=()) -> str:
+    """The picture of a check as the page assembles it: every piece's HTML."""
+    status, got = srv.post("/api/picture", json.dumps({"version": checked["version"], "have": list(have)}))
+    assert status == 200, got
+    return "".join(html or "" for _, html in got["pieces"])
+
+
+def test_the_picture_carries_only_what_changed_and_blocks_are_drawn_when_opened(srv):
+    text = (ROOT / "specs" / "gpt2_small.shape").read_text(encoding="utf-8")
+    _, first = srv.post("/api/check", text)
+    _, pic = srv.post("/api/picture", json.dumps({"version": first["version"], "have": []}))
+    keys = [k for k, _ in pic["pieces"]]
+    whole = "".join(h for _, h in pic["pieces"])
+    # the block is a closed, empty <details> until it is opened
+    lazy = re.findall(r'data-block="GPT2Block" data-lazy="(\d+)"', whole)
+    assert lazy and 'data-binding="att"' not in whole
+    status, block = srv.post("/api/block", json.dumps({"version": first["version"], "block": int(lazy[0])}))
+    assert status == 200 and 'data-binding="att"' in block["html"] and 'data-step=' in block["html"]
+    # one line changed: the next answer carries that line's piece, the others by their keys
+    edited = text.replace("logits: hidden @ (W_te -> transpose 0 1)", "logits: hidden @ (W_te -> transpose 1 0)")
+    assert edited != text
+    _, second = srv.post("/api/check", edited)
+    _, again = srv.post("/api/picture", json.dumps({"version": second["version"], "have": keys}))
+    sent = [h for _, h in again["pieces"] if h is not None]
+    assert len(sent) == 1 and 'data-binding="logits"' in sent[0] and "transpose 1 0" in sent[0]
+    assert len(again["pieces"]) == len(pic["pieces"])
+    # a picture or block asked for an older check is refused as stale, never drawn from the new one
+    _, stale = srv.post("/api/picture", json.dumps({"version": first["version"], "have": []}))
+    assert stale == {"stale": True}
 
 
 LIMITS = {
@@ -197,7 +231,7 @@ def test_hostile_text_gets_diagnostics_not_tracebacks(srv, tmp_path, name):
         assert d["line"] >= 1 and d["column"] >= 1 and d["message"]
     everything = json.dumps(got)
     assert "Traceback" not in everything and "internal" not in everything
-    assert "<script>alert" not in got["picture"]
+    assert "<script>alert" not in _picture(srv, got)
     assert not (tmp_path / "PWNED").exists() and not (ROOT / "PWNED").exists()
     path = tmp_path / "hostile.shape"
     path.write_bytes(body)

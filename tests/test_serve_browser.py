@@ -159,6 +159,50 @@ def test_a_typed_mistake_shows_its_diagnostic_and_the_fix_clears_it(driver, play
     assert console_errors(driver) == []
 
 
+def test_the_editor_colours_wraps_suggests_links_codes_and_shows_the_error(driver, playground):
+    from shapelang.checker.ops import TABLE
+
+    _open(driver, playground)
+    # colours from the TextMate grammar: keywords, dims and operations get their own classes
+    coloured = driver.execute_script("""
+        const out = {};
+        document.querySelectorAll('.editor .hl span').forEach(s => { (out[s.className] = out[s.className] || []).push(s.textContent); });
+        return out;""")
+    assert "input" in coloured.get("tk-keyword", []) and "linear" in coloured.get("tk-op", [])
+    # typing an operation's first letters offers the operations that start with them
+    _type(driver, 0, len(SPEC), len(SPEC), "Z: X -> lin")
+    offered = driver.execute_script(
+        "return Array.from(document.querySelectorAll('.suggest button')).map(b => b.textContent)")
+    starting = sorted((n for n in TABLE if n.startswith("lin")), key=lambda n: (len(n), n))
+    assert offered[:len(starting)] == starting and offered[0] == "linear"
+    # the unknown operation's code links to its explanation, as `shapelang explain` gives it
+    explain = subprocess.run([sys.executable, "-m", "shapelang", "explain", "E111"], capture_output=True,
+                             text=True, check=True, timeout=120).stdout
+    shown = driver.execute_script("""
+        const link = document.querySelector('#left .diag[data-code="E111"] .code-link');
+        link.click();
+        return [link.textContent, link.closest('details').open,
+                link.closest('.diag').querySelector('.explain pre').textContent];""")
+    assert shown[0] == "E111" and shown[1] and shown[2] == explain
+    # the picture shows the error: scrolled to it, inside the picture's visible part
+    where = driver.execute_script("""
+        const box = document.getElementById('right').getBoundingClientRect();
+        const d = document.querySelector('#picture .diag.error').getBoundingClientRect();
+        return [d.top >= box.top - 1, d.top < box.bottom];""")
+    assert where == [True, True]
+    # a long line wraps: nothing to scroll sideways, and its one number stays beside it
+    _type(driver, 0, len(SPEC), len(SPEC) + len("Z: X -> lin"), "W: X -> linear D " + "# words " * 40)
+    wrapped = driver.execute_script("""
+        const a = document.querySelector('.editor textarea');
+        const rows = document.querySelectorAll('.editor .hl .row');
+        const last = rows[rows.length - 1].getBoundingClientRect().height;
+        const nums = document.querySelectorAll('.gutter .line');
+        return [a.scrollWidth <= a.clientWidth + 1, last > 30, nums.length,
+                nums[nums.length - 1].getBoundingClientRect().height === last];""")
+    assert wrapped == [True, True, SPEC.count("\n") + 1, True]
+    assert console_errors(driver) == []
+
+
 def test_a_text_over_the_size_limit_is_refused_in_the_page(driver, playground):
     _open(driver, playground)
     before = _checks(driver)

@@ -196,3 +196,8 @@ def test_the_extension_packages_without_a_warning(tmp_path):
     r = subprocess.run(["node", "test/bundle.js", "dist/extension.js"], cwd=VSCODE, capture_output=True, check=False,
                        text=True, timeout=60)
     assert json.loads(r.stdout) == {"activate": "function", "deactivate": "function"}, r.stderr
+def test_the_playground_colours_with_the_same_grammar():
+    """`shapelang serve` ships a copy of the grammar (the editors folder is not installed)."""
+    served = ROOT / "shapelang" / "serve" / "static" / "shapelang.tmLanguage.json"
+    assert served.read_bytes() == GRAMMAR.read_bytes(), \
+        "run: python -m shapelang.lsp.textmate (it writes both copies)"

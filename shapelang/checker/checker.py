@@ -32,7 +32,7 @@ from . import acknowledged, arith, calls, causes, dtypes, expects, fixes, habits
 from . import dims as dimlib
 from .blocks import BlockCalls
 from .facts import Facts
-from .ir import BindingIR, CheckedSpec, Decl, Step
+from .ir import BindingIR, CheckedSpec, Decl, Step, Unfinished
 from .layout import TensorType, fresh
 from .lazysympy import sympy as sp
 from .provenance import Provenance
@@ -95,6 +95,7 @@ class Checker(Facts):
         self.block_cache: dict = {} if block_cache is None else block_cache
         self.next_id = 0
         self.scope = Scope()
+        self.top_scope = self.scope
         self.seen: set = set()
         self.example_env: dict | None = None
         self._tensor_refs: dict[int, str] = {}
@@ -274,12 +275,10 @@ class Checker(Facts):
                 raise self.suggest.several(s, len(outs))
         except ShapeError as err:
             self.report(err.at(s.value.ops[-1].span if s.value.ops and err.span is None else s.span))
-            for n in s.names:
-                self.scope.values[n] = None
+            self._unfinished(s, err.code)
             return None
         except Poisoned:
-            for n in s.names:
-                self.scope.values[n] = None
+            self._unfinished(s, None)
             return None
         for n, (t, ref) in zip(s.names, outs):
             self.scope.values[n] = (t, ref)
@@ -287,6 +286,13 @@ class Checker(Facts):
         b = BindingIR(s.names, s.span, self.scope.steps, tuple(r for _, r in outs),
                       tuple(t for t, _ in outs))
         return b
+
+    def _unfinished(self, s: Binding, code: str | None) -> None:
+        """A binding left without a type; at the top level, kept with the steps that checked."""
+        for n in s.names:
+            self.scope.values[n] = None
+        if self.scope is self.top_scope:
+            self.out.unfinished.append(Unfinished(s.names, s.span, list(self.scope.steps), code))
 
     # ------------------------------------------------------------ expressions
     def pipeline(self, node) -> list[tuple[TensorType, str]]:

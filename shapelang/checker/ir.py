@@ -123,6 +123,17 @@ def total_flops(bindings) -> sp.Expr:
 
 
 @dataclass
+class Unfinished:
+    """A top-level binding with no type: `code` is the error that stopped it (the steps before
+    it checked and are kept, for the pictures), None when it was not checked at all because
+    it reads a name that has none."""
+    names: tuple
+    span: object
+    steps: list
+    code: str | None
+
+
+@dataclass
 class CheckedSpec(Totals):
     path: str
     source: str
@@ -143,6 +154,7 @@ class CheckedSpec(Totals):
     generic_blocks: dict = field(default_factory=dict)
     size_params: dict = field(default_factory=dict)   # size parameter declared by a block alone -> the block
     acknowledged: list = field(default_factory=list)  # (warning, reason) the author's `# allow` keeps out
+    unfinished: list = field(default_factory=list)    # [Unfinished]: top-level bindings that failed or were skipped
 
     @property
     def ok(self) -> bool:

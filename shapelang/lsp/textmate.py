@@ -5,7 +5,7 @@ alternation of names in it (the operations after `->`, as a call and as a method
 names) is written here from the one source of each: `shapelang.api.operations()` and the
 dtype spellings. A new operation is one table entry; run
 
-    python -m shapelang.lsp.textmate            # rewrite the grammar's lists
+    python -m shapelang.lsp.textmate            # rewrite the grammar's lists (and serve's copy)
     python -m shapelang.lsp.textmate --check    # exit 1 if they are out of date
 
 and tests/test_textmate.py fails while the file and the table disagree.
@@ -20,6 +20,8 @@ from pathlib import Path
 from .. import api
 
 GRAMMAR = Path(__file__).resolve().parents[2] / "editors" / "vscode" / "syntaxes" / "shapelang.tmLanguage.json"
+# the playground's copy (`shapelang serve` colours with it; the editors folder is not installed)
+SERVED = Path(__file__).resolve().parents[1] / "serve" / "static" / "shapelang.tmLanguage.json"
 # a group of six or more bare names: `(a|b|c|d|e|f)` or `(?:...)`
 _GROUP = re.compile(r"(\((?:\?:)?)((?:[a-z_0-9]+\|){5,}[a-z_0-9]+)(\))")
 
@@ -56,17 +58,16 @@ def generate(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    text = GRAMMAR.read_text(encoding="utf-8")
-    new = generate(text)
+    new = generate(GRAMMAR.read_text(encoding="utf-8"))
+    stale = [p for p in (GRAMMAR, SERVED) if not p.exists() or p.read_text(encoding="utf-8") != new]
     if "--check" in argv:
-        if new != text:
-            print(f"{GRAMMAR.name}: its lists differ from the op table; run python -m shapelang.lsp.textmate",
+        for p in stale:
+            print(f"{p}: its lists differ from the op table; run python -m shapelang.lsp.textmate",
                   file=sys.stderr)
-            return 1
-        return 0
-    if new != text:
-        GRAMMAR.write_text(new, encoding="utf-8")
-        print(f"rewrote {GRAMMAR.name}", file=sys.stderr)
+        return 1 if stale else 0
+    for p in stale:
+        p.write_text(new, encoding="utf-8")
+        print(f"rewrote {p}", file=sys.stderr)
     return 0
 
 

@@ -108,24 +108,25 @@ class Session:
         return text, (first, first + cell.count("\n")), missing
 
 
-def _with_example(spec, sizes: dict):
-    unknown = sorted(set(sizes) - set(spec.dims))
-    if unknown:
-        raise CellError(f"--example: the spec declares no dim {unknown[0]}; its dims are "
-                        + ", ".join(spec.dims))
-    given = {k: v for k, v in spec.example.items() if k in spec.dims}
-    given.update(sizes)
-    spec.example = given
-    return spec
+def _with_example(text: str, sizes: dict) -> str:
+    """The text checked with `--example` sizes: an `example` line after the cell's text (a
+    later example line adds to and overrides an earlier one), so the checker itself works at
+    those sizes and says so in its errors (`= [2, 4, 5, 16]`, "at the example sizes")."""
+    given = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    return text + ("" if text.endswith("\n") else "\n") + f"example {given}\n"
 
 
 def run_cell(line: str, cell: str, session: Session) -> Shown:
     """Check one cell and say what to show. Raises CellError for a mistake on the magic line."""
     opts = parse_line(line)
     text, lines, missing = session.text_for(opts, cell)
-    spec = session.checks.check(text)
     if opts.example:
-        spec = _with_example(spec, opts.example)
+        text = _with_example(text, opts.example)
+    spec = session.checks.check(text)
+    unknown = sorted(set(opts.example) - set(spec.dims))
+    if unknown:
+        raise CellError(f"--example: the spec declares no dim {unknown[0]}; its dims are "
+                        + ", ".join(spec.dims))
     shown = spec.diagnostics if lines is None else \
         [d for d in spec.diagnostics if lines[0] <= d.span.line <= lines[1]]
     failed = not spec.ok or (opts.strict and bool(spec.diagnostics))

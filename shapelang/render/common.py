@@ -7,8 +7,44 @@ from ..checker.ir import CheckedSpec
 from ..checker.lazysympy import sympy as sp
 
 
+def fixed_sizes(spec: CheckedSpec) -> dict:
+    """The sizes a spec fixes without an example line (`dim D = 64`, `dim Dh = D / H`), as the
+    example would give them: symbol -> value. Empty when nothing is fixed or the example says."""
+    cached = spec.__dict__.get("_fixed_sizes")
+    if cached is not None:
+        return cached
+    env: dict = {}
+    prover = spec.prover
+    if prover is not None and not spec.example:
+        todo = dict(getattr(prover, "definition", {}) or {})
+        while todo:
+            done = {}
+            for sym, e in todo.items():
+                v = prover.value(e, env)
+                if v is not None and dimlib.as_int(v) is not None and dimlib.as_int(v) > 0:
+                    done[sym] = dimlib.as_int(v)
+            if not done:
+                break
+            env.update(done)
+            for sym in done:
+                del todo[sym]
+    spec.__dict__["_fixed_sizes"] = env
+    return env
+
+
+def size_value(spec: CheckedSpec, e):
+    """The value of a size at the example sizes, or from the dims the spec fixes; None where
+    neither decides it."""
+    if spec.example:
+        return spec.example_value(e)
+    env = fixed_sizes(spec)
+    if not env:
+        return None
+    return spec.prover.value(sp.Integer(e) if isinstance(e, int) else e, env)
+
+
 def _ex(spec: CheckedSpec, shape):
-    vals = [spec.example_value(d) for d in shape]
+    vals = [size_value(spec, d) for d in shape]
     if any(v is None or dimlib.as_int(v) is None for v in vals):
         return None
     return [dimlib.as_int(v) for v in vals]
@@ -36,7 +72,7 @@ def shapes_in(op: str, shapes: list[str]) -> str:
 
 
 def _num(spec, e) -> int | None:
-    v = spec.example_value(sp.Integer(e) if isinstance(e, int) else e)
+    v = size_value(spec, e)
     return dimlib.as_int(v) if v is not None else None
 
 

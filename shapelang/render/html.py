@@ -17,42 +17,12 @@ from ..checker import dims as dimlib
 from ..checker import dtypes
 from ..checker.ir import CheckedSpec
 from ..checker.lazysympy import sympy as sp
-from .common import _num, _shape, notation, shapes_in
-from .svg import Colours, axes_of, changes, step_svg
+from . import overview, table
+from .columns import wrap_line
+from .common import _num, _shape, fixed_sizes, notation, shapes_in
+from .style import CSS, svg_style
+from .svg import Colours, axes_of, changes, pretty, step_svg, text_width
 from .text import diagnostic_text
-
-CSS = """
-.shapelang-trace{font:14px/1.4 system-ui,-apple-system,'Segoe UI',sans-serif;color:#222;max-width:1100px}
-.shapelang-trace h1{font-size:20px;margin:4px 0}
-.shapelang-trace .meta{color:#555;margin:2px 0}
-.shapelang-trace details{border-left:3px solid #ccd;margin:6px 0;padding-left:8px}
-.shapelang-trace details.block{border-left-color:#a8c}
-.shapelang-trace summary{cursor:pointer;font-weight:600}
-.shapelang-trace summary .shape,.shapelang-trace .shape{font-family:ui-monospace,Menlo,Consolas,monospace;
- font-weight:400;color:#335}
-.shapelang-trace .step{margin:6px 0 10px 0}
-.shapelang-trace .op{font-family:ui-monospace,Menlo,Consolas,monospace;background:#f3f3f8;padding:1px 4px}
-.shapelang-trace .nums{color:#555;font-size:13px}
-.shapelang-trace .changed-names{color:#b22;font-size:13px}
-.shapelang-trace svg.fig{display:block;max-width:100%;height:auto;margin:4px 0}
-.shapelang-trace svg text{font:12px system-ui,sans-serif;fill:#222}
-.shapelang-trace svg text.size{font-weight:600}
-.shapelang-trace svg text.ex{fill:#444}
-.shapelang-trace svg text.tag{fill:#b22;font-weight:600}
-.shapelang-trace svg text.cap{font-weight:600}
-.shapelang-trace svg text.note{fill:#555}
-.shapelang-trace svg text.dtype{fill:#7a3e00;font-style:italic;font-weight:600}
-.shapelang-trace svg rect.axis{stroke:#556;stroke-width:1}
-.shapelang-trace svg rect.axis.changed{stroke:#c22;stroke-width:3}
-.shapelang-trace svg rect.slice{stroke:#fff;stroke-width:1}
-.shapelang-trace .diag{border:1px solid #e99;background:#fff4f4;padding:4px 8px;margin:6px 0;overflow-x:auto}
-.shapelang-trace .diag.warning{border-color:#db8;background:#fffaf0}
-.shapelang-trace .diag pre{margin:0;font:12px/1.35 ui-monospace,Menlo,Consolas,monospace;white-space:pre}
-.shapelang-trace .legend span{display:inline-block;padding:1px 6px;margin:2px;border:1px solid #999;
- border-radius:3px;font-size:12px}
-.shapelang-trace .decl{margin:3px 0}
-.shapelang-trace button{font-size:12px;margin-right:6px}
-"""
 
 SCRIPT = """
 document.querySelectorAll('[data-toggle]').forEach(function (b) {
@@ -67,11 +37,22 @@ SCRIPT_HASH = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode(
 MAX_OPEN_STEPS = 60     # bindings open by default until this many steps are shown
 
 
+def _pshape(shape, spec) -> str:
+    """A shape as the text trace writes it, in the pictures' notation (`²`, `·`)."""
+    return pretty(_shape(shape, spec))
+
+
 def _n(spec, e) -> str:
+    """A count (parameters, FLOPs, a size argument) as the text trace writes it: the textbook
+    formula (`2·D² + 2·D`, by the trace table's own printer) and its value where the sizes
+    are known."""
     if e == 0:
         return ""
     n = _num(spec, e)
-    sym = dimlib.show(e, notation(spec))
+    book = spec.__dict__.get("_trace_printer")
+    if book is None:
+        book = spec.__dict__["_trace_printer"] = table.Printer(spec)
+    sym = pretty(book.formula(e))
     if n is None:
         return sym
     return f"{n:,}" if sym == str(n) else f"{sym} = {n:,}"
@@ -80,11 +61,15 @@ def _n(spec, e) -> str:
 class _Page:
     """Builds the walk-through of one checked spec."""
 
-    def __init__(self, spec: CheckedSpec, lines: tuple | None = None):
+    def __init__(self, spec: CheckedSpec, lines: tuple | None = None, lazy: bool = False):
         self.spec = spec
+        self.lazy = lazy        # blocks drawn only when opened (block_body), for a live page
+        self.deferred: list = []
         self.lines = lines      # (first, last): draw only what is written on these lines
         self.colours = Colours()
         self.types: dict = {}
+        self.names: dict = {}       # step ref -> the binding it belongs to
+        self.results: dict = {}     # binding name -> the ref of its tensor
         self.open_steps = 0
         self.by_line: dict[int, list] = {}
         for d in spec.diagnostics:
@@ -93,6 +78,14 @@ class _Page:
             self.by_line.setdefault(d.span.line, []).append(d)
         self.placed: set = set()
         self.drawn_blocks: dict = {}    # id(BlockIR) -> line of the call that drew it
+        # the layout both outputs share: every figure and diagnostic in page order, as
+        # ("figure", heading, svg, width, height) or ("diagnostic", Diagnostic)
+        self.pieces: list = []
+
+    def figure(self, heading: str, drawn: tuple, ref: str = "") -> str:
+        svg, w, h = drawn
+        self.pieces.append(("figure", heading, svg, w, h, ref))
+        return f'<div class="scroll">{svg}</div>'    # drawn at its size: text stays readable on a phone
 
     # -------------------------------------------------------------- pieces
     def diagnostics_at(self, first: int, last: int) -> str:
@@ -101,6 +94,7 @@ class _Page:
             for d in self.by_line.get(line, ()):
                 if id(d) not in self.placed:
                     self.placed.add(id(d))
+                    self.pieces.append(("diagnostic", d))
                     out.append(self.diagnostic(d))
         return "".join(out)
 
@@ -110,6 +104,11 @@ class _Page:
                 f'data-line="{d.span.line}"><pre>{escape(text)}</pre></div>')
 
     def remember(self, decls, bindings):
+        for b in bindings:
+            for n, r in zip(b.names, getattr(b, "results", ())):
+                self.results[n] = r
+            for s in b.steps:
+                self.names[s.ref] = ", ".join(b.names)
         for dcl in decls:
             self.types[dcl.name] = (dcl.type.shape, None)
         for b in bindings:
@@ -120,18 +119,20 @@ class _Page:
                     self.types[f"{s.ref}.{k}"] = (t.shape, tp)
                 self.types[s.ref] = (s.out.shape, tps[0] if tps else None)
 
-    def decl(self, dcl) -> str:
+    def decl(self, dcl, in_block: bool = False) -> str:
         spec = self.spec
         axes = axes_of(spec, dcl.type.shape, None)
-        svg, _, _ = step_svg(spec, dcl.kind, [], axes, None, self.colours, dtype=dcl.type.dtype)
+        svg = self.figure(f"{dcl.name}: {dcl.kind} {_pshape(dcl.type.shape, spec)}  (line {dcl.span.line})",
+                          step_svg(spec, dcl.kind, [], axes, None, self.colours, dtype=dcl.type.dtype), dcl.name)
         n = sp.Integer(1)
         for x in dcl.type.shape:
             n *= x
         params = f' <span class="nums">params {escape(_n(spec, n))}</span>' if dcl.kind == "param" else ""
         kind = dcl.kind + ("" if dcl.type.dtype == "float" else f" {dcl.type.dtype}")
-        return (f'<div class="decl" data-binding="{escape(dcl.name)}" data-kind="{escape(dcl.kind)}">'
+        anchor = "" if in_block else f' id="{escape(overview.anchor(dcl.name))}"'
+        return (f'<div class="decl"{anchor} data-binding="{escape(dcl.name)}" data-kind="{escape(dcl.kind)}">'
                 f'<b>{escape(dcl.name)}</b> <span class="nums">{escape(kind)}, line {dcl.span.line}</span> '
-                f'<span class="shape">{escape(_shape(dcl.type.shape, self.spec))}</span>{params}{svg}'
+                f'<span class="shape">{escape(_pshape(dcl.type.shape, self.spec))}</span>{params}{svg}'
                 + self.diagnostics_at(dcl.span.line, dcl.span.line) + "</div>")
 
     def step(self, s) -> str:
@@ -142,11 +143,13 @@ class _Page:
         for k, t in enumerate(s.outputs):
             out = axes_of(spec, t.shape, tps[k] if k < len(tps) else None)
             out, gone, cut = changes(s.op, ins, out)
-            svg, _, _ = step_svg(spec, s.op, ins, out, tps[k] if k < len(tps) else None, self.colours,
-                                 gone, cut, t.dtype)
-            named = [f"{a.tag}: {a.size}" for a in out if a.tag] + [f"{a.tag}: {a.size}" for a in gone]
+            svg = self.figure(f"{self.names.get(s.ref, '')}: {s.text}  (line {s.span.line})"
+                              + (f", output {k + 1}" if len(s.outputs) > 1 else ""),
+                              step_svg(spec, s.op, ins, out, tps[k] if k < len(tps) else None,
+                                       self.colours, gone, cut, t.dtype, s.detail), s.ref)
+            named = [f"{a.tag}: {pretty(a.size)}" for a in out + gone if a.tag]
             label = f"output {k + 1}: " if len(s.outputs) > 1 else ""
-            blocks.append(f'<div class="shape">{escape(label)}{escape(_shape(t.shape, self.spec))}'
+            blocks.append(f'<div class="shape">{escape(label)}{escape(_pshape(t.shape, self.spec))}'
                           f'{escape(dtypes.suffix(t.dtype))}</div>'
                           + (f'<div class="changed-names">{escape("; ".join(named))}</div>' if named else "")
                           + svg)
@@ -155,7 +158,7 @@ class _Page:
             nums.append(f"params {_n(spec, s.params)}")
         if s.flops != 0:
             nums.append(f"FLOPs {_n(spec, s.flops)}")
-        in_shapes = shapes_in(s.op, [_shape(self.types[r][0], self.spec) for r in s.inputs if r in self.types])
+        in_shapes = shapes_in(s.op, [_pshape(self.types[r][0], self.spec) for r in s.inputs if r in self.types])
         return (f'<div class="step" data-step="{escape(s.ref)}" data-op="{escape(s.op)}">'
                 f'<span class="op">{escape(s.text)}</span> <span class="nums">line {s.span.line}'
                 + (f", from {escape(in_shapes)}" if in_shapes else "") + "</span>"
@@ -164,22 +167,72 @@ class _Page:
 
     def binding(self, b, in_block=False) -> str:
         name = ", ".join(b.names)
-        shapes = " | ".join(_shape(t.shape, self.spec) + dtypes.suffix(t.dtype) for t in b.types)
+        shapes = " | ".join(_pshape(t.shape, self.spec) + dtypes.suffix(t.dtype) for t in b.types)
         self.open_steps += len(b.steps)
         opened = " open" if not in_block and self.open_steps <= MAX_OPEN_STEPS else ""
         last = max([b.span.end_line or b.span.line] + [s.span.line for s in b.steps])
         body = "".join(self.step(s) for s in b.steps)
         if not b.steps:     # a name for a tensor computed before (`present_k: k`): draw it as it is
-            body = "".join(step_svg(self.spec, "same", [], axes_of(self.spec, t.shape, None), None,
-                                    self.colours)[0] for t in b.types)
+            body = "".join(self.figure(f"{name}  (line {b.span.line})",
+                                       step_svg(self.spec, "same", [], axes_of(self.spec, t.shape, None),
+                                                None, self.colours)) for t in b.types)
         for s in b.steps:
             if s.block is not None:
                 body += self.block(s.block, s)
-        return (f'<details class="binding"{opened} data-binding="{escape(name)}">'
+        anchor = "" if in_block else f' id="{escape(overview.anchor(name))}"'
+        return (f'<details class="binding"{opened}{anchor} data-binding="{escape(name)}">'
                 f'<summary>{escape(name)} <span class="shape">{escape(shapes)}</span> '
                 f'<span class="nums">line {b.span.line}, {len(b.steps)} step'
                 f'{"s" if len(b.steps) != 1 else ""}</span></summary>{body}'
                 + self.diagnostics_at(b.span.line, last) + "</details>")
+
+    def unfinished(self, u) -> str:
+        """A binding the checker stopped at an error: the steps that checked, then the failing
+        step with its operands drawn side by side and the clashing axes marked, and the error.
+        One the checker skipped (it reads a name an error left without a shape): "not checked"."""
+        name = ", ".join(u.names)
+        self.remember([], [type("B", (), {"names": u.names, "steps": u.steps})])
+        body = "".join(self.step(s) for s in u.steps)
+        errors = [d for d in self.by_line.get(u.span.line, ()) if d.code == u.code]
+        if errors:
+            body += self.operands(errors[0])
+        if u.code is None or not errors:
+            what = "not checked: it reads a name that an error above left without a shape"
+        else:
+            what = f"stopped by error[{u.code}] after {len(u.steps)} step{'s' if len(u.steps) != 1 else ''}"
+        return (f'<details class="binding unfinished" open id="{escape(overview.anchor(name))}" '
+                f'data-binding="{escape(name)}" data-unfinished="{escape(u.code or "")}">'
+                f'<summary>{escape(name)} <span class="nums unchecked">line {u.span.line}, {escape(what)}</span>'
+                f'</summary>{body}' + self.diagnostics_at(u.span.line, u.span.end_line or u.span.line)
+                + "</details>")
+
+    def operands(self, d) -> str:
+        """The tensors a failing step read, as the error's labels point at them in the source
+        (a name only), side by side; for a matrix product the inner axes that differ are
+        marked `clash` (the left's last, the right's second to last)."""
+        lines = self.spec.source.split("\n")
+        named = []
+        for span, _ in d.labels:
+            if span.line != span.end_line or not 0 < span.line <= len(lines):
+                continue
+            text = lines[span.line - 1][span.column - 1:span.end_column - 1].strip("() ")
+            ref = self.results.get(text, text)
+            if ref in self.types:
+                named.append((text, ref))
+        if not named:
+            return ""
+        figs = []
+        for k, (name, ref) in enumerate(named):
+            axes = axes_of(self.spec, *self.types[ref])
+            if d.code == "E101" and len(named) == 2 and len(axes) >= 2 - k:
+                axes[-1 - k].tag = "clash"
+            figs.append(f'<div class="operand"><span class="nums">{"left" if k == 0 else "right"} operand '
+                        f'<b>{escape(name)}</b></span> <span class="shape">'
+                        f'{escape(_pshape(self.types[ref][0], self.spec))}</span>'
+                        + self.figure(f"{name}: operand of the failing step (line {d.span.line})",
+                                      step_svg(self.spec, "same", [], axes, None, self.colours), name)
+                        + "</div>")
+        return f'<div class="step failing" data-failing="{escape(d.code)}">' + "".join(figs) + "</div>"
 
     def block(self, ir, call) -> str:
         """A block instance, drawn once (a block called again at the same shapes, or called
@@ -189,34 +242,59 @@ class _Page:
             return (f'<div class="nums" data-block-ref="{escape(ir.name)}">block {escape(ir.name)} at these '
                     f'shapes: drawn under line {self.drawn_blocks[id(ir)]}</div>')
         self.drawn_blocks[id(ir)] = call.span.line
-        args = ", ".join([f"{d.name}: {_shape(d.type.shape, self.spec)}" for d in ir.inputs]
+        args = ", ".join([f"{d.name}: {_pshape(d.type.shape, self.spec)}" for d in ir.inputs]
                          + [f"{k} = {_n(spec, v)}" for k, v in ir.size_args.items()])
         count = call.detail.get("count")
         times = f" × {dimlib.show(count, notation(self.spec))}" if count is not None else ""
+        head = (f'<summary>block {escape(ir.name)}({escape(args)}){escape(times)} <span class="nums">params '
+                f'per instance {escape(_n(spec, ir.total_params) or "0")}</span></summary>')
+        if self.lazy:       # drawn when the reader opens it (block_body)
+            self.deferred.append(ir)
+            return (f'<details class="block" data-block="{escape(ir.name)}" '
+                    f'data-lazy="{len(self.deferred) - 1}">{head}<div class="nums">drawing…</div></details>')
+        return f'<details class="block" data-block="{escape(ir.name)}">{head}{self.block_body(ir)}</details>'
+
+    def drawn(self, line: int, draw, *args) -> tuple:
+        """(line, html, the layout pieces it drew): items are drawn in one order and shown in
+        line order, and the shared layout follows the order shown."""
+        start = len(self.pieces)
+        html = draw(*args)
+        chunk = self.pieces[start:]
+        del self.pieces[start:]
+        return line, html, chunk
+
+    def block_body(self, ir) -> str:
+        """The declarations and bindings of a block instance, in line order."""
         self.remember(ir.inputs + ir.params + ir.buffers, ir.bindings)
-        items = [(d.span.line, self.decl(d)) for d in ir.params + ir.buffers]
-        items += [(b.span.line, self.binding(b, in_block=True)) for b in ir.bindings]
+        items = [self.drawn(d.span.line, self.decl, d, True) for d in ir.params + ir.buffers]
+        items += [self.drawn(b.span.line, self.binding, b, True) for b in ir.bindings]
         items.sort(key=lambda t: t[0])
-        return (f'<details class="block" data-block="{escape(ir.name)}"><summary>block '
-                f'{escape(ir.name)}({escape(args)}){escape(times)} <span class="nums">params per '
-                f'instance {escape(_n(spec, ir.total_params) or "0")}</span></summary>'
-                + "".join(html for _, html in items) + "</details>")
+        for _, _, chunk in items:
+            self.pieces += chunk
+        return "".join(html for _, html, _ in items)
 
     # -------------------------------------------------------------- whole
     def body(self) -> str:
+        return "".join(self.items())
+
+    def items(self) -> list[str]:
+        """The page's top-level pieces in order: declarations, bindings and the diagnostics
+        between them (each piece whole HTML, so a client can keep the ones that did not change)."""
         spec = self.spec
         self.remember(spec.decls, spec.bindings)
-        items = [(d.span.line, self.decl(d)) for d in spec.decls]
-        items += [(b.span.line, self.binding(b)) for b in spec.bindings]
+        items = [self.drawn(d.span.line, self.decl, d) for d in spec.decls]
+        items += [self.drawn(b.span.line, self.binding, b) for b in spec.bindings]
+        items += [self.drawn(u.span.line, self.unfinished, u) for u in spec.unfinished]
         items.sort(key=lambda t: t[0])
         if self.lines is not None:
-            items = [(ln, h) for ln, h in items if self.lines[0] <= ln <= self.lines[1]]
+            items = [t for t in items if self.lines[0] <= t[0] <= self.lines[1]]
         html = []
-        for line, item in items:
+        for line, item, chunk in items:
             html.append(self.diagnostics_before(line))
             html.append(item)
+            self.pieces += chunk
         html.append(self.diagnostics_before(None))
-        return "".join(html)
+        return [h for h in html if h]
 
     def diagnostics_before(self, line) -> str:
         out = []
@@ -226,34 +304,54 @@ class _Page:
             out.append(self.diagnostics_at(ln, ln))
         return "".join(out)
 
-    def header(self, title: str) -> str:
+    def facts(self) -> list[str]:
+        """The header's lines after the title: the sizes, the status, the totals."""
         spec = self.spec
         given = ", ".join(f"{k}={v}" for k, v in spec.example.items() if k in spec.dims)
+        fixed = ", ".join(f"{k}={v}" for k, v in fixed_sizes(spec).items())
         n_err = len(spec.errors())
         n_warn = len(spec.diagnostics) - n_err
         status = "ok: every step proved" if not spec.diagnostics else \
             f"{n_err} error{'s' if n_err != 1 else ''}, {n_warn} warning{'s' if n_warn != 1 else ''}"
-        return (f'<h1>{escape(title)}</h1>'
-                + (f'<div class="meta">example: {escape(given)}</div>' if given else
-                   '<div class="meta">no example sizes: boxes show the symbolic sizes only</div>')
-                + f'<div class="meta" data-status="{"ok" if spec.ok else "error"}">{escape(status)}</div>'
-                + f'<div class="meta">total parameters: {escape(_n(spec, spec.total_params) or "0")}; '
-                  f'forward multiply-add FLOPs: {escape(_n(spec, spec.total_flops) or "0")}</div>')
+        sizes = f"example: {given}" if given else f"fixed sizes: {fixed}; no example for the others" \
+            if fixed else "no example sizes: boxes show the symbolic sizes only"
+        return [sizes, status, (f"total parameters: {_n(spec, spec.total_params) or '0'}; "
+                                f"forward multiply-add FLOPs: {_n(spec, spec.total_flops) or '0'}")]
+
+    def header(self, title: str) -> str:
+        sizes, status, totals = self.facts()
+        return (f'<h1>{escape(title)}</h1><div class="meta">{escape(sizes)}</div>'
+                f'<div class="meta" data-status="{"ok" if self.spec.ok else "error"}">{escape(status)}</div>'
+                f'<div class="meta">{escape(totals)}</div>'
+                + (overview.overview_svg(self.spec) if self.lines is None else ""))
+
+    def dims(self) -> list:
+        """The legend's entries: the logical axes by name (dims, never a number or a formula)."""
+        return [(name, h) for name, h in self.colours.hues.items() if name.isidentifier()]
 
     def legend(self) -> str:
-        spans = "".join(f'<span style="background:hsl({h}, 70%, 86%)">{escape(name)}</span>'
-                        for name, h in self.colours.hues.items())
+        spans = "".join(f'<span class="dim" style="--h:{h}">{escape(name)}</span>' for name, h in self.dims())
         return (f'<div class="legend">axes: {spans} <span style="border:3px solid #c22">changed by the '
                 f'step</span> <span style="border:1px dashed #556">gone (contracted or reduced)</span></div>')
 
 
 def trace_fragment(spec: CheckedSpec, title: str | None = None, lines: tuple | None = None) -> str:
-    """The walk-through as one <div> with its own style (for notebooks); with `lines`
-    (first, last), only the declarations, bindings and diagnostics written there."""
+    """The walk-through as one <div> with its own style and background (for notebooks, light
+    or dark); with `lines` (first, last), only the declarations, bindings and diagnostics
+    written there."""
     page = _Page(spec, lines)
     body = page.body()
     return (f'<div class="shapelang-trace"><style>{CSS}</style>'
             + page.header(title or f"trace of {spec.path}") + page.legend() + body + "</div>")
+
+
+def trace_live(spec: CheckedSpec, title: str):
+    """For a live page (`serve`): the page object (keep it to draw a block when it is opened,
+    `page.block_body(page.deferred[k])`), the head (title, facts, legend) and the top-level
+    pieces. Together they are `trace_fragment`, with each block left to draw on opening."""
+    page = _Page(spec, lazy=True)
+    items = page.items()
+    return page, page.header(title) + page.legend(), items
 
 
 def trace_html(spec: CheckedSpec) -> str:
@@ -262,44 +360,74 @@ def trace_html(spec: CheckedSpec) -> str:
     body = page.body()
     title = f"trace of {spec.path}"
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            "<meta name=\"color-scheme\" content=\"light dark\">"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
             f"style-src 'unsafe-inline'; script-src 'sha256-{SCRIPT_HASH}'\">"
-            f"<title>{escape(title)}</title><style>body{{margin:16px}}{CSS}</style></head><body>"
+            f"<title>{escape(title)}</title><style>body{{margin:0}}{CSS}</style></head><body>"
             f'<div class="shapelang-trace">{page.header(title)}'
             '<div><button type="button" data-toggle="open">expand all</button>'
             '<button type="button" data-toggle="close">collapse all</button></div>'
             f"{page.legend()}{body}</div><script>{SCRIPT}</script></body></html>\n")
 
 
+SVG_WRAP = 100      # characters of a diagnostic's line in the SVG before it wraps
+
+
 def trace_svg(spec: CheckedSpec) -> str:
-    """One SVG figure: the top-level steps one under another, each with its text."""
+    """One SVG figure of the same layout as the HTML page: the header, the legend, then every
+    declaration, step and block step one under another, with the diagnostics, wrapped and
+    whole, where they occur."""
     page = _Page(spec)
-    page.remember(spec.decls, spec.bindings)
+    page.body()
     parts, y, width = [], 8, 400
-    style = ("<style>text{font:12px sans-serif;fill:#222}text.size,text.cap,.head{font-weight:600}"
-             "text.tag{fill:#b22;font-weight:600}text.dtype{fill:#7a3e00;font-style:italic}"
-             "rect.axis{stroke:#556}"
-             "rect.axis.changed{stroke:#c22;stroke-width:3}rect.slice{stroke:#fff}</style>")
-    for b in spec.bindings:
-        for s in b.steps:
-            ins = [axes_of(spec, *page.types[r]) for r in s.inputs if r in page.types]
-            tp = s.provenance[0] if s.provenance else None
-            out, gone, cut = changes(s.op, ins, axes_of(spec, s.out.shape, tp))
-            fig, w, h = step_svg(spec, s.op, ins, out, tp, page.colours, gone, cut, s.out.dtype)
-            label = f"{', '.join(b.names)}: {s.text}  (line {s.span.line})"
-            parts.append(f'<text class="head" x="4" y="{y + 12}" data-step="{escape(s.ref)}">'
-                         f'{escape(label)}</text>')
+
+    def line(text, cls, x=4, mono=False):
+        nonlocal y, width
+        parts.append(f'<text class="{cls}" x="{x}" y="{y + 12}"'
+                     + (' font-family="monospace" xml:space="preserve"' if mono else "")
+                     + f">{escape(text)}</text>")
+        y += 18
+        width = max(width, x + text_width(text) + 8)
+
+    line(f"trace of {spec.path}", "head")
+    for fact in page.facts():
+        line(fact, "note")
+    x = 4
+    parts.append(f'<text class="note" x="4" y="{y + 12}">axes:</text>')
+    x = 44
+    for name, h in page.dims():
+        w = text_width(name) + 12
+        if x + w > max(width, 600):
+            y, x = y + 22, 44
+        parts.append(f'<rect x="{x}" y="{y}" width="{w:.0f}" height="18" rx="3" data-shade="0" '
+                     f'style="--h:{h}" fill="hsl({h}, 70%, 88%)"/>'
+                     f'<text x="{x + 6}" y="{y + 13}">{escape(name)}</text>')
+        x += w + 4
+    y += 28
+    flow = overview.overview_figure(spec)
+    if flow is not None:
+        parts.append(flow[0].replace('<svg ', f'<svg x="0" y="{y}" ', 1))
+        y += flow[2] + 12
+        width = max(width, flow[1] + 8)
+    for piece in page.pieces:
+        if piece[0] == "figure":
+            _, heading, fig, w, h, ref = piece
+            parts.append(f'<text class="head" x="4" y="{y + 12}" data-step="{escape(ref)}">'
+                         f'{escape(heading)}</text>')
+            width = max(width, text_width(heading) + 8, w + 8)
             parts.append(fig.replace('<svg ', f'<svg x="0" y="{y + 18}" ', 1))
             y += h + 30
-            width = max(width, w + 8, 8 * len(label))
-    for d in spec.diagnostics:
-        text = f"line {d.span.line}: {d.severity}[{d.code}]: {d.message}"
-        parts.append(f'<text class="tag" x="4" y="{y + 12}">{escape(text)}</text>')
-        y += 20
-        width = max(width, 7 * len(text))
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {y + 8}" width="{width:.0f}" '
-            f'height="{y + 8}">{style}<rect width="100%" height="100%" fill="#fff"/>' + "".join(parts)
-            + "</svg>\n")
+        else:
+            d = piece[1]
+            for raw in diagnostic_text(d, spec.path, spec.source).split("\n"):
+                for ln in wrap_line(raw, SVG_WRAP, indent="    "):
+                    line(ln.text, "tag" if d.severity == "error" else "dtype", mono=True)
+            y += 6
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="shapelang-trace" viewBox="0 0 {width:.0f} '
+            f'{y + 8}" width="{width:.0f}" height="{y + 8}"><style>{svg_style()}'
+            "text.head{font-weight:600}</style>"
+            '<rect class="page" width="100%" height="100%" fill="#fff"/>' + "".join(parts) + "</svg>\n")
 
 
 def register() -> None:

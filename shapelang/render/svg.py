@@ -12,6 +12,7 @@ grid. Every piece of spec text is escaped: specs are untrusted.
 from __future__ import annotations
 
 import math
+import re
 from html import escape
 
 from ..checker import dims as dimlib
@@ -23,10 +24,14 @@ BOX_H = 46
 GAP = 8
 MAX_CELLS = 12          # cells drawn per side of a grid; larger sizes are elided
 PALETTE = (210, 30, 120, 280, 0, 170, 50, 330, 250, 90, 190, 15)
+LIGHT = (88, 80, 74, 68)    # lightness of a whole axis and of pieces 1, 2, 3+ deep
+CHAR_W = 7.4                # a generous width of one character of 12 px text
 LAYOUT_OPS = moving("regroup", "rearrange")
 MOVE_OPS = moving("move", "rearrange")
 REDUCE_OPS = {name for name, d in TABLE.items() if d.reduces} | {"select"}
 CONTRACT_OPS = {"matmul", "linear", "einsum", "embed"}
+# the operations that normalise along an axis as softmax does (the table's softmax rule)
+SOFTMAX_OPS = {name for name, d in TABLE.items() if d.rule is TABLE["softmax"].rule}
 
 
 class Colours:
@@ -41,10 +46,19 @@ class Colours:
         return self.hues[root]
 
     def fill(self, axis) -> str:
+        """The light fill of an axis's box: a whole axis palest, its pieces darker by depth
+        (light enough that #111 text on it keeps a 4.5:1 contrast)."""
         if axis.root is None:
             return "hsl(0, 0%, 92%)"
-        light = 86 if not axis.depth else 74 - 14 * min(axis.depth - 1, 2)
-        return f"hsl({self.hue(axis.root)}, 70%, {light}%)"
+        return f"hsl({self.hue(axis.root)}, 70%, {LIGHT[min(axis.depth, 3)]}%)"
+
+    def paint(self, axis) -> str:
+        """The fill attributes of a box or cell in the axis's colour: the light fill (a figure
+        on its own) and the hue and shade the dark scheme's style sheet reads."""
+        if axis.root is None:
+            return f' fill="{self.fill(axis)}" data-shade="none"'
+        return (f' fill="{self.fill(axis)}" data-shade="{min(axis.depth, 3)}" '
+                f'style="--h:{self.hue(axis.root)}"')
 
 
 class Axis:
@@ -115,6 +129,34 @@ def _regrouped(op, first, a):
     return "new", None
 
 
+def _groups(first: list[Axis], out: list[Axis]) -> dict | None:
+    """For a view: which output axes come from splitting one input axis and which from merging
+    several, matched by their sizes as PyTorch's view matches them (runs of axes whose products
+    agree, size-1 axes on their own); None where a size is unknown. Output index -> tag."""
+    a = [x.ex for x in first if x.ex != 1]
+    b = [(k, x.ex) for k, x in enumerate(out) if x.ex != 1]
+    if any(not isinstance(v, int) for v in a) or any(not isinstance(v, int) for _, v in b):
+        return None
+    tags, i, j = {}, 0, 0
+    while i < len(a) and j < len(b):
+        pa, pb, si, sj = a[i], b[j][1], i, j
+        while pa != pb:
+            if pa < pb and i + 1 < len(a):
+                i += 1
+                pa *= a[i]
+            elif pb < pa and j + 1 < len(b):
+                j += 1
+                pb *= b[j][1]
+            else:
+                return None
+        if j > sj:          # one input axis (or a run) became several output axes
+            tags.update({b[k][0]: "split" if i == si else "regrouped" for k in range(sj, j + 1)})
+        elif i > si:
+            tags[b[j][0]] = "merged"
+        i, j = i + 1, j + 1
+    return tags
+
+
 def changes(op: str, ins: list[list[Axis]], out: list[Axis]) -> tuple[list, list, Axis | None]:
     """Tag the output axes the step changes; return (out, gone axes, the axis that was cut)."""
     first = ins[0] if ins else []
@@ -129,6 +171,13 @@ def changes(op: str, ins: list[list[Axis]], out: list[Axis]) -> tuple[list, list
                 continue
             a.tag, src = _regrouped(op, first, a)
             cut = cut or src
+        if op in CUT_OPS and any(a.tag == "new" and a.ex != 1 for a in out):
+            # the provenance lost the thread (sizes bound at a block call): a view moves no
+            # element, so an axis it makes is a piece or a merge of the input's, never new
+            by_size = _groups(first, out) or {}
+            for k, a in enumerate(out):
+                if a.tag == "new" and k in by_size:
+                    a.tag = by_size[k]
     elif op in ("add", "sub", "mul", "div", "mask", "where") or op.startswith("binary"):
         for axes in ins:
             shift = len(out) - len(axes)
@@ -164,10 +213,23 @@ def changes(op: str, ins: list[list[Axis]], out: list[Axis]) -> tuple[list, list
     return out, gone, cut
 
 
+def pretty(size: str) -> str:
+    """A size as the text trace's formulas read: `·` for a product, `²` for a square."""
+    return _POWER.sub(lambda m: m.group(1).translate(_SUPERSCRIPT), size.replace("**", "^")).replace("*", "·")
+
+
+_POWER = re.compile(r"\^(\d+)")
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def text_width(s: str) -> float:
+    return CHAR_W * len(s)
+
+
 def _box_width(a: Axis) -> int:
-    text = max(len(a.size), len(str(a.ex or "")))
+    text = max(len(pretty(a.size)), len(str(a.ex or "")))
     ex = a.ex if isinstance(a.ex, int) and a.ex > 1 else 2
-    return int(min(150, max(52, 8 * text + 20, 7 * len(a.tag) + 12, 40 + 9 * math.log2(ex))))
+    return int(min(150, max(52, 8 * min(text, 17) + 20, 7 * len(a.tag) + 12, 40 + 9 * math.log2(ex))))
 
 
 def _text(x, y, s, cls="", anchor="middle") -> str:
@@ -175,67 +237,91 @@ def _text(x, y, s, cls="", anchor="middle") -> str:
     return f'<text x="{x:.0f}" y="{y:.0f}" text-anchor="{anchor}"{c}>{escape(str(s))}</text>'
 
 
-def _boxes(axes, x, y, colours, gone=False) -> tuple[list, int]:
+def _boxes(axes, x, y, colours, gone=False, marks=None) -> tuple[list, int]:
     parts = []
-    for a in axes:
+    for k, a in enumerate(axes):
         w = _box_width(a)
         stroke = ' class="axis changed"' if a.tag else ' class="axis"'
         dash = ' stroke-dasharray="5 3"' if gone else ""
-        title = f"{a.size} = {a.ex}" if a.ex is not None else a.size
+        size = pretty(a.size)
+        title = f"{size} = {a.ex}" if a.ex is not None else size
         if a.size == "[]":
             title = "a 0-d tensor: one value, no axes"
         elif a.label != a.size:
-            title += f"; elements from {a.label}"
-        parts.append(f'<g data-axis="{escape(a.label)}" data-tag="{a.tag}"><title>{escape(title)}</title>'
-                     f'<rect{stroke} x="{x}" y="{y}" width="{w}" height="{BOX_H}" rx="4" '
-                     f'fill="{colours.fill(a)}"{dash}/>'
-                     + _text(x + w / 2, y + 19, a.size if len(a.size) <= 17 else a.size[:16] + "…", "size")
+            title += f"; elements from {pretty(a.label)}"
+        mark = (marks or {}).get(k)
+        parts.append(f'<g data-axis="{escape(pretty(a.label))}" data-tag="{a.tag}"><title>{escape(title)}</title>'
+                     f'<rect{stroke} x="{x}" y="{y}" width="{w}" height="{BOX_H}" rx="4"'
+                     f'{colours.paint(a)}{dash}/>'
+                     + _text(x + w / 2, y + 19, size if len(size) <= 17 else size[:16] + "…", "size")
                      + _text(x + w / 2, y + 36, a.ex if a.ex is not None else "?", "ex")
-                     + (_text(x + w / 2, y + BOX_H + 15, a.tag, "tag") if a.tag else "") + "</g>")
-        x += w + GAP
+                     + (_text(x + w / 2, y + BOX_H + 15, a.tag, "tag") if a.tag else "")
+                     + (f'<g class="mark" data-mark="{escape(mark)}"><path d="M{x + 3} {y + BOX_H + 20} '
+                        f'h{w - 6}" class="mark"/>' + _text(x + w / 2, y + BOX_H + 33, mark, "mark")
+                        + "</g>" if mark else "") + "</g>")
+        x += max(w, text_width(mark) if mark else 0) + GAP
     return parts, x
 
 
-def _slices(cut: Axis, pieces: list, x, y, colours) -> tuple[list, int]:
-    """The cut axis as a bar of slices: D cut into H slices of Dh."""
+def _bar(whole: Axis, pieces: list, x, y, colours, merged=False) -> tuple[list, int, int]:
+    """A split or a merge as a bar of slices: D split into H slices of Dh, or H slices of Dh
+    merged back into D."""
     n = pieces[0].ex if pieces and isinstance(pieces[0].ex, int) else 2
     shown = max(1, min(n, 16))
-    width = 320
-    w = width / shown
-    parts = [_text(x, y - 6, f"{cut.size} cut into {' × '.join(p.size for p in pieces)}", "cap",
-                   "start")]
-    for k in range(shown):
-        fill = colours.fill(pieces[-1]) if k % 2 == 0 else colours.fill(pieces[0])
-        parts.append(f'<rect class="slice" x="{x + k * w:.1f}" y="{y}" width="{w:.1f}" height="18" '
-                     f'fill="{fill}"/>')
+    names = " × ".join(pretty(p.size) for p in pieces)
+    cap = f"{names} merged into {pretty(whole.size)}" if merged else f"{pretty(whole.size)} split into {names}"
     more = f" (first {shown} of {n})" if shown < n else ""
-    parts.append(_text(x, y + 32, f"{pieces[0].size}={n} slices of {pieces[-1].size}"
-                       f"={pieces[-1].ex if pieces[-1].ex is not None else '?'}{more}", "note", "start"))
-    return parts, 40
+    last = pieces[-1].ex if pieces[-1].ex is not None else "?"
+    note = f"{pretty(pieces[0].size)}={n} slices of {pretty(pieces[-1].size)}={last}{more}"
+    width = max(320, text_width(cap), text_width(note))
+    w = 320 / shown
+    parts = [f'<g class="bar" data-bar="{"merge" if merged else "split"}">', _text(x, y - 6, cap, "cap", "start")]
+    for k in range(shown):
+        piece = pieces[-1] if k % 2 == 0 else pieces[0]
+        parts.append(f'<rect class="slice" x="{x + k * w:.1f}" y="{y}" width="{w:.1f}" height="18"'
+                     f'{colours.paint(piece)}/>')
+    parts.append(_text(x, y + 32, note, "note", "start"))
+    parts.append("</g>")
+    return parts, int(width) + 8, 40
 
 
-def _grid(rows: Axis, cols: Axis, x, y, colours, title: str, names=("", "")) -> tuple[list, int, int]:
+def _grid(rows: Axis, cols: Axis, x, y, colours, title: str, names=("", ""), masked=None,
+          caption: str = "") -> tuple[list, int, int]:
     """A rows × cols grid of cells (at most MAX_CELLS a side), each row led by a cell in the row
-    axis's colour."""
+    axis's colour. `masked(i, j)`, when given, says which cells a mask hides (drawn dark and
+    crossed: the causal triangle). Every label lies inside the width returned."""
     nr = rows.ex if isinstance(rows.ex, int) else 4
     nc = cols.ex if isinstance(cols.ex, int) else 4
     sr, sc = max(1, min(nr, MAX_CELLS)), max(1, min(nc, MAX_CELLS))
     cell = 12
-    left = 40 + 8 * len(names[0] + rows.size)
-    x += left - 40
-    parts = [f'<g class="grid" data-rows="{escape(rows.label)}" data-cols="{escape(cols.label)}">',
-             _text(x - left + 40, y, title, "cap", "start"),
-             _text(x + 40 + sc * cell / 2, y + 16, f"{names[1]}{cols.size} ({nc})", "note")]
+    row_label = f"{names[0]}{pretty(rows.size)} ({nr})"
+    col_label = f"{names[1]}{pretty(cols.size)} ({nc})"
+    left = int(text_width(row_label)) + cell + 12      # the row label ends before the row cells
+    gx = x + left
+    parts = [f'<g class="grid" data-rows="{escape(pretty(rows.label))}" data-cols="{escape(pretty(cols.label))}">',
+             _text(x, y, title, "cap", "start"),
+             _text(gx, y + 16, col_label, "note", "start")]
+    hidden = 0
     for i in range(sr):
-        parts.append(f'<rect x="{x + 40 - cell}" y="{y + 22 + i * cell}" width="{cell - 3}" '
-                     f'height="{cell - 1}" fill="{colours.fill(rows)}"/>')
+        parts.append(f'<rect x="{gx - cell}" y="{y + 22 + i * cell}" width="{cell - 3}" '
+                     f'height="{cell - 1}"{colours.paint(rows)}/>')
         for j in range(sc):
-            parts.append(f'<rect x="{x + 40 + j * cell}" y="{y + 22 + i * cell}" width="{cell - 1}" '
-                         f'height="{cell - 1}" fill="{colours.fill(cols)}"/>')
-    parts.append(_text(x + 40 - cell - 4, y + 30 + sr * cell / 2, f"{names[0]}{rows.size} ({nr})", "note",
-                       "end"))
+            off = masked is not None and masked(i, j)
+            hidden += off
+            paint = ' class="masked" fill="#4a4a52"' if off else colours.paint(cols)
+            parts.append(f'<rect x="{gx + j * cell}" y="{y + 22 + i * cell}" width="{cell - 1}" '
+                         f'height="{cell - 1}"{paint}/>')
+    parts.append(_text(x, y + 30 + sr * cell / 2, row_label, "note", "start"))
+    height = 22 + sr * cell + 8
+    notes = ([f"dark: masked (-inf), a query sees no later key ({hidden} of {sr * sc} shown)"]
+             if masked is not None else []) + ([caption] if caption else [])
+    for k, note in enumerate(notes):
+        parts.append(_text(x, y + height + 10 + 16 * k, note, "note", "start"))
+    height += 16 * len(notes) + (4 if notes else 0)
     parts.append("</g>")
-    return parts, left + sc * cell + 24, 22 + sr * cell + 8
+    width = max(left + sc * cell + 8, text_width(title), left + text_width(col_label),
+                *(text_width(n) for n in notes))
+    return parts, int(width) + 8, height
 
 
 def _swapped(ins, out):
@@ -258,13 +344,40 @@ def _scores(tp, out):
     return out[-2], out[-1]
 
 
+def _merged(ins, out):
+    """The axis a view merged and the input axes it merged (H, Dh -> D), or None."""
+    first = ins[0] if ins else []
+    for a in out:
+        if a.tag != "merged":
+            continue
+        pieces = [b for b in first if b.atoms and b.atoms != a.atoms and (
+            set(b.atoms) <= set(a.atoms) or b.root is not None and b.root == a.root and b.depth > a.depth)]
+        if len(pieces) >= 2:
+            return a, pieces
+    return None
+
+
+def _causal(detail, rows: Axis, cols: Axis):
+    """Which cells of the grid a causal mask hides: key j after query i (aligned at the end
+    when there are more keys than queries, as with a cache)."""
+    nr = rows.ex if isinstance(rows.ex, int) else 4
+    nc = cols.ex if isinstance(cols.ex, int) else 4
+    shift = nc - nr if nc >= nr else 0
+    return lambda i, j: j > i + shift
+
+
 def step_svg(spec, op: str, ins: list, out: list, tp, colours: Colours, gone=(), cut=None,
-             dtype: str | None = None) -> tuple:
+             dtype: str | None = None, detail=None) -> tuple:
     """The figure of one step: its output axes (changed ones tagged), gone axes, and a picture of
-    a split, a swap or attention scores where the step has one. A dtype other than the default
-    float32 (`bool`, `int`, `float16`) is written after the boxes. A 0-d result (a scalar such
-    as YaRN's mscale) is one box with no size: `[]`, one value."""
-    parts, x = _boxes(out or [Axis("[]", 1, (), None, 0)], 4, 4, colours)
+    a split or merge, a swap, attention scores or a causal mask where the step has one; the axis
+    a softmax normalises is marked. A dtype other than the default float32 (`bool`, `int`,
+    `float16`) is written after the boxes. A 0-d result (a scalar such as YaRN's mscale) is one
+    box with no size: `[]`, one value."""
+    detail = detail or {}
+    marks = {}
+    if op in SOFTMAX_OPS and isinstance(detail.get("dim"), int) and out:
+        marks[detail["dim"] % len(out)] = "sums to 1 along here"
+    parts, x = _boxes(out or [Axis("[]", 1, (), None, 0)], 4, 4, colours, marks=marks)
     if dtype and dtype != "float":
         parts.append(f'<g class="dtype" data-dtype="{escape(dtype)}"><title>dtype: {escape(dtype)}</title>'
                      + _text(x + 6, 4 + BOX_H / 2 + 4, dtype, "dtype", "start") + "</g>")
@@ -273,14 +386,15 @@ def step_svg(spec, op: str, ins: list, out: list, tp, colours: Colours, gone=(),
         parts.append(_text(x + 4, 4 + BOX_H / 2 + 4, "gone:", "note", "start"))
         more, x = _boxes(gone, x + 48, 4, colours, gone=True)
         parts += more
-    width, height = x, BOX_H + 26
-    extra_x = 4
+    width, height = x, BOX_H + (40 if marks else 26)
     extras = []
     if cut is not None:
         pieces = [a for a in out if a.tag == "split"]
         if pieces:
-            pic, h = _slices(cut, pieces, 0, 6, colours)
-            extras.append((pic, 340, h))
+            extras.append(_bar(cut, pieces, 0, 6, colours))
+    merge = _merged(ins, out) if op in LAYOUT_OPS else None
+    if merge is not None:
+        extras.append(_bar(merge[0], merge[1], 0, 6, colours, merged=True))
     swap = _swapped(ins, out) if op in MOVE_OPS else None
     if swap is not None:
         (a, b), (c, d) = swap
@@ -290,13 +404,19 @@ def step_svg(spec, op: str, ins: list, out: list, tp, colours: Colours, gone=(),
                        f'<g transform="translate({w1 + 16},0)">'] + pic2 + ["</g>"], w1 + w2 + 16,
                        max(h1, h2)))
     sc = _scores(tp, out)
+    title, names = "scores: query × key", ("query ", "key ")
+    causal = op == "mask" and detail.get("kind") == "causal" and len(out) >= 2
+    normalised = len(out) >= 2 and marks.get(len(out) - 1)
+    if sc is None and (causal or normalised):
+        sc, title, names = (out[-2], out[-1]), "rows × the last axis", ("", "")
     if sc is not None:
-        pic, w, h = _grid(sc[0], sc[1], 0, 0, colours, "scores: query × key",
-                           ("query ", "key "))
-        extras.append((pic, w, h))
+        caption = ("each query row sums to 1 over the keys" if names[0] else "each row sums to 1") \
+            if normalised else ""
+        extras.append(_grid(sc[0], sc[1], 0, 0, colours, title, names,
+                            _causal(detail, *sc) if causal else None, caption))
     y = height + 6
     for pic, w, h in extras:
-        parts.append(f'<g transform="translate({extra_x},{y + 12})">' + "".join(pic) + "</g>")
+        parts.append(f'<g transform="translate(4,{y + 12})">' + "".join(pic) + "</g>")
         y += h + 16
         width = max(width, w + 8)
     height = y if extras else height

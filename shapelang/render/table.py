@@ -327,6 +327,11 @@ class _Trace:
         return out
 
 
+def Printer(spec: CheckedSpec) -> _Trace:
+    """The trace table's printer of sizes and counts (`formula`, `amount`), for the pictures."""
+    return _Trace(spec, False, False)
+
+
 def trace_lines(spec: CheckedSpec, provenance: bool = False, *, width: int = DEFAULT_WIDTH,
                 example_only: bool = False) -> list[Line]:
     """The trace as lines with the roles of their parts (for colour); `width` 0: no limit."""

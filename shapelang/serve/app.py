@@ -1,9 +1,11 @@
 """The HTTP side of `shapelang serve`: the standard library's ThreadingHTTPServer, on a
-loopback address only, with five routes.
+loopback address only, with seven routes.
 
-    GET  /              the page (static/index.html), GET /app.js and /app.css its script and style
+    GET  /              the page (static/index.html), GET /app.js, /syntax.js, /app.css and the TextMate grammar
     GET  /api/session   what the page starts from: the spec's text, or the exercise's parts
-    POST /api/check     the body is spec text; the answer: diagnostics, `check`'s text, the picture
+    POST /api/check     the body is spec text; the answer: diagnostics and `check`'s text, first
+    POST /api/picture   then the picture of that check, only the pieces the page does not hold
+    POST /api/block     a block of the picture, drawn when the page opens it
     POST /api/grade     (exercise mode) the body is the filled exercise; the grader's result
 
 Everything else is 404 (405 for another method on a known path). A body larger than the
@@ -29,8 +31,11 @@ from .worker import Busy, Worker
 STATIC = Path(__file__).resolve().parent / "static"
 FILES = {"/": ("index.html", "text/html; charset=utf-8"),
          "/app.js": ("app.js", "text/javascript; charset=utf-8"),
-         "/app.css": ("app.css", "text/css; charset=utf-8")}
-API = ("/api/session", "/api/check", "/api/grade")
+         "/syntax.js": ("syntax.js", "text/javascript; charset=utf-8"),
+         "/app.css": ("app.css", "text/css; charset=utf-8"),
+         # the editor's colours: the VS Code extension's TextMate grammar (tests keep the two equal)
+         "/shapelang.tmLanguage.json": ("shapelang.tmLanguage.json", "application/json; charset=utf-8")}
+API = ("/api/session", "/api/check", "/api/picture", "/api/block", "/api/grade")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
        "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
        "frame-ancestors 'none'")
@@ -127,7 +132,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _api(self) -> tuple:
         """The API paths of this session (grading only for an exercise)."""
-        return API if self.server.worker.info.get("mode") == "exercise" else API[:2]
+        return API if self.server.worker.info.get("mode") == "exercise" else API[:-1]
 
     # ------------------------------------------------------------------ methods
     def do_GET(self) -> None:
@@ -150,7 +155,7 @@ class Handler(BaseHTTPRequestHandler):
         if not self._host_ok():
             return
         path = self.path.split("?", 1)[0]
-        kind = {"/api/check": "check", "/api/grade": "grade"}.get(path) if path in self._api() else None
+        kind = path[len("/api/"):] if path in self._api() and path != "/api/session" else None
         if kind is None:
             known = path in FILES or path in self._api()
             self._error(405 if known else 404, "use GET" if known else f"no such page: {path[:200]}",

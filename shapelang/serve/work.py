@@ -9,7 +9,9 @@ text it is given: it only reaches the parser, the checker and the grader.
 """
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import os
 
 from .. import api
@@ -59,6 +61,9 @@ class Work:
     def __init__(self, path: str | None = None, exercise: str | None = None,
                  solution: str | None = None):
         self.grader = None
+        self.spec = None        # the last check's result, which the picture and blocks are drawn from
+        self.version = 0
+        self.page = None
         self.parts: list[dict] = []
         self.title = None
         self.session = None   # the page's text between keystrokes: an edit re-parses what changed
@@ -97,6 +102,7 @@ class Work:
     def info(self) -> dict:
         """What the page starts from (for an exercise: its own text, never the solution's)."""
         out = {"mode": "exercise" if self.grader else "spec", "path": self.path,
+               "operations": api.operation_names(),
                "title": self.title or f"shapelang: {os.path.basename(self.path)}",
                "limits": {"max_bytes": api.LIMITS.MAX_BYTES, "max_lines": api.LIMITS.MAX_LINES,
                           "max_line_chars": api.LIMITS.MAX_LINE_CHARS}}
@@ -114,6 +120,10 @@ class Work:
     def answer(self, kind: str, data: bytes) -> dict:
         if kind == "check":
             return self.check(data)
+        if kind == "picture":
+            return self.picture(data)
+        if kind == "block":
+            return self.block(data)
         if kind == "grade" and self.grader is not None:
             return self.grade(data)
         raise ValueError(f"unknown request {kind!r}")
@@ -123,12 +133,51 @@ class Work:
         if self.session is None:
             self.session = CheckSession(self.path)
         spec = self.session.check(text)
-        return {"ok": spec.ok, "text": render_check(spec),
+        self.spec, self.page = spec, None
+        self.version += 1
+        return {"ok": spec.ok, "text": render_check(spec), "version": self.version,
+                "explanations": {d.code: api.explain(d.code) for d in spec.diagnostics},
                 "errors": len(spec.errors()), "warnings": len(spec.diagnostics) - len(spec.errors()),
                 "diagnostics": [dict(api.diagnostic_json(d), rendered=api.diagnostic_text(d, spec.path, spec.source))
                                 for d in spec.diagnostics],
-                "bindings": [", ".join(b.names) for b in spec.bindings],
-                "picture": api.trace_fragment(spec, f"trace of {os.path.basename(self.path)}")}
+                "bindings": [", ".join(b.names) for b in spec.bindings]}
+
+    def _asked(self, data: bytes) -> dict | None:
+        """A picture or block request: JSON naming the check it belongs to; None when that
+        check is not the last one (the page asks again after the newer check)."""
+        try:
+            req = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise ValueError("the request is not JSON") from None
+        if not isinstance(req, dict) or req.get("version") != self.version or self.spec is None:
+            return None
+        return req
+
+    def picture(self, data: bytes) -> dict:
+        """The trace picture of the last check, sent after its diagnostics. Each top-level piece
+        comes with a key (a hash of its HTML); a piece the page says it holds (`have`) comes as
+        its key alone, so an answer carries only what changed. Blocks are drawn when opened."""
+        req = self._asked(data)
+        if req is None:
+            return {"stale": True}
+        have = {k for k in req.get("have", ()) if isinstance(k, str)}
+        self.page, head, items = api.trace_live(self.spec, f"trace of {os.path.basename(self.path)}")
+        pieces = [("style", f"<style>{api.PICTURE_CSS}</style>"), ("head", head)] + [(None, h) for h in items]
+        out = []
+        for name, html in pieces:
+            key = (name or "item") + ":" + hashlib.sha1(html.encode("utf-8")).hexdigest()[:16]
+            out.append([key, None if key in have else html])
+        return {"version": self.version, "pieces": out}
+
+    def block(self, data: bytes) -> dict:
+        """One block of the last picture, drawn now that the page opened it."""
+        req = self._asked(data)
+        if req is None or self.page is None:
+            return {"stale": True}
+        k = req.get("block")
+        if not isinstance(k, int) or not 0 <= k < len(self.page.deferred):
+            raise ValueError("no such block in the picture")
+        return {"version": self.version, "block": k, "html": self.page.block_body(self.page.deferred[k])}
 
     def grade(self, data: bytes) -> dict:
         result_json, text_report = api.result_json, api.text_report

@@ -6,16 +6,12 @@
 const DEBOUNCE_MS = 250;
 const HEADERS = {'Content-Type': 'text/plain; charset=utf-8', 'X-Shapelang': '1'};
 
-const state = {info: null, editors: [], timer: null, inflight: false, dirty: false, checks: 0};
+const state = {info: null, editors: [], timer: null, inflight: false, dirty: false, checks: 0,
+               version: 0, pieces: new Map(), explanations: new Map(), scrolledTo: null};
 
 function $(id) { return document.getElementById(id); }
 
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = text;
-  return e;
-}
+// el(), highlight(), loadGrammar(), suggestOps() and opWordAt() come from syntax.js
 
 // Prose from the exercise: `code` spans become <code>, everything else stays text.
 function prose(tag, text) {
@@ -50,51 +46,94 @@ async function request(path, text) {
   return body;
 }
 
+
 // ------------------------------------------------------------------ the editor
 
 class Editor {
-  // `grow`: as tall as its text (an exercise's part); else at least 12 lines, at most 62% of
-  // the window, then it scrolls
+  // the text over its coloured copy: a transparent textarea on a highlighted <pre>, wrapping
+  // alike, with line numbers beside each (wrapped) line; `grow`: as tall as its text (an
+  // exercise's part), else it scrolls past 62% of the window
   constructor(text, firstLine, grow) {
     this.first = firstLine;
     this.grow = grow;
     this.marks = new Map();
-    this.root = el('div', 'editor');
+    this.root = el('div', grow ? 'editor grow' : 'editor');
     this.gutter = el('pre', 'gutter');
     this.gutter.setAttribute('aria-hidden', 'true');
+    this.code = el('div', 'code');
+    this.hl = el('pre', 'hl');
+    this.hl.setAttribute('aria-hidden', 'true');
     this.area = el('textarea');
-    for (const [k, v] of [['spellcheck', 'false'], ['wrap', 'off'], ['autocomplete', 'off'],
+    for (const [k, v] of [['spellcheck', 'false'], ['autocomplete', 'off'],
                           ['autocapitalize', 'off'], ['aria-label', 'spec text']]) {
       this.area.setAttribute(k, v);
     }
     this.area.value = text;
-    this.root.append(this.gutter, this.area);
-    this.area.addEventListener('input', () => { this.layout(); schedule(); });
-    this.area.addEventListener('scroll', () => { this.gutter.scrollTop = this.area.scrollTop; });
+    this.suggest = el('div', 'suggest');
+    this.suggest.hidden = true;
+    this.code.append(this.hl, this.area);
+    this.root.append(this.gutter, this.code);
+    this.box = el('div', 'editor-box');
+    this.box.append(this.root, this.suggest);
+    this.area.addEventListener('input', () => { this.layout(); this.suggestions(); schedule(); });
+    this.area.addEventListener('click', () => this.suggestions());
     this.area.addEventListener('keydown', (ev) => {
       if (ev.key === 'Tab' && !ev.shiftKey && !ev.ctrlKey && !ev.altKey && !ev.metaKey) {
         ev.preventDefault();
-        document.execCommand('insertText', false, '  ');
+        const first = this.suggest.hidden ? null : this.suggest.querySelector('button');
+        if (first) first.click(); else document.execCommand('insertText', false, '  ');
+      } else if (ev.key === 'Escape') {
+        this.suggest.hidden = true;
       }
     });
+    new ResizeObserver(() => this.numbers()).observe(this.code);
     this.layout();
   }
 
   lineCount() { return this.area.value.split('\n').length; }
 
   layout() {
-    const n = this.lineCount();
-    this.area.rows = Math.max(n + (this.grow ? 0 : 1), this.grow ? 2 : 12);
+    highlight(this.hl, this.area.value);
+    this.area.style.height = '0px';
+    this.area.style.height = `${Math.max(this.area.scrollHeight, this.hl.scrollHeight)}px`;
+    this.numbers();
+  }
+
+  // one number per line, as tall as the line is drawn (wrapped lines take several rows)
+  numbers() {
+    const rows = this.hl.children;
     const frag = document.createDocumentFragment();
-    for (let k = 0; k < n; k++) {
+    for (let k = 0; k < rows.length; k++) {
       const line = this.first + k;
       const mark = this.marks.get(line);
       const span = el('span', mark ? `line ${mark}` : 'line', String(line));
       span.dataset.line = String(line);
+      span.style.height = `${rows[k].getBoundingClientRect().height}px`;
       frag.append(span, '\n');
     }
     this.gutter.replaceChildren(frag);
-    this.gutter.scrollTop = this.area.scrollTop;
+  }
+
+  suggestions() {
+    const at = opWordAt(this.area.value, this.area.selectionStart);
+    const names = (state.info && state.info.operations) || [];
+    const found = at && at.word && !names.includes(at.word) ? suggestOps(at.word, names) : [];
+    this.suggest.replaceChildren();
+    this.suggest.hidden = !found.length;
+    if (!found.length) return;
+    this.suggest.append(el('span', 'label', 'operations:'));
+    for (const name of found) {
+      const b = el('button', null, name);
+      b.type = 'button';
+      b.addEventListener('mousedown', (ev) => ev.preventDefault());
+      b.addEventListener('click', () => {
+        this.area.focus();
+        this.area.setSelectionRange(at.start, at.end);
+        document.execCommand('insertText', false, name);
+        this.suggest.hidden = true;
+      });
+      this.suggest.append(b);
+    }
   }
 
   goTo(line, column) {
@@ -105,6 +144,8 @@ class Editor {
     at += Math.min(Math.max(column - 1, 0), lines[k].length);
     this.area.focus();
     this.area.setSelectionRange(at, at);
+    const row = this.hl.children[k];
+    if (row) row.scrollIntoView({block: 'nearest'});
   }
 }
 
@@ -114,7 +155,7 @@ function text() { return state.editors.map((e) => e.area.value).join('\n\n'); }
 function renumber() {
   let first = 1;
   for (const e of state.editors) {
-    if (e.first !== first) { e.first = first; e.layout(); }
+    if (e.first !== first) { e.first = first; e.numbers(); }
     first += e.lineCount() + 1;
   }
 }
@@ -149,7 +190,9 @@ async function runCheck() {
   state.inflight = true;
   setStatus('checking…');
   try {
-    showCheck(await request('/api/check', body));
+    const r = await request('/api/check', body);
+    showCheck(r);               // the diagnostics first,
+    if (!state.dirty) await showPicture(r.version);    // then the picture, unless stale already
   } catch (err) {
     showRefusal(err.message);
   } finally {
@@ -168,6 +211,70 @@ function showRefusal(message) {
   $('check-text').textContent = message;
 }
 
+// ------------------------------------------------------------------ the picture
+// It comes after the diagnostics, in pieces: the server sends only the pieces this page does
+// not hold (the others by their key), and a block is drawn when it is opened.
+
+async function showPicture(version) {
+  const r = await request('/api/picture', JSON.stringify({version, have: Array.from(state.pieces.keys())}));
+  if (r.stale) return;
+  let root = $('picture').querySelector(':scope > .shapelang-trace');
+  if (!root) {
+    root = el('div', 'shapelang-trace');
+    root.addEventListener('toggle', openBlock, true);
+    $('picture').replaceChildren(root);
+  }
+  const kept = new Map();
+  const nodes = [];
+  for (const [key, html] of r.pieces) {
+    let node = state.pieces.get(key);
+    if (html !== null || !node) {
+      node = el('div', 'piece');
+      node.innerHTML = html === null ? '' : html;     // rendered and escaped by shapelang.render.html
+    } else if (kept.has(key)) {
+      node = node.cloneNode(true);
+    }
+    node.dataset.key = key;
+    kept.set(key, node);
+    nodes.push(node);
+  }
+  root.replaceChildren(...nodes);
+  state.pieces = kept;
+  state.version = version;
+  document.body.dataset.pictures = String(Number(document.body.dataset.pictures || 0) + 1);
+  scrollToError();
+}
+
+async function openBlock(ev) {
+  const d = ev.target;
+  if (!(d instanceof HTMLDetailsElement) || !d.open || d.dataset.lazy === undefined || d.dataset.drawn) return;
+  d.dataset.drawn = 'pending';
+  try {
+    const r = await request('/api/block', JSON.stringify({version: state.version, block: Number(d.dataset.lazy)}));
+    if (r.stale) { delete d.dataset.drawn; return; }
+    const body = el('div', 'block-body');
+    body.innerHTML = r.html;       // rendered and escaped by shapelang.render.html
+    d.querySelectorAll(':scope > :not(summary)').forEach((n) => n.remove());
+    d.append(body);
+    d.dataset.drawn = '1';
+  } catch (err) {
+    delete d.dataset.drawn;
+    setStatus(err.message, 'error');
+  }
+}
+
+// The picture shows the first error when it changes (not on every keystroke).
+function scrollToError() {
+  const diag = $('picture').querySelector('.diag.error');
+  const key = diag ? diag.textContent : null;
+  if (!diag || key === state.scrolledTo) { state.scrolledTo = key; return; }
+  state.scrolledTo = key;
+  const box = $('right');
+  const top = diag.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop;
+  box.scrollTop = Math.max(0, top - 24);
+  if (getComputedStyle(box).position !== 'sticky') diag.scrollIntoView({block: 'nearest'});
+}
+
 function diagnosticItem(d) {
   const item = el('div', `diag ${d.severity}`);
   item.dataset.line = String(d.line);
@@ -178,6 +285,17 @@ function diagnosticItem(d) {
   where.title = 'go to this line';
   where.addEventListener('click', () => editorOf(d.line).goTo(d.line, d.column));
   item.append(where, el('pre', null, d.rendered));
+  const why = state.explanations.get(d.code);
+  if (why) {              // the code links to its explanation (`shapelang explain CODE`)
+    const more = el('details', 'explain');
+    const sum = el('summary');
+    const link = el('a', 'code-link', d.code);
+    link.href = `#explain-${d.code}`;
+    link.addEventListener('click', (ev) => { ev.preventDefault(); more.open = !more.open; });
+    sum.append('what ', link, ' means');
+    more.append(sum, el('pre', null, why));
+    item.append(more);
+  }
   return item;
 }
 
@@ -189,6 +307,7 @@ function showCheck(r) {
   setStatus(r.ok && !r.warnings ? `ok: ${r.bindings.length} bindings, every step proved` : n,
             r.ok ? (r.warnings ? 'warning' : 'ok') : 'error');
   $('check-text').textContent = r.text;
+  for (const [code, why] of Object.entries(r.explanations || {})) state.explanations.set(code, why);
   for (const e of state.editors) e.marks.clear();
   const lists = state.info.mode === 'exercise' ?
     state.editors.map((e) => e.diagnostics) : [$('diagnostics')];
@@ -202,8 +321,7 @@ function showCheck(r) {
   if (state.info.mode !== 'exercise' && !r.diagnostics.length) {
     $('diagnostics').append(el('p', 'none', 'none: every step is proved'));
   }
-  for (const e of state.editors) e.layout();
-  $('picture').innerHTML = r.picture;   // rendered and escaped by shapelang.render.html
+  for (const e of state.editors) e.numbers();
 }
 
 // ------------------------------------------------------------------ exercises
@@ -228,7 +346,7 @@ function buildParts(info) {
     }
     const ed = new Editor(p.text, p.first_line, true);
     ed.diagnostics = el('div', 'diagnostics');
-    box.append(ed.root, ed.diagnostics);
+    box.append(ed.box, ed.diagnostics);
     parts.append(box);
     state.editors.push(ed);
   });
@@ -328,10 +446,12 @@ async function start() {
   } else {
     $('spec-mode').hidden = false;
     const ed = new Editor(info.text, 1, false);
-    $('editor-slot').append(ed.root);
+    $('editor-slot').append(ed.box);
     state.editors.push(ed);
   }
   $('save').addEventListener('click', save);
+  await loadGrammar();
+  for (const e of state.editors) e.layout();
   runCheck();
 }
 
