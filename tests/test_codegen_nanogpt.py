@@ -242,7 +242,8 @@ def test_parameterless_blocks_are_functions():
     spec = check_file(str(ROOT / "specs" / "rotary_embedding.shape"))
     source = codegen.generate(spec).source
     assert "def apply_rotary(t: torch.Tensor" in source and "class ApplyRotary" not in source
-    assert "q_rot = apply_rotary(q, cos_table, sin_table)" in source   # tables computed in forward
+    # tables computed in forward, in float32, cast to the activations' dtype where they meet them
+    assert "q_rot = apply_rotary(q, cos_table.to(q.dtype), sin_table.to(q.dtype))" in source
 
 
 def test_chains_and_comments_read_like_nanogpt():

@@ -74,7 +74,7 @@ def surfaces(name: str, text: str) -> dict:
     fixes = [d.fix[:2] for d in spec.diagnostics if d.fix is not None]
     out["check"] = (shapelang.render_check(spec) + json.dumps(shapelang.to_json(spec)), fixes)
     got = _work(name).check(text.encode())
-    got.pop("picture")
+    got.pop("picture", None)   # the picture comes in its own request (shows the learner's shapes)
     out["serve"] = (json.dumps(got), [])
     try:
         from shapelang.lsp import findings

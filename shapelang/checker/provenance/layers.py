@@ -88,6 +88,16 @@ class LayerRules:
         spatial = tuple(spatial)
         return [TP(lead + (chans,) + spatial)]
 
+    def p_pool(self, s, x: TP, ins):
+        """Pools and resizing: the batch and the channels stay; a spatial axis keeps its
+        positions when its size is kept, else it is a new axis of positions."""
+        n = 1 if s.op.endswith("1d") else 2 if s.op.endswith("2d") else len(s.out.shape) - 2
+        if n < 1 or len(x.axes) != len(s.out.shape):
+            return None
+        spatial = tuple(ax if ax and self.prover.same(_size(ax), size) else self.fresh(size)
+                        for ax, size in zip(x.axes[-n:], s.out.shape[-n:]))
+        return [TP(x.axes[:-n] + spatial)]
+
     def p_one_hot(self, s, x: TP, ins):
         return [TP(x.axes + (self.fresh(s.out.shape[-1], True),))]
 
