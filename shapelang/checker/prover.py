@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from . import congruence
 from .dims import _CMP, SEARCH_BUDGET, as_int, dim_symbol, evaluate
 from .notation import Notation
 from .polys import (  # noqa: F401
@@ -125,6 +126,8 @@ class Prover:
                 self._substitute(x, y * k)
                 self._tighten()
                 return
+            if self._assume_progression(a.args[0], a.args[1]):
+                return
         if cmp == "==":
             for x, other in ((b, a), (a, b)):
                 if x.is_Symbol and x in self._free() and x not in other.free_symbols:
@@ -134,6 +137,28 @@ class Prover:
         self.relations.append(Relation(a, cmp, b, text))
         self._cache.clear()
         self._tighten()
+
+    def _assume_progression(self, x: sp.Expr, m: sp.Expr) -> bool:
+        """`X % m == 0`, X linear in one free size v (`Dk = E + 1`, `Np = D/2`), m a number:
+        v = P*k - r, a new k >= 1 (congruence.progression); ValueError when it never holds."""
+        free = x.free_symbols
+        if not (m.is_Integer and m >= 2) or len(free) != 1:
+            return False
+        (v,) = free
+        if v not in self._free() or v in self.unbacked:
+            return False
+        found = congruence.progression(x, int(m), v)
+        if found is None:
+            return False
+        if found[0] == "none":
+            raise ValueError("no whole size makes this hold")
+        if found[0] == "step":
+            step, r = found[1], found[2]
+            k = sp.Dummy(f"{v}_step_{step}", positive=True, integer=True)
+            self.fresh[k] = (self.fresh.get(v, v) + r) / step
+            self._substitute(v, step * k - r)
+            self._tighten()
+        return True
 
     def _tighten(self) -> None:
         """Combine assumptions into substitutions (a sound, cheap step, not a decision
@@ -325,15 +350,11 @@ class Prover:
         split = self._by_cases(e, lambda branch, _conds: self._prove_whole(branch))
         if split is not None:
             return split
-        num, den = sp.fraction(sp.cancel(sp.together(e)))
+        num, den = sp.fraction(sp.together(sp.cancel(sp.together(e))))
         if den.is_Integer:
-            try:
-                coeffs = sp.Poly(num, *sorted(num.free_symbols, key=str)).coeffs() \
-                    if num.free_symbols else [num]
-            except sp.PolynomialError:
-                return False
-            if all(c.is_Integer and int(c) % int(den) == 0 for c in coeffs):
+            if congruence.integer_valued(num / den):
                 return True
+            return congruence.whole_given(num / den, self.relations, self._free() - set(self.unbacked))
         return self._whole_by_relation(num, den)
 
     def _whole_by_relation(self, num, den) -> bool:
@@ -367,10 +388,8 @@ class Prover:
             return True
         if d.free_symbols & set(self.unbacked):
             return self._leq_by_bounds(d)
-        for r in self.relations:
-            slack = {"<=": r.right - r.left, ">=": r.left - r.right,
-                     "<": r.right - r.left - 1, ">": r.left - r.right - 1}.get(r.cmp)
-            if slack is not None and _shift_nonneg(sp.expand(d - slack)):
+        for slack in congruence.slacks(self.relations):
+            if _shift_nonneg(sp.expand(d - slack)):
                 return True
         bound = without_rounding(d)
         return bound is not None and self._prove_leq(sp.Integer(0), bound)

@@ -1,0 +1,134 @@
+"""Whole numbers and multiples: what `assume X % m == 0` says about sizes, and when a
+fraction of sizes is always whole. The prover builds on these; each is sound for every
+assignment of whole sizes (most for every integer one), never a guess.
+
+- `progression(x, m, v)`: the sizes v >= 1 for which x (linear in v) is a multiple of m form
+  one arithmetic progression v = P*k - r, k >= 1, or none, or all of them.
+- `integer_valued(p)`: a polynomial with rational coefficients whose value is whole at every
+  integer point (`D*(D + 1)/2`: a product of consecutive integers is even). Exact: such a
+  polynomial is whole everywhere exactly when it is whole on the grid 0..deg in each
+  variable (its Newton form in binomial coefficients has whole coefficients).
+- `parametrize(x, m)`: every integer solution of x = 0 (mod m), x linear with a coefficient
+  +-1 in some variable v: v = m*t - rest, t any integer, for the whole-number test.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import sympy as sp
+
+from .polys import _shift_nonneg
+
+MAX_PERIOD = 10 ** 6     # `assume X % m == 0` with a larger period stays a relation
+MAX_GRID = 4096          # points the integer-valued test evaluates at most
+
+
+def progression(x: sp.Expr, m: int, v: sp.Symbol):
+    """For x = a*v + c (a, c numbers, a != 0) and a whole m >= 1: ("all",) when x is a multiple
+    of m for every v >= 1 where it is whole, ("none",) when for none, ("step", P, r) when exactly
+    for v = P*k - r with k >= 1 (0 <= r < P); None when x is not of that form or P is too large."""
+    try:
+        poly = sp.Poly(sp.expand(x), v)
+    except sp.PolynomialError:
+        return None
+    if poly.degree() != 1:
+        return None
+    a, c = (sp.nsimplify(t) for t in poly.all_coeffs())
+    if not (a.is_Rational and c.is_Rational) or a == 0:
+        return None
+    period = m * math.lcm(int(a.q), int(c.q))
+    if period > MAX_PERIOD:
+        return None
+
+    def ok(n):
+        val = a * n + c
+        return val.is_Integer and int(val) % m == 0
+    first = next((n for n in range(1, period + 1) if ok(n)), None)
+    if first is None:
+        return ("none",)
+    # the solutions of a linear congruence are one residue class: the next one gives its step
+    second = next((n for n in range(first + 1, first + period + 1) if ok(n)), first + period)
+    step = second - first
+    if step == 1:
+        return ("all",)
+    return ("step", step, step - first)
+
+
+def integer_valued(p: sp.Expr) -> bool:
+    """Whether polynomial p (rational coefficients) is whole at every integer point."""
+    p = sp.expand(p)
+    syms = sorted(p.free_symbols, key=str)
+    try:
+        poly = sp.Poly(p, *syms) if syms else None
+    except sp.PolynomialError:
+        return False
+    if poly is None:
+        return p.is_Integer
+    terms = poly.terms()
+    if any(not c.is_Rational for _, c in terms):
+        return False
+    den = math.lcm(*(int(c.q) for _, c in terms))
+    if den == 1:
+        return True
+    degrees = poly.degree_list()
+    if math.prod(d + 1 for d in degrees) > MAX_GRID:
+        return False
+    ints = [(e, int(c * den)) for e, c in terms]
+    for point in itertools.product(*(range(d + 1) for d in degrees)):
+        total = sum(c * math.prod(x ** k for x, k in zip(point, e)) for e, c in ints)
+        if total % den:
+            return False
+    return True
+
+
+def parametrize(x: sp.Expr, m: sp.Expr, candidates) -> tuple[sp.Symbol, sp.Expr] | None:
+    """(v, value): substituting v = value (with a new integer t) gives every integer solution
+    of `x % m == 0`, for x linear with a coefficient +-1 in v (v among `candidates`), m a whole
+    number. None when there is no such v."""
+    if not (m.is_Integer and m >= 1):
+        return None
+    x = sp.expand(x)
+    for v in sorted(x.free_symbols & set(candidates), key=str):
+        try:
+            poly = sp.Poly(x, v)
+        except sp.PolynomialError:
+            continue
+        if poly.degree() != 1:
+            continue
+        a, rest = poly.all_coeffs()
+        if a not in (1, -1):
+            continue
+        try:
+            if not integer_valued(rest):
+                continue
+        except (TypeError, ValueError):
+            continue
+        t = sp.Dummy("t", integer=True)
+        return v, sp.expand(a * (m * t - rest))
+    return None
+
+
+def whole_given(p: sp.Expr, relations, free) -> bool:
+    """A polynomial that is whole wherever the assumptions `X % m == 0` (m a number) among
+    `relations` hold: each one's integer solutions substituted (`parametrize`), then tested."""
+    for r in relations:
+        if r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod):
+            found = parametrize(*r.left.args, free)
+            if found is not None:
+                p = sp.expand(p.xreplace({found[0]: found[1]}))
+    return integer_valued(p)
+
+
+def slacks(relations):
+    """Expressions the assumptions make >= 0: each bound, and for `X % Y == 0` with X at least
+    1, X - Y (a positive multiple of Y is at least Y: an even product is at least 2)."""
+    for r in relations:
+        slack = {"<=": r.right - r.left, ">=": r.left - r.right,
+                 "<": r.right - r.left - 1, ">": r.left - r.right - 1}.get(r.cmp)
+        if slack is not None:
+            yield slack
+        elif r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod):
+            x, y = r.left.args
+            if _shift_nonneg(sp.expand(x - 1)) and _shift_nonneg(sp.expand(y - 1)):
+                yield x - y
