@@ -13,6 +13,7 @@ from .combine import _named_pieces
 from .opdef import OpDef
 from .reshaping import transpose
 from .tables import fill_value
+from .values import from_end
 
 
 def _axes_list(c, x, a, first: int = 0):
@@ -64,8 +65,11 @@ def narrow(c, x, a):
     a.count(3, usage="narrow 1 0 S")
     d = a.axis_at(0, x.rank)
     start, length = a.dim_at(1), a.dim_at(2)
-    c.need_leq(ZERO, start, span=a.pos[1].span,
-               message=lambda: f"the start {c.sz(start)} of `narrow` may be negative")
+    written = start
+    start = from_end(c, start, x.shape[d], a.pos[1].span,
+                     lambda: f"the start {c.sz(written)} of `narrow` is before the start of dim {d}",
+                     lambda: f"the start {c.sz(written)} of `narrow` may be negative (torch then "
+                             "counts from the end)")
     c.need_positive(length, a.pos[2].span)
     c.need_leq(start + length, x.shape[d], span=a.op.span,
                message=lambda: f"`narrow` to {c.sz(start)} + {c.sz(length)} may run past the end of dim {d} "
