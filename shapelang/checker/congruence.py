@@ -130,5 +130,6 @@ def slacks(relations):
             yield slack
         elif r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod):
             x, y = r.left.args
+            x = -x if x.could_extract_minus_sign() else x   # `Mod(-B, 2)`: B is the multiple
             if _shift_nonneg(sp.expand(x - 1)) and _shift_nonneg(sp.expand(y - 1)):
                 yield x - y

@@ -172,6 +172,13 @@ class Prover:
                 return
 
     def _tighten_once(self) -> bool:
+        for r in self.relations:   # a congruence a substitution left in one free size
+            if r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod) and \
+                    len(r.left.args[0].free_symbols) == 1:
+                self.relations = [q for q in self.relations if q is not r]
+                if self._assume_progression(*r.left.args):
+                    return True
+                self.relations.append(r)
         free = self._free()
         for r in self.relations:
             diff = r.left - r.right

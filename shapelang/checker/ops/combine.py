@@ -9,8 +9,10 @@ import sympy as sp
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit
 from .. import dtypes, patterns
-from ..layout import Geometry, TensorType, channels_last, einsum_strides, fresh, suggests_channels_last
+from ..layout import (Geometry, TensorType, channels_last, contiguous, einsum_strides, fresh,
+                      suggests_channels_last)
 from .args import ONE, ZERO, Result, _ax, prod
+from .reshaping import _maybe_one
 
 
 def linear(c, x, a):
@@ -244,11 +246,37 @@ def einsum_types(c, eq, operands, span):
     out = []
     for ch in spec.output:
         out.extend(ellipsis if ch == "." else [sizes[ch]])
-    strides = einsum_strides(spec.inputs, spec.output, operands, sizes,
-                             Geometry(c.prover.canon, c.same))
     dtype = dtypes.einsum(spec.inputs, spec.output, operands, span)
-    t = TensorType(tuple(out), strides, dtype) if strides is not None else fresh(out, dtype)
-    return t, prod(sizes.values()) * prod(ellipsis)
+    return _einsum_layout(c, spec, operands, sizes, tuple(out), dtype), prod(sizes.values()) * prod(ellipsis)
+
+
+UNKNOWN_LAYOUT = "the layout of an `einsum` that sums an index out of one of two operands is not modelled"
+
+
+def _einsum_layout(c, spec, operands, sizes, shape, dtype) -> TensorType:
+    """torch.einsum's result layout (layout.einsum_strides) for sizes above 1, with the layout
+    at each size that may be 1 as an alternative. Where the port is not faithful (two operands,
+    an index summed out of only one of them), strides of their own: a later `view` is then
+    accepted only where it is legal for every layout."""
+    if len(operands) == 2 and any(sum(ch in s for s in spec.inputs) == 1 and ch not in spec.output
+                                  for ch in set("".join(spec.inputs)) - {"."}):
+        strides = tuple(sp.Dummy("stride", positive=True, integer=True) for _ in shape)
+        return TensorType(shape, strides, dtype, ((strides, ()),), UNKNOWN_LAYOUT)
+    g = Geometry(c.prover.canon, c.same)
+    strides = einsum_strides(spec.inputs, spec.output, operands, sizes, g)
+    if strides is None:
+        return fresh(shape, dtype)
+    alt = []
+    for sym, sub in _maybe_one(c, TensorType(tuple(sizes.values()), contiguous(tuple(sizes.values())))):
+        if c.prover.leq(sp.Integer(2), sym).ok:
+            continue
+        at_one = [TensorType(tuple(d.xreplace(sub) for d in t.shape), tuple(v.xreplace(sub) for v in t.strides))
+                  for t in operands]
+        st = einsum_strides(spec.inputs, spec.output, at_one, {k: v.xreplace(sub) for k, v in sizes.items()}, g)
+        if st is not None and st != tuple(v.xreplace(sub) for v in strides):
+            alt.append((tuple(st), tuple(sub.items())))
+    return TensorType(shape, strides, dtype, tuple(dict.fromkeys(alt)),
+                      "`einsum` lays its result out differently when a size is 1" if alt else "")
 
 
 def broadcast(c, shapes, names, span, tail: int = 0) -> list:
