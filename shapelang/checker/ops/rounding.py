@@ -31,5 +31,6 @@ def floor_div(c, num, den, span, what: str, offset=0) -> sp.Expr:
     c.report(Diagnostic("W202", f"{what} is {c.sz(shown)}: PyTorch rounds the division down, and it "
                         "is not exact for every allowed size, so a later shape must be written with "
                         "the same rounding", span, help, severity="warning",
-                        fixes=causes.assume_line(c, relation, "if that holds, say so")))
+                        fixes=causes.assume_line(c, relation, "if that holds, say so" + (
+                            f" ({what} is then {c.sz(exact + offset)})" if exact is not None else ""))))
     return out
