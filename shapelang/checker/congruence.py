@@ -24,6 +24,21 @@ MAX_PERIOD = 10 ** 6     # `assume X % m == 0` with a larger period stays a rela
 MAX_GRID = 4096          # points the integer-valued test evaluates at most
 
 
+def reduced(x: sp.Expr, m: sp.Expr) -> sp.Expr:
+    """x with its whole coefficients taken modulo the whole number m: the same remainder
+    (`(2*k - 1)*(j + 1) % 2` is `(j + 1) % 2`). x itself when that does not apply."""
+    if not (m.is_Integer and m >= 2):
+        return x
+    try:
+        poly = sp.Poly(sp.expand(x), *sorted(x.free_symbols, key=str)) if x.free_symbols else None
+    except sp.PolynomialError:
+        return x
+    if poly is None or any(not c.is_Integer for c in poly.coeffs()):
+        return x
+    return sp.expand(sum((int(c) % int(m)) * sp.Mul(*(g ** e for g, e in zip(poly.gens, mono)))
+                         for mono, c in poly.terms()))
+
+
 def progression(x: sp.Expr, m: int, v: sp.Symbol):
     """For x = a*v + c (a, c numbers, a != 0) and a whole m >= 1: ("all",) when x is a multiple
     of m for every v >= 1 where it is whole, ("none",) when for none, ("step", P, r) when exactly
@@ -88,7 +103,7 @@ def parametrize(x: sp.Expr, m: sp.Expr, candidates) -> tuple[sp.Symbol, sp.Expr]
     number. None when there is no such v."""
     if not (m.is_Integer and m >= 1):
         return None
-    x = sp.expand(x)
+    x = reduced(sp.expand(x), m)
     for v in sorted(x.free_symbols & set(candidates), key=str):
         try:
             poly = sp.Poly(x, v)

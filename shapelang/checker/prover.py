@@ -102,6 +102,10 @@ class Prover:
     def assume(self, left: sp.Expr, cmp: str, right: sp.Expr, text: str) -> None:
         """Record an assumption; ValueError if it cannot hold for positive sizes."""
         a, b = self.canon(left), self.canon(right)
+        if a.is_Number and b.is_Number:   # decided by the assumptions before it
+            if not _CMP[cmp](a, b):
+                raise ValueError("the assumptions before it rule it out")
+            return
         if cmp == "==" and ((a.is_Number and a < 1 and b.is_Symbol) or
                             (b.is_Number and b < 1 and a.is_Symbol)):
             raise ValueError("sizes are whole numbers of at least 1, so this can never hold")
@@ -141,6 +145,7 @@ class Prover:
     def _assume_progression(self, x: sp.Expr, m: sp.Expr) -> bool:
         """`X % m == 0`, X linear in one free size v (`Dk = E + 1`, `Np = D/2`), m a number:
         v = P*k - r, a new k >= 1 (congruence.progression); ValueError when it never holds."""
+        x = congruence.reduced(x, m)
         free = x.free_symbols
         if not (m.is_Integer and m >= 2) or len(free) != 1:
             return False
@@ -174,7 +179,7 @@ class Prover:
     def _tighten_once(self) -> bool:
         for r in self.relations:   # a congruence a substitution left in one free size
             if r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod) and \
-                    len(r.left.args[0].free_symbols) == 1:
+                    len(congruence.reduced(*r.left.args).free_symbols) == 1:
                 self.relations = [q for q in self.relations if q is not r]
                 if self._assume_progression(*r.left.args):
                     return True
