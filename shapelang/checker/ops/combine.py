@@ -2,6 +2,7 @@
 einsum, broadcasting and matmul."""
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import sympy as sp
@@ -250,31 +251,39 @@ def einsum_types(c, eq, operands, span):
     return _einsum_layout(c, spec, operands, sizes, tuple(out), dtype), prod(sizes.values()) * prod(ellipsis)
 
 
-UNKNOWN_LAYOUT = "the layout of an `einsum` that sums an index out of one of two operands is not modelled"
+UNKNOWN_LAYOUT = "the layout of this `einsum`'s result is not modelled"
+MAX_ONES = 5   # sizes that may be 1 whose every combination is laid out; with more, the layout is open
 
 
 def _einsum_layout(c, spec, operands, sizes, shape, dtype) -> TensorType:
     """torch.einsum's result layout (layout.einsum_strides) for sizes above 1, with the layout
-    at each size that may be 1 as an alternative. Where the port is not faithful (two operands,
-    an index summed out of only one of them), strides of their own: a later `view` is then
-    accepted only where it is legal for every layout."""
-    if len(operands) == 2 and any(sum(ch in s for s in spec.inputs) == 1 and ch not in spec.output
-                                  for ch in set("".join(spec.inputs)) - {"."}):
-        strides = tuple(sp.Dummy("stride", positive=True, integer=True) for _ in shape)
-        return TensorType(shape, strides, dtype, ((strides, ()),), UNKNOWN_LAYOUT)
+    at every set of sizes that may be 1 as alternatives. Where the port is not faithful (two
+    operands, an index summed out of only one of them; three operands; a repeated index; a
+    summed index that may be 1) or too many sizes may be 1, strides of their own: a later `view` is then accepted only where
+    it is legal for every layout."""
     g = Geometry(c.prover.canon, c.same)
     strides = einsum_strides(spec.inputs, spec.output, operands, sizes, g)
-    if strides is None:
-        return fresh(shape, dtype)
+    ones = [(sym, sub) for sym, sub in _maybe_one(c, TensorType(tuple(sizes.values()), contiguous(tuple(sizes.values()))))
+            if not c.prover.leq(sp.Integer(2), sym).ok]
+    solo = len(operands) == 2 and any(sum(ch in s for s in spec.inputs) == 1 and ch not in spec.output
+                                      for ch in set("".join(spec.inputs)) - {"."})
+    summed = {s for ch in set("".join(spec.inputs)) - {"."} - set(spec.output)
+              for s in c.prover.canon(sizes[ch]).free_symbols}
+    if strides is None or solo or len(ones) > MAX_ONES or any(sym in summed for sym, _ in ones):
+        unknown = tuple(sp.Dummy("stride", positive=True, integer=True) for _ in shape)
+        return TensorType(shape, unknown, dtype, ((unknown, ()),), UNKNOWN_LAYOUT)
     alt = []
-    for sym, sub in _maybe_one(c, TensorType(tuple(sizes.values()), contiguous(tuple(sizes.values())))):
-        if c.prover.leq(sp.Integer(2), sym).ok:
-            continue
-        at_one = [TensorType(tuple(d.xreplace(sub) for d in t.shape), tuple(v.xreplace(sub) for v in t.strides))
-                  for t in operands]
-        st = einsum_strides(spec.inputs, spec.output, at_one, {k: v.xreplace(sub) for k, v in sizes.items()}, g)
-        if st is not None and st != tuple(v.xreplace(sub) for v in strides):
-            alt.append((tuple(st), tuple(sub.items())))
+    for k in range(1, len(ones) + 1):   # every set of sizes that may be 1 at once
+        for chosen in itertools.combinations(ones, k):
+            sub = {}
+            for _sym, one in chosen:
+                sub = {u: v.xreplace(one) for u, v in sub.items()}
+                sub.update({u: v.xreplace(sub) for u, v in one.items()})
+            at_one = [TensorType(tuple(d.xreplace(sub) for d in t.shape), tuple(v.xreplace(sub) for v in t.strides))
+                      for t in operands]
+            st = einsum_strides(spec.inputs, spec.output, at_one, {k_: v.xreplace(sub) for k_, v in sizes.items()}, g)
+            if st is not None and st != tuple(v.xreplace(sub) for v in strides):
+                alt.append((tuple(st), tuple(sub.items())))
     return TensorType(shape, strides, dtype, tuple(dict.fromkeys(alt)),
                       "`einsum` lays its result out differently when a size is 1" if alt else "")
 
