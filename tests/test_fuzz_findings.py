@@ -6,6 +6,7 @@ the assumptions; and where torch runs at every such size, the reproductions must
 from __future__ import annotations
 
 import itertools
+import math
 import warnings
 
 import pytest
@@ -85,6 +86,10 @@ def test_what_torch_runs_at_every_allowed_size_checks(name):
     # 5. an index summed out of one operand: torch lays the result out as it likes
     ('dim B, O, F, Z\ninput a: [B, O]\ninput b: [O, F, Z]\ny: a -> einsum "bo,ofz->zb" b -> view [-1]\n',
      lambda: torch.einsum("bo,ofz->zb", torch.zeros(3, 2), torch.zeros(2, 5, 7)).view(-1)),
+    # 6. a rearrange whose groups have size 1 at once: torch's reshape is a view there
+    ('dim A, B, C, D\ninput x: [D*B*C*A]\ny: x -> rearrange "(d b c a) -> (a b) (c d)" a=A b=B c=C d=D '
+     '-> view [-1]\n',
+     lambda: torch.zeros(4).reshape(2, 2, 1, 1).permute(3, 1, 2, 0).reshape(2, 2).view(-1)),
     # 8. pad with zero widths copies the transposed layout
     ("dim A, B\ninput X: [A, B]\ny: X -> transpose 0 1 -> pad [0, 0] -> view [-1]\n",
      lambda: F.pad(torch.zeros(3, 4).t(), [0, 0]).view(-1)),
@@ -277,3 +282,45 @@ def test_roll_and_pad_layout_then_view(rank, data):
     except RuntimeError:
         torch_ok = False
     assert accepted == torch_ok, (text, t.stride())
+
+
+def _groups(draw, axes):
+    """The axes cut into consecutive groups, as a pattern side: `a (b c) d`."""
+    cuts = sorted(draw(st.sets(st.integers(1, len(axes) - 1), max_size=len(axes) - 1))) if len(axes) > 1 else []
+    bounds = [0, *cuts, len(axes)]
+    return [axes[i:j] for i, j in zip(bounds, bounds[1:])]
+
+
+@settings(max_examples=examples(2000), deadline=None)
+@given(data=st.data())
+def test_rearrange_layout_then_view(data):
+    """einops' rearrange is a reshape to the elementary axes, a permute and a reshape to the
+    output groups; torch decides at run time whether each reshape is a view, also where a
+    group has size 1."""
+    n = data.draw(st.integers(2, 4))
+    axes = list("abcd"[:n])
+    size = dict(zip(axes, data.draw(st.lists(st.sampled_from([1, 2, 3]), min_size=n, max_size=n))))
+    left = _groups(data.draw, data.draw(st.permutations(axes)))
+    right = _groups(data.draw, data.draw(st.permutations(axes)))
+    side = lambda groups: " ".join(g[0] if len(g) == 1 else f"({' '.join(g)})" for g in groups)
+    shape = [math.prod(size[a] for a in g) for g in left]
+    perm = data.draw(st.permutations(range(len(left))))    # how the input is stored
+    back = [perm.index(i) for i in range(len(left))]
+    dims = [f"{a.upper()}" for a in axes]
+    lines = [f"dim {', '.join(dims)}",
+             f"input x: [{', '.join('*'.join(a.upper() for a in left[p]) for p in perm)}]"]
+    src = f"(x -> permute {' '.join(map(str, back))})" if len(left) > 1 else "x"
+    kw = " ".join(f"{a}={a.upper()}" for a in axes)
+    lines.append(f'y: {src} -> rearrange "{side(left)} -> {side(right)}" {kw} -> view [-1]')
+    spec = check("\n".join(lines) + "\n")
+    errors = [d.code for d in spec.errors()]
+    assert set(errors) <= {"E106"}, (lines, spec.diagnostics)
+    x = torch.zeros([shape[p] for p in perm]).permute(back) if len(left) > 1 else torch.zeros(shape)
+    flat = [size[a] for g in left for a in g]
+    order = [a for g in left for a in g]
+    t = x.reshape(flat) if flat != list(x.shape) else x
+    t = t.permute([order.index(a) for g in right for a in g])
+    final = [math.prod(size[a] for a in g) for g in right]
+    t = t.reshape(final) if final != list(t.shape) else t
+    if not errors:   # sound: a view the checker accepts runs at these sizes
+        t.view(-1)

@@ -2,7 +2,6 @@
 einsum, broadcasting and matmul."""
 from __future__ import annotations
 
-import itertools
 from dataclasses import replace
 
 import sympy as sp
@@ -13,7 +12,7 @@ from .. import dtypes, patterns
 from ..layout import (Geometry, TensorType, channels_last, contiguous, einsum_strides, fresh,
                       suggests_channels_last)
 from .args import ONE, ZERO, Result, _ax, prod
-from .reshaping import _maybe_one
+from .reshaping import MAX_ONES, _maybe_one, one_sets
 
 
 def linear(c, x, a):
@@ -252,7 +251,6 @@ def einsum_types(c, eq, operands, span):
 
 
 UNKNOWN_LAYOUT = "the layout of this `einsum`'s result is not modelled"
-MAX_ONES = 5   # sizes that may be 1 whose every combination is laid out; with more, the layout is open
 
 
 def _einsum_layout(c, spec, operands, sizes, shape, dtype) -> TensorType:
@@ -263,27 +261,22 @@ def _einsum_layout(c, spec, operands, sizes, shape, dtype) -> TensorType:
     it is legal for every layout."""
     g = Geometry(c.prover.canon, c.same)
     strides = einsum_strides(spec.inputs, spec.output, operands, sizes, g)
-    ones = [(sym, sub) for sym, sub in _maybe_one(c, TensorType(tuple(sizes.values()), contiguous(tuple(sizes.values()))))
-            if not c.prover.leq(sp.Integer(2), sym).ok]
+    sized = TensorType(tuple(sizes.values()), contiguous(tuple(sizes.values())))
+    ones = [sym for sym, _sub in _maybe_one(c, sized) if not c.prover.leq(sp.Integer(2), sym).ok]
     solo = len(operands) == 2 and any(sum(ch in s for s in spec.inputs) == 1 and ch not in spec.output
                                       for ch in set("".join(spec.inputs)) - {"."})
     summed = {s for ch in set("".join(spec.inputs)) - {"."} - set(spec.output)
               for s in c.prover.canon(sizes[ch]).free_symbols}
-    if strides is None or solo or len(ones) > MAX_ONES or any(sym in summed for sym, _ in ones):
+    if strides is None or solo or len(ones) > MAX_ONES or summed & set(ones):
         unknown = tuple(sp.Dummy("stride", positive=True, integer=True) for _ in shape)
         return TensorType(shape, unknown, dtype, ((unknown, ()),), UNKNOWN_LAYOUT)
     alt = []
-    for k in range(1, len(ones) + 1):   # every set of sizes that may be 1 at once
-        for chosen in itertools.combinations(ones, k):
-            sub = {}
-            for _sym, one in chosen:
-                sub = {u: v.xreplace(one) for u, v in sub.items()}
-                sub.update({u: v.xreplace(sub) for u, v in one.items()})
-            at_one = [TensorType(tuple(d.xreplace(sub) for d in t.shape), tuple(v.xreplace(sub) for v in t.strides))
-                      for t in operands]
-            st = einsum_strides(spec.inputs, spec.output, at_one, {k_: v.xreplace(sub) for k_, v in sizes.items()}, g)
-            if st is not None and st != tuple(v.xreplace(sub) for v in strides):
-                alt.append((tuple(st), tuple(sub.items())))
+    for sub in one_sets(c, sized):   # every set of sizes that may be 1 at once
+        at_one = [TensorType(tuple(d.xreplace(sub) for d in t.shape), tuple(v.xreplace(sub) for v in t.strides))
+                  for t in operands]
+        st = einsum_strides(spec.inputs, spec.output, at_one, {k: v.xreplace(sub) for k, v in sizes.items()}, g)
+        if st is not None and st != tuple(v.xreplace(sub) for v in strides):
+            alt.append((tuple(st), tuple(sub.items())))
     return TensorType(shape, strides, dtype, tuple(dict.fromkeys(alt)),
                       "`einsum` lays its result out differently when a size is 1" if alt else "")
 
