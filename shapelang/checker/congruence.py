@@ -125,11 +125,14 @@ def parametrize(x: sp.Expr, m: sp.Expr, candidates) -> tuple[sp.Symbol, sp.Expr]
 
 
 def whole_given(p: sp.Expr, relations, free) -> bool:
-    """A polynomial that is whole wherever the assumptions `X % m == 0` (m a number) among
-    `relations` hold: each one's integer solutions substituted (`parametrize`), then tested."""
+    """A polynomial that is whole wherever the assumptions `X % m == 0` among `relations` hold
+    (m a number, or the number in a product: `X % (2*A) == 0` makes X even): each one's integer
+    solutions substituted (`parametrize`), then tested."""
     for r in relations:
         if r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod):
-            found = parametrize(*r.left.args, free)
+            x, y = r.left.args
+            m = y if y.is_Integer else y.as_coeff_Mul()[0]   # a multiple of 2*A is even
+            found = parametrize(x, m, free) if m.is_Integer and m >= 2 else None
             if found is not None:
                 p = sp.expand(p.xreplace({found[0]: found[1]}))
     return integer_valued(p)

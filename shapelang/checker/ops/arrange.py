@@ -56,16 +56,17 @@ def roll(c, x, a):
                      help="write it as `roll [1, 2] [0, 1]`")
     if not dims and len(shifts) != 1:
         raise a.fail("`roll` of the flattened tensor takes one shift", help="give the axes: `roll [1, 2] [0, 1]`")
-    return Result((_rolled(c, x, len(dims) > 0),), detail={"shifts": tuple(shifts), "dims": tuple(dims)})
+    turns = len(dims) > 0 and any(s != 0 for s in shifts)
+    return Result((_rolled(c, x, turns),), detail={"shifts": tuple(shifts), "dims": tuple(dims)})
 
 
-def _rolled(c, x, along_axes: bool) -> TensorType:
+def _rolled(c, x, turns: bool) -> TensorType:
     """torch.roll's result is a new contiguous tensor (CUDA's kernel; the CPU's flattens
     without axes). Along axes the CPU concatenates two pieces of its input, so a channels-last
-    input may give a channels-last result, unless a shift is a whole turn: both layouts are
-    kept, and a later `view` must suit each."""
+    input may give a channels-last result, unless every shift is a whole turn (0 is): both
+    layouts are kept, and a later `view` must suit each."""
     out = fresh(x.shape, x.dtype)
-    if along_axes and suggests_channels_last(x.shape, x.strides, Geometry(c.prover.canon, c.same)):
+    if turns and suggests_channels_last(x.shape, x.strides, Geometry(c.prover.canon, c.same)):
         out = TensorType(x.shape, out.strides, x.dtype, ((channels_last(x.shape), ()),),
                          "`roll` keeps a channels-last layout on the CPU, not on CUDA")
     return out
