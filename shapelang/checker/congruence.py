@@ -151,3 +151,53 @@ def slacks(relations):
             x = -x if x.could_extract_minus_sign() else x   # `Mod(-B, 2)`: B is the multiple
             if _shift_nonneg(sp.expand(x - 1)) and _shift_nonneg(sp.expand(y - 1)):
                 yield x - y
+
+
+def solve(x: sp.Expr, m: sp.Expr, free):
+    """`X % m == 0` with X linear in one size v of `free` (`Dk = E + 1`, `Np = D/2`) and m a
+    number: ("step", v, P, r) for v = P*k - r with k >= 1, ("all",) when it always holds,
+    None when it is not of that form; ValueError when no whole size makes it hold."""
+    x = reduced(x, m)
+    if not (m.is_Integer and m >= 2) or len(x.free_symbols) != 1:
+        return None
+    (v,) = x.free_symbols
+    if v not in free:
+        return None
+    found = progression(x, int(m), v)
+    if found is None or found[0] == "all":
+        return found
+    if found[0] == "none":
+        raise ValueError("no whole size makes this hold")
+    return ("step", v, found[1], found[2])
+
+
+def prove_whole(e: sp.Expr, relations, free, whole) -> bool:
+    """e is whole for every assignment the assumptions allow: a polynomial over a number that
+    is integer-valued, also once the congruences are solved; or a quotient by a divisor that an
+    assumption `X % Y == 0` names, X times something `whole` proves whole."""
+    num, den = sp.fraction(sp.together(sp.cancel(sp.together(e))))
+    if den.is_Integer:
+        return integer_valued(num / den) or whole_given(num / den, relations, free)
+    for r in relations:
+        if r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod):
+            x, y = r.left.args
+            if sp.expand(y - den) == 0:
+                q = sp.cancel(num / x)
+                if sp.fraction(q)[1] == 1 and whole(q):
+                    return True
+    return False
+
+
+def assume_step(prover, x: sp.Expr, m: sp.Expr) -> bool:
+    """Record `X % m == 0` (X linear in one free size v) in the prover as v = P*k - r with a
+    new k >= 1 (`solve`); False when it is not of that form."""
+    found = solve(x, m, prover._free() - set(prover.unbacked))
+    if found is None:
+        return False
+    if found[0] == "step":
+        _kind, v, step, r = found
+        k = sp.Dummy(f"{v}_step_{step}", positive=True, integer=True)
+        prover.fresh[k] = (prover.fresh.get(v, v) + r) / step
+        prover._substitute(v, step * k - r)
+        prover._tighten()
+    return True

@@ -130,7 +130,7 @@ class Prover:
                 self._substitute(x, y * k)
                 self._tighten()
                 return
-            if self._assume_progression(a.args[0], a.args[1]):
+            if congruence.assume_step(self, a.args[0], a.args[1]):
                 return
         if cmp == "==":
             for x, other in ((b, a), (a, b)):
@@ -141,29 +141,6 @@ class Prover:
         self.relations.append(Relation(a, cmp, b, text))
         self._cache.clear()
         self._tighten()
-
-    def _assume_progression(self, x: sp.Expr, m: sp.Expr) -> bool:
-        """`X % m == 0`, X linear in one free size v (`Dk = E + 1`, `Np = D/2`), m a number:
-        v = P*k - r, a new k >= 1 (congruence.progression); ValueError when it never holds."""
-        x = congruence.reduced(x, m)
-        free = x.free_symbols
-        if not (m.is_Integer and m >= 2) or len(free) != 1:
-            return False
-        (v,) = free
-        if v not in self._free() or v in self.unbacked:
-            return False
-        found = congruence.progression(x, int(m), v)
-        if found is None:
-            return False
-        if found[0] == "none":
-            raise ValueError("no whole size makes this hold")
-        if found[0] == "step":
-            step, r = found[1], found[2]
-            k = sp.Dummy(f"{v}_step_{step}", positive=True, integer=True)
-            self.fresh[k] = (self.fresh.get(v, v) + r) / step
-            self._substitute(v, step * k - r)
-            self._tighten()
-        return True
 
     def _tighten(self) -> None:
         """Combine assumptions into substitutions (a sound, cheap step, not a decision
@@ -181,7 +158,7 @@ class Prover:
             if r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod) and \
                     len(congruence.reduced(*r.left.args).free_symbols) == 1:
                 self.relations = [q for q in self.relations if q is not r]
-                if self._assume_progression(*r.left.args):
+                if congruence.assume_step(self, *r.left.args):
                     return True
                 self.relations.append(r)
         free = self._free()
@@ -362,22 +339,8 @@ class Prover:
         split = self._by_cases(e, lambda branch, _conds: self._prove_whole(branch))
         if split is not None:
             return split
-        num, den = sp.fraction(sp.together(sp.cancel(sp.together(e))))
-        if den.is_Integer:
-            if congruence.integer_valued(num / den):
-                return True
-            return congruence.whole_given(num / den, self.relations, self._free() - set(self.unbacked))
-        return self._whole_by_relation(num, den)
-
-    def _whole_by_relation(self, num, den) -> bool:
-        for r in self.relations:
-            if r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod):
-                x, y = r.left.args
-                if sp.expand(y - den) == 0:
-                    q = sp.cancel(num / x)
-                    if sp.fraction(q)[1] == 1 and self._prove_whole(q):
-                        return True
-        return False
+        return congruence.prove_whole(e, self.relations, self._free() - set(self.unbacked),
+                                      self._prove_whole)
 
     def _prove_positive(self, e: sp.Expr) -> bool:
         split = self._by_cases(e, lambda branch, conds: self._prove_positive(branch)
