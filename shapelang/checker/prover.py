@@ -95,8 +95,10 @@ class Prover:
     def _substitute(self, sym: sp.Symbol, value: sp.Expr) -> None:
         self.subst = {k: v.xreplace({sym: value}) for k, v in self.subst.items()}
         self.subst[sym] = value
-        self.relations = [Relation(self.canon(r.left), r.cmp, self.canon(r.right), r.text)
-                          for r in self.relations]
+        relations = [Relation(self.canon(r.left), r.cmp, self.canon(r.right), r.text) for r in self.relations]
+        if any(r.left.is_Number and r.right.is_Number and not r.holds({}) for r in relations):
+            raise ValueError("it contradicts an assumption before it")
+        self.relations = [r for r in relations if not (r.left.is_Number and r.right.is_Number)]
         self._cache.clear()
 
     def assume(self, left: sp.Expr, cmp: str, right: sp.Expr, text: str) -> None:
