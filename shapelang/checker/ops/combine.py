@@ -9,8 +9,15 @@ import sympy as sp
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit
 from .. import dtypes, patterns
-from ..layout import (Geometry, TensorType, channels_last, contiguous, einsum_strides, fresh,
-                      suggests_channels_last)
+from ..layout import (
+    Geometry,
+    TensorType,
+    channels_last,
+    contiguous,
+    einsum_strides,
+    fresh,
+    suggests_channels_last,
+)
 from .args import ONE, ZERO, Result, _ax, prod
 from .reshaping import MAX_ONES, _maybe_one, one_sets
 
