@@ -176,12 +176,13 @@ def prove_whole(e: sp.Expr, relations, free, whole) -> bool:
     is integer-valued, also once the congruences are solved; or a quotient by a divisor that an
     assumption `X % Y == 0` names, X times something `whole` proves whole."""
     num, den = sp.fraction(sp.together(sp.cancel(sp.together(e))))
-    if den.is_Integer:
-        return integer_valued(num / den) or whole_given(num / den, relations, free)
+    if den.is_Integer and (integer_valued(num / den) or whole_given(num / den, relations, free)):
+        return True
     for r in relations:
         if r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod):
             x, y = r.left.args
-            if sp.expand(y - den) == 0:
+            c = y.as_coeff_Mul()[0]   # `X % (2*A) == 0`: X/2 is whole too
+            if sp.expand(y - den) == 0 or (den.is_Integer and c.is_Integer and c % den == 0):
                 q = sp.cancel(num / x)
                 if sp.fraction(q)[1] == 1 and whole(q):
                     return True
