@@ -44,9 +44,10 @@ def test_a_module_that_fails_to_build_is_a_finding(spec_path):
     pytest.importorskip("torch")
     spec = check_file(str(spec_path))
     rep = runner.run_spec(spec, {"B": 2, "D": 3})       # breaks `assume D % 2 == 0`: the config refuses it
-    assert not rep.ok and rep.error.startswith("building the module failed: ValueError")
+    assert not rep.ok and rep.error.startswith("the module was not built: ValueError")
     assert "D % 2 == 0 is needed (D=3)" in rep.error
-    assert "building the module failed" in runner.report_text(rep)
+    assert "the module was not built, no step ran" in runner.report_text(rep)
+    assert "MISMATCH" not in runner.report_text(rep)
 
 
 @pytest.mark.parametrize("where", ["build", "make_inputs", "load_module"])
@@ -59,7 +60,7 @@ def test_run_reports_any_failure_of_the_module_without_a_traceback(where, spec_p
     monkeypatch.setattr(runner, where, broken)
     assert main(["run", str(spec_path)]) == 1
     out, err = capsys.readouterr()
-    assert "building the module failed: RuntimeError: CUDA out of memory." in out
+    assert "the module was not built: RuntimeError: CUDA out of memory." in out
     assert "frame #4" not in out and "Traceback" not in out + err
 
 
@@ -155,3 +156,31 @@ def test_codegen_never_imports_torch(spec_path):
     proc = subprocess.run([sys.executable, "-c", code, str(spec_path)], capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+# ------------------------------------------------------------------ issue 24: sizes never locked silently
+
+LOCKED = """dim B
+dim C = 3
+dim D = 1
+example B=2
+input x: [B, C, C]
+p: x -> linear D
+y: p -> transpose 1 2 -> view [B, C*D]
+"""
+
+
+def test_codegen_keeps_only_the_size_a_failing_rule_needs(tmp_path):
+    """The view is legal only while D is 1 (it has no counterexample to name D): the config
+    keeps D at 1 and frees C, and a refusal names the rule and says no module was built."""
+    torch = pytest.importorskip("torch")
+    (tmp_path / "m.shape").write_text(LOCKED)
+    free_c = _cli("run", "m.shape", "--sizes", "C=4", cwd=tmp_path)
+    assert free_c.returncode == 0, free_c.stdout
+    assert torch.zeros(2, 4, 1).transpose(1, 2).view(2, 4).shape == (2, 4)   # torch agrees at C=4
+    both = _cli("run", "m.shape", "--sizes", "C=4,D=16", cwd=tmp_path)
+    assert both.returncode == 1
+    assert "D == 1 is needed (D=16)" in both.stdout and "E106 on line 7" in both.stdout
+    assert "the module was not built, no step ran" in both.stdout and "MISMATCH" not in both.stdout
+    with pytest.raises(RuntimeError):   # and torch refuses the view at D=16
+        torch.zeros(2, 4, 16).transpose(1, 2).view(2, 64)

@@ -7,6 +7,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import congruence
 from .dims import _CMP, SEARCH_BUDGET, as_int, dim_symbol, evaluate
 from .lazysympy import sympy as sp
 from .notation import Notation
@@ -93,13 +94,19 @@ class Prover:
     def _substitute(self, sym: sp.Symbol, value: sp.Expr) -> None:
         self.subst = {k: v.xreplace({sym: value}) for k, v in self.subst.items()}
         self.subst[sym] = value
-        self.relations = [Relation(self.canon(r.left), r.cmp, self.canon(r.right), r.text)
-                          for r in self.relations]
+        relations = [Relation(self.canon(r.left), r.cmp, self.canon(r.right), r.text) for r in self.relations]
+        if any(r.left.is_Number and r.right.is_Number and not r.holds({}) for r in relations):
+            raise ValueError("it contradicts an assumption before it")
+        self.relations = [r for r in relations if not (r.left.is_Number and r.right.is_Number)]
         self._cache.clear()
 
     def assume(self, left: sp.Expr, cmp: str, right: sp.Expr, text: str) -> None:
         """Record an assumption; ValueError if it cannot hold for positive sizes."""
         a, b = self.canon(left), self.canon(right)
+        if a.is_Number and b.is_Number:   # decided by the assumptions before it
+            if not _CMP[cmp](a, b):
+                raise ValueError("the assumptions before it rule it out")
+            return
         if cmp == "==" and ((a.is_Number and a < 1 and b.is_Symbol) or
                             (b.is_Number and b < 1 and a.is_Symbol)):
             raise ValueError("sizes are whole numbers of at least 1, so this can never hold")
@@ -124,6 +131,8 @@ class Prover:
                 self._substitute(x, y * k)
                 self._tighten()
                 return
+            if congruence.assume_step(self, a.args[0], a.args[1]):
+                return
         if cmp == "==":
             for x, other in ((b, a), (a, b)):
                 if x.is_Symbol and x in self._free() and x not in other.free_symbols:
@@ -146,6 +155,13 @@ class Prover:
                 return
 
     def _tighten_once(self) -> bool:
+        for r in self.relations:   # a congruence a substitution left in one free size
+            if r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod) and \
+                    len(congruence.reduced(*r.left.args).free_symbols) == 1:
+                self.relations = [q for q in self.relations if q is not r]
+                if congruence.assume_step(self, *r.left.args):
+                    return True
+                self.relations.append(r)
         free = self._free()
         for r in self.relations:
             diff = r.left - r.right
@@ -324,26 +340,8 @@ class Prover:
         split = self._by_cases(e, lambda branch, _conds: self._prove_whole(branch))
         if split is not None:
             return split
-        num, den = sp.fraction(sp.cancel(sp.together(e)))
-        if den.is_Integer:
-            try:
-                coeffs = sp.Poly(num, *sorted(num.free_symbols, key=str)).coeffs() \
-                    if num.free_symbols else [num]
-            except sp.PolynomialError:
-                return False
-            if all(c.is_Integer and int(c) % int(den) == 0 for c in coeffs):
-                return True
-        return self._whole_by_relation(num, den)
-
-    def _whole_by_relation(self, num, den) -> bool:
-        for r in self.relations:
-            if r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod):
-                x, y = r.left.args
-                if sp.expand(y - den) == 0:
-                    q = sp.cancel(num / x)
-                    if sp.fraction(q)[1] == 1 and self._prove_whole(q):
-                        return True
-        return False
+        return congruence.prove_whole(e, self.relations, self._free() - set(self.unbacked),
+                                      self._prove_whole)
 
     def _prove_positive(self, e: sp.Expr) -> bool:
         split = self._by_cases(e, lambda branch, conds: self._prove_positive(branch)
@@ -366,10 +364,8 @@ class Prover:
             return True
         if d.free_symbols & set(self.unbacked):
             return self._leq_by_bounds(d)
-        for r in self.relations:
-            slack = {"<=": r.right - r.left, ">=": r.left - r.right,
-                     "<": r.right - r.left - 1, ">": r.left - r.right - 1}.get(r.cmp)
-            if slack is not None and _shift_nonneg(sp.expand(d - slack)):
+        for slack in congruence.slacks(self.relations):
+            if _shift_nonneg(sp.expand(d - slack)):
                 return True
         bound = without_rounding(d)
         return bound is not None and self._prove_leq(sp.Integer(0), bound)

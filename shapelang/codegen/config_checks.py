@@ -8,7 +8,10 @@ once more with those sizes free (their values kept as the example), and:
 - a quotient size (`dim Dh = D / H`) needs its division to be whole: `D % H == 0` is added;
 - an error whose proved fix is an assumption (`assume L >= 2`) adds that assumption;
 - a size that an error still depends on (its counterexample names it) goes back to its value:
-  the config refuses any other (`dim G = 1` of multi-query attention, which `expand` needs).
+  the config refuses any other (`dim G = 1` of multi-query attention, which `expand` needs);
+- an error with no counterexample (a `view` legal only at the fixed values) pins the fewest sizes
+  that make the spec check again, one at a time, else all of them; either way the config's
+  refusal names the rule (`E106 on line 7`), so a size is never kept fixed silently.
 
 Every assumption that involves config fields only (the spec's own and those found here) is then a
 check in the config's `__post_init__`, a ValueError naming the assumption, so a config the proof
@@ -34,6 +37,7 @@ ROUNDS = 6          # re-checks at most; then every fixed size keeps its value
 class ConfigChecks:
     assumptions: tuple     # (a, cmp, b, text): sympy sides over the spec's dim names
     fixed: tuple           # (name, value): sizes the proof needs at their value
+    rules: tuple = ()      # (name, rule): the check that fails at another value (`E106 on line 7`)
 
 
 def _statements(source: str):
@@ -92,16 +96,28 @@ def _assume_fixes(spec) -> list[str]:
     return out
 
 
+def _rules(checked, names=None) -> str:
+    """The checks that fail, as `E106 on line 7` (those whose counterexample names one of
+    `names`, when given)."""
+    found = [f"{d.code} on line {d.span.line}" for d in checked.errors()
+             if names is None or set(d.counterexample or ()) & names]
+    return ", ".join(dict.fromkeys(found)) or "a check"
+
+
+MAX_SINGLE_PINS = 6   # re-checks that look for the one size an error without a counterexample needs
+
+
 @lru_cache(maxsize=64)
-def _find(source: str, path: str, free_items: tuple) -> tuple[tuple, dict]:
+def _find(source: str, path: str, free_items: tuple) -> tuple[tuple, dict, dict]:
     base = check_text(source, path)
     free = dict(free_items)
     extra: list[str] = []
+    rules: dict = {}
     for _ in range(ROUNDS):
         extra = list(dict.fromkeys(extra + _quotients(base, free)))
         checked = check_text(_unpinned(source, free, extra), path, prove_fixes=True)
         if checked.ok:
-            return checked.assumptions, {n: v for n, v in free_items if n not in free}
+            return checked.assumptions, {n: v for n, v in free_items if n not in free}, rules
         more = [a for a in _assume_fixes(checked) if a not in extra]
         if more:
             extra += more
@@ -109,11 +125,22 @@ def _find(source: str, path: str, free_items: tuple) -> tuple[tuple, dict]:
         named = set()
         for d in checked.errors():
             named |= set(d.counterexample or ()) & set(free)
-        for n in named or set(free):      # no counterexample to go by: every size keeps its value
+        if not named:   # no counterexample to go by: the one size whose value makes it check
+            for n in sorted(free)[:MAX_SINGLE_PINS]:
+                rest = {k: v for k, v in free.items() if k != n}
+                again = check_text(_unpinned(source, rest, extra), path, prove_fixes=True)
+                if again.ok:
+                    rules[n] = _rules(checked)
+                    return again.assumptions, {k: v for k, v in free_items if k not in rest}, rules
+            named = set(free)    # none alone: every size keeps its value, and says why
+            rules.update(dict.fromkeys(named, _rules(checked)))
+        else:
+            rules.update({n: _rules(checked, {n}) for n in named})
+        for n in named:
             del free[n]
         if not free:
             break
-    return base.assumptions, dict(free_items)
+    return base.assumptions, dict(free_items), rules
 
 
 def config_checks(spec, fields: set[str], in_config) -> ConfigChecks:
@@ -125,7 +152,7 @@ def config_checks(spec, fields: set[str], in_config) -> ConfigChecks:
     pinned = tuple((n, int(v)) for n, v in spec.definitions.items() if not v.free_symbols)
     if not any(n in fields for n, _v in pinned):
         pinned = ()
-    assumptions, fixed = _find(spec.source, spec.path, pinned) if pinned else (spec.assumptions, {})
+    assumptions, fixed, rules = _find(spec.source, spec.path, pinned) if pinned else (spec.assumptions, {}, {})
     fixed = {n: v for n, v in fixed.items() if n in fields}
     own, seen = [], set()
     for a, cmp, b, stmt in assumptions:
@@ -134,7 +161,8 @@ def config_checks(spec, fields: set[str], in_config) -> ConfigChecks:
         if names and all(in_config(n) for n in names) and key not in seen:
             seen.add(key)
             own.append((a, cmp, b, stmt.text))
-    return ConfigChecks(tuple(own), tuple(sorted(fixed.items())))
+    return ConfigChecks(tuple(own), tuple(sorted(fixed.items())),
+                        tuple((n, rules[n]) for n in sorted(fixed) if n in rules))
 
 
 NEGATED = {"==": "!=", "!=": "==", "<=": ">", ">=": "<", "<": ">=", ">": "<="}
@@ -154,11 +182,13 @@ def post_init(checks: ConfigChecks, py_name) -> list[str]:
         text = _plain(text.removeprefix("assume").strip())
         out += [f"        if {p(a)} {NEGATED[cmp]} {p(b)}:"]
         out += _raise(f"{text} is needed ({shown}): ", "the shapes are proved under it")
+    rules = dict(checks.rules)
     for name, value in checks.fixed:
         field = py_name(name)
+        why = f" ({rules[name]} fails at another)" if name in rules else ""
         out += [f"        if self.{field} != {value}:"]
         out += _raise(f"{name} == {value} is needed ({name}={{self.{field}}}): ",
-                      "the shapes are proved for that value only")
+                      f"the shapes are proved for that value only{why}")
     return out
 
 

@@ -282,6 +282,7 @@ class Report:
     params_got: int | None = None
     clean_same: bool | None = None
     error: str | None = None
+    built: bool = True     # False: the module was not built (its config refused the sizes), no step ran
 
     @property
     def ok(self) -> bool:
@@ -369,7 +370,8 @@ def run_spec(spec: CheckedSpec, sizes: dict[str, int], *, seed: int = 0, check_c
         report.params_got = sum(p.numel() for p in model.parameters())
         inputs = make_inputs(spec, gen_i, sizes, seed=seed)
     except Exception as err:  # noqa: BLE001 - reported to the user
-        report.error = f"building the module failed: {_why(err)}"
+        report.error = f"the module was not built: {_why(err)}"
+        report.built = False
         return report
     try:
         with torch.no_grad():
@@ -464,7 +466,7 @@ def report_text(rep: Report) -> str:
             if not r.dtype_ok:
                 got += f" wrong dtype: {r.dtype_got}, not {r.dtype}"
         table.append([f"%{r.step}", str(r.line), "  " * r.depth + r.where, r.op, _shapes(r.expected), got,
-                      "ok" if r.ok else "MISMATCH"])
+                      "-" if not rep.built else "ok" if r.ok else "MISMATCH"])
     widths = [max(len(row[k]) for row in table) for k in range(len(table[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -472,19 +474,21 @@ def report_text(rep: Report) -> str:
     if rep.error:
         out.append(rep.error)
     pg = f"{rep.params_got:,}" if rep.params_got is not None else "?"
-    out.append(f"parameters: expected {rep.params_expected:,}, got {pg}: "
-               f"{'ok' if rep.params_got == rep.params_expected else 'MISMATCH'}")
+    if rep.built:
+        out.append(f"parameters: expected {rep.params_expected:,}, got {pg}: "
+                   f"{'ok' if rep.params_got == rep.params_expected else 'MISMATCH'}")
     if rep.clean_same is not None:
         out.append("generated module (without the shape records) gives the same outputs: "
                    + ("ok" if rep.clean_same else "MISMATCH"))
     bad = sum(not r.ok for r in rep.rows)
     out.append(f"{rep.path}: " + ("ok, every step has the proved shape" if rep.ok else
+                                  "the module was not built, no step ran" if not rep.built else
                                   f"{bad} of {len(rep.rows)} steps differ" if bad else "failed"))
     return "\n".join(out) + "\n"
 
 
 def report_json(rep: Report) -> dict:
-    return {"file": rep.path, "sizes": rep.sizes, "ok": rep.ok, "error": rep.error,
+    return {"file": rep.path, "sizes": rep.sizes, "ok": rep.ok, "error": rep.error, "built": rep.built,
             "steps": [{"step": r.step, "line": r.line, "binding": r.where, "op": r.op,
                        "expected": r.expected, "got": r.got[0] if r.got else None, "calls": len(r.got),
                        "dtype": r.dtype, "ok": r.ok} for r in rep.rows],

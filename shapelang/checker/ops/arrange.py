@@ -5,13 +5,14 @@ into tensors (`unbind`), `expand_as`, `tile` and `pad`; with their table entries
 from __future__ import annotations
 
 from ...syntax.nodes import Neg, ShapeLit
-from ..layout import TensorType, dense_like, fresh
+from ..layout import Geometry, TensorType, channels_last, dense_like, fresh, suggests_channels_last
 from ..lazysympy import sympy as sp
 from .args import Result, prod
 from .combine import _named_pieces
 from .opdef import OpDef
 from .reshaping import transpose
 from .tables import fill_value
+from .values import from_end
 
 
 def _axes_list(c, x, a, first: int = 0):
@@ -54,8 +55,20 @@ def roll(c, x, a):
                      help="write it as `roll [1, 2] [0, 1]`")
     if not dims and len(shifts) != 1:
         raise a.fail("`roll` of the flattened tensor takes one shift", help="give the axes: `roll [1, 2] [0, 1]`")
-    return Result((dense_like(x, c.prover.canon, c.same),),
-                  detail={"shifts": tuple(shifts), "dims": tuple(dims)})
+    turns = len(dims) > 0 and any(s != 0 for s in shifts)
+    return Result((_rolled(c, x, turns),), detail={"shifts": tuple(shifts), "dims": tuple(dims)})
+
+
+def _rolled(c, x, turns: bool) -> TensorType:
+    """torch.roll's result is a new contiguous tensor (CUDA's kernel; the CPU's flattens
+    without axes). Along axes the CPU concatenates two pieces of its input, so a channels-last
+    input may give a channels-last result, unless every shift is a whole turn (0 is): both
+    layouts are kept, and a later `view` must suit each."""
+    out = fresh(x.shape, x.dtype)
+    if turns and suggests_channels_last(x.shape, x.strides, Geometry(c.prover.canon, c.same)):
+        out = TensorType(x.shape, out.strides, x.dtype, ((channels_last(x.shape), ()),),
+                         "`roll` keeps a channels-last layout on the CPU, not on CUDA")
+    return out
 
 
 def narrow(c, x, a):
@@ -63,8 +76,11 @@ def narrow(c, x, a):
     a.count(3, usage="narrow 1 0 S")
     d = a.axis_at(0, x.rank)
     start, length = a.dim_at(1), a.dim_at(2)
-    c.need_leq(sp.S.Zero, start, span=a.pos[1].span,
-               message=lambda: f"the start {c.sz(start)} of `narrow` may be negative")
+    written = start
+    start = from_end(c, start, x.shape[d], a.pos[1].span,
+                     lambda: f"the start {c.sz(written)} of `narrow` is before the start of dim {d}",
+                     lambda: f"the start {c.sz(written)} of `narrow` may be negative (torch then "
+                             "counts from the end)")
     c.need_positive(length, a.pos[2].span)
     c.need_leq(start + length, x.shape[d], span=a.op.span,
                message=lambda: f"`narrow` to {c.sz(start)} + {c.sz(length)} may run past the end of dim {d} "
@@ -183,7 +199,26 @@ def pad(c, x, a):
         shape[d] = shape[d] + pads[2 * k] + pads[2 * k + 1]
         c.need_positive(shape[d], a.pos[0].span,
                         what=lambda d=d, s=shape[d]: f"dim {d} after `pad` ({c.sz(s)})")
-    return Result((fresh(tuple(shape), x.dtype),), detail={"pads": tuple(pads), "mode": mode, "value": value})
+    return Result((_padded(c, x, tuple(shape), pads),), detail={"pads": tuple(pads), "mode": mode, "value": value})
+
+
+def _padded(c, x, shape, pads) -> TensorType:
+    """The layout of F.pad's result, as constant_pad_nd makes it: with a width above 0, a new
+    tensor in its input's suggested memory format (channels-last or contiguous); with every
+    width 0 or below, a copy of the cropped input that keeps its order of strides (all-zero
+    widths included: a transposed input stays transposed). Widths of either sign give both."""
+    g = Geometry(c.prover.canon, c.same)
+    grown = TensorType(shape, channels_last(shape) if suggests_channels_last(x.shape, x.strides, g)
+                       else fresh(shape).strides, x.dtype)
+    cropped = dense_like(x.restrided(shape, lambda st: st), c.prover.canon, c.same)
+    if any(c.prover.leq(sp.S.One, p).ok for p in pads):
+        return grown
+    if all(p.is_Integer and p <= 0 or c.prover.leq(p, sp.S.Zero).ok for p in pads):
+        return cropped
+    alt = tuple(dict.fromkeys((st, ()) for st in (cropped.strides,) + tuple(s for s, _ in cropped.alt)
+                              if st != grown.strides))
+    return TensorType(shape, grown.strides, x.dtype, alt,
+                      "`pad` copies its input's layout when no width is above 0" if alt else "")
 
 
 ENTRIES = [

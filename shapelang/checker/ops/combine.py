@@ -7,9 +7,18 @@ from dataclasses import replace
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit
 from .. import dtypes, patterns
-from ..layout import Geometry, TensorType, channels_last, einsum_strides, fresh, suggests_channels_last
+from ..layout import (
+    Geometry,
+    TensorType,
+    channels_last,
+    contiguous,
+    einsum_strides,
+    fresh,
+    suggests_channels_last,
+)
 from ..lazysympy import sympy as sp
 from .args import Result, _ax, prod
+from .reshaping import MAX_ONES, _maybe_one, one_sets
 
 
 def linear(c, x, a):
@@ -244,11 +253,39 @@ def einsum_types(c, eq, operands, span):
     out = []
     for ch in spec.output:
         out.extend(ellipsis if ch == "." else [sizes[ch]])
-    strides = einsum_strides(spec.inputs, spec.output, operands, sizes,
-                             Geometry(c.prover.canon, c.same))
     dtype = dtypes.einsum(spec.inputs, spec.output, operands, span)
-    t = TensorType(tuple(out), strides, dtype) if strides is not None else fresh(out, dtype)
-    return t, prod(sizes.values()) * prod(ellipsis)
+    return _einsum_layout(c, spec, operands, sizes, tuple(out), dtype), prod(sizes.values()) * prod(ellipsis)
+
+
+UNKNOWN_LAYOUT = "the layout of this `einsum`'s result is not modelled"
+
+
+def _einsum_layout(c, spec, operands, sizes, shape, dtype) -> TensorType:
+    """torch.einsum's result layout (layout.einsum_strides) for sizes above 1, with the layout
+    at every set of sizes that may be 1 as alternatives. Where the port is not faithful (two
+    operands, an index summed out of only one of them; three operands; a repeated index; a
+    summed index that may be 1) or too many sizes may be 1, strides of their own: a later `view` is then accepted only where
+    it is legal for every layout."""
+    g = Geometry(c.prover.canon, c.same)
+    strides = einsum_strides(spec.inputs, spec.output, operands, sizes, g)
+    sized = TensorType(tuple(sizes.values()), contiguous(tuple(sizes.values())))
+    ones = [sym for sym, _sub in _maybe_one(c, sized) if not c.prover.leq(sp.Integer(2), sym).ok]
+    solo = len(operands) == 2 and any(sum(ch in s for s in spec.inputs) == 1 and ch not in spec.output
+                                      for ch in set("".join(spec.inputs)) - {"."})
+    summed = {s for ch in set("".join(spec.inputs)) - {"."} - set(spec.output)
+              for s in c.prover.canon(sizes[ch]).free_symbols}
+    if strides is None or solo or len(ones) > MAX_ONES or summed & set(ones):
+        unknown = tuple(sp.Dummy("stride", positive=True, integer=True) for _ in shape)
+        return TensorType(shape, unknown, dtype, ((unknown, ()),), UNKNOWN_LAYOUT)
+    alt = []
+    for sub in one_sets(c, sized):   # every set of sizes that may be 1 at once
+        at_one = [TensorType(tuple(d.xreplace(sub) for d in t.shape), tuple(v.xreplace(sub) for v in t.strides))
+                  for t in operands]
+        st = einsum_strides(spec.inputs, spec.output, at_one, {k: v.xreplace(sub) for k, v in sizes.items()}, g)
+        if st is not None and st != tuple(v.xreplace(sub) for v in strides):
+            alt.append((tuple(st), tuple(sub.items())))
+    return TensorType(shape, strides, dtype, tuple(dict.fromkeys(alt)),
+                      "`einsum` lays its result out differently when a size is 1" if alt else "")
 
 
 def broadcast(c, shapes, names, span, tail: int = 0) -> list:

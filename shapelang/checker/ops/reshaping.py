@@ -2,6 +2,8 @@
 (un)squeeze, flatten, expand, repeat_interleave, rearrange."""
 from __future__ import annotations
 
+import itertools
+
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit
 from .. import patterns
@@ -70,13 +72,12 @@ def regroup(c, x: TensorType, target, *, size_one: bool = True):
         alt.append((tuple(st), tuple(subst.items())))
     why = x.why
     if main is None and size_one:
-        for sym, sub in _maybe_one(c, x):
+        for sub in one_sets(c, x):
             shape = tuple(d.xreplace(sub) for d in x.shape)
             t = tuple(d.xreplace(sub) for d in target)
             st = view_strides(TensorType(shape, tuple(v.xreplace(sub) for v in x.strides)), t,
                               c.same)
-            if st is not None and not torch_contiguous(t, st, Geometry(c.prover.canon, c.same)) \
-                    and not c.prover.leq(sp.Integer(2), sym).ok:   # sym may be 1
+            if st is not None and not torch_contiguous(t, st, Geometry(c.prover.canon, c.same)):
                 alt.append((tuple(st), tuple(sub.items())))
                 why = why or "`reshape` returns a view instead of a copy when a size it merges is 1"
     strides = main if main is not None else contiguous(target)
@@ -97,6 +98,23 @@ def _maybe_one(c, x):
                if sym in p.canon(u).free_symbols}
         sub[sym] = sp.S.One
         yield sym, sub
+
+
+MAX_ONES = 5   # sizes that may be 1 whose every combination is tried (31 sets at most)
+
+
+def one_sets(c, x, limit: int = MAX_ONES):
+    """Substitutions that set each set of the free sizes of x's shape that may be 1 (not
+    proved >= 2) to 1 at once (`T=2, Z=1` and `A=1, C=1` lay a reshape out differently from
+    either alone); the first `limit` such sizes."""
+    ones = [sub for sym, sub in _maybe_one(c, x) if not c.prover.leq(sp.Integer(2), sym).ok][:limit]
+    for k in range(1, len(ones) + 1):
+        for chosen in itertools.combinations(ones, k):
+            sub: dict = {}
+            for one in chosen:
+                sub = {u: v.xreplace(one) for u, v in sub.items()}
+                sub.update({u: v.xreplace(sub) for u, v in one.items()})
+            yield sub
 
 
 def _paren(c, e) -> str:

@@ -4,6 +4,8 @@ warning (W202) that names the assumption making it exact, as Whisper's stride-2
 convolution needs an even number of frames."""
 from __future__ import annotations
 
+from ...syntax.diagnostics import Diagnostic
+from .. import causes
 from ..lazysympy import sympy as sp
 
 
@@ -25,10 +27,14 @@ def floor_div(c, num, den, span, what: str, offset=0) -> sp.Expr:
         return exact   # (k*den + const) // den: whole part plus the constant's floor
     out = sp.floor(q)
     shown = out + offset
-    rest_text = str(rest) if rest.is_Symbol else f"({rest})"
-    help = f"add `assume {rest_text} % {den} == 0` if that holds" + \
-        (f": {what} is then {exact + offset}" if exact is not None else "")
-    c.error("W202", f"{what} is {shown}: PyTorch rounds the division down, and it is not exact for "
-            "every allowed size, so a later shape must be written with the same rounding",
-            span, help, severity="warning")
+    rest_text = c.sz(rest) if rest.is_Symbol else f"({c.sz(rest)})"
+    den_text = c.sz(den) if den.is_Atom else f"({c.sz(den)})"
+    relation = f"{rest_text} % {den_text} == 0"
+    help = f"add `assume {relation}` if that holds" + \
+        (f": {what} is then {c.sz(exact + offset)}" if exact is not None else "")
+    c.report(Diagnostic("W202", f"{what} is {c.sz(shown)}: PyTorch rounds the division down, and it "
+                        "is not exact for every allowed size, so a later shape must be written with "
+                        "the same rounding", span, help, severity="warning",
+                        fixes=causes.assume_line(c, relation, "if that holds, say so" + (
+                            f" ({what} is then {c.sz(exact + offset)})" if exact is not None else ""))))
     return out

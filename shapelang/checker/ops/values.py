@@ -142,18 +142,31 @@ def reduce(c, x, a):
     return Result((fresh(shape, x.dtype),), detail=detail)
 
 
+def from_end(c, i, size, span, before, unsigned):
+    """A position as PyTorch reads it: a negative one (a number, or a size the assumptions make
+    negative: `-K`) counts from the end of an axis of `size`, and must not be before its start.
+    One whose sign the assumptions leave open is refused with `unsigned` (torch would read it
+    one way or the other depending on the sizes); with `unsigned` None it is left as written
+    (an end, which the length that follows must keep after the start)."""
+    if i.is_Integer and i >= 0:
+        return i
+    if not i.is_Integer and c.prover.leq(sp.S.Zero, i).ok:
+        return i
+    if i.is_Integer or c.prover.leq(i, -sp.S.One).ok:
+        c.need_leq(-i, size, span=span, message=before)
+        return size + i
+    if unsigned is not None:
+        c.need_leq(sp.S.Zero, i, span=span, message=unsigned)
+    return i
+
+
 def select(c, x, a):
     a.count(2, usage="select 1 0")
     d = a.axis_at(0, x.rank)
     i = a.dim_at(1)
-    if i.is_Integer and i < 0:   # counts from the end, as in torch
-        c.need_leq(-i, x.shape[d], span=a.pos[1].span,
-                   message=lambda: f"index {c.sz(i)} is before the start of dim {d} ({c.sz(x.shape[d])}) "
-                                   f"of {c.show(x)}")
-        i = x.shape[d] + i
-    elif not i.is_Integer:   # a negative value would count from the end in torch
-        c.need_leq(sp.S.Zero, i, span=a.pos[1].span,
-                   message=lambda: f"the index {c.sz(i)} may be negative (torch then counts from the end)")
+    i = from_end(c, i, x.shape[d], a.pos[1].span,
+                 lambda: f"index {c.sz(i)} is before the start of dim {d} ({c.sz(x.shape[d])}) of {c.show(x)}",
+                 lambda: f"the index {c.sz(i)} may be negative (torch then counts from the end)")
     c.need_leq(i + 1, x.shape[d], span=a.pos[1].span,
                message=lambda: f"index {c.sz(i)} may be past the end of dim {d} ({c.sz(x.shape[d])}) of {c.show(x)}")
     keep = [k for k in range(x.rank) if k != d]
@@ -165,14 +178,13 @@ def slice_(c, x, a):
     a.count(3, usage="slice 0 0 S")
     d = a.axis_at(0, x.rank)
     start, end = a.dim_at(1), a.dim_at(2)
-    if start.is_Integer and start < 0:   # counts from the end, as in torch
-        c.need_leq(-start, x.shape[d], span=a.pos[1].span,
-                   message=lambda: f"the slice start {c.sz(start)} is before the start of dim {d}")
-        start = x.shape[d] + start
-    elif not start.is_Integer:
-        c.need_leq(sp.S.Zero, start, span=a.pos[1].span,
-                   message=lambda: f"the slice start {c.sz(start)} may be negative (torch then counts "
-                                   "from the end)")
+    written = start, end
+    start = from_end(c, start, x.shape[d], a.pos[1].span,
+                     lambda: f"the slice start {c.sz(written[0])} is before the start of dim {d}",
+                     lambda: f"the slice start {c.sz(written[0])} may be negative (torch then counts "
+                             "from the end)")
+    end = from_end(c, end, x.shape[d], a.pos[2].span,
+                   lambda: f"the slice end {c.sz(written[1])} is before the start of dim {d}", None)
     c.need_leq(end, x.shape[d], span=a.pos[2].span,
                message=lambda: f"the slice end {c.sz(end)} may be past the end of dim {d} ({c.sz(x.shape[d])}) of "
                        f"{c.show(x)}")
