@@ -32,8 +32,11 @@ def regroup(t, before, after) -> None:
     other factor and whole have names is named as their quotient; an axis that takes k
     copies of an input axis's named size (`x.reshape(B, S // 2, 2 * D)`) is `2*D`."""
     named_in = [(v, t.sizes.name_int(v)) for v in (fixed(s) for s in before) if v and v > 1]
+    merged = _runs([fixed(s) for s in before])
     for a in (fixed(s) for s in after):
         if a is None or a <= 1 or a in [v for v, _ in named_in] or not t.sizes.name_int(a).isdigit():
+            continue
+        if a in merged:      # a flatten of whole axes (torchvision's n_h * n_w patches): a number
             continue
         for v, name in named_in:
             if name.isidentifier() and a % v == 0 and 2 <= a // v <= 16:
@@ -52,6 +55,40 @@ def regroup(t, before, after) -> None:
                 continue
             if t.sizes.ratio(a * b, a) is None:
                 t.sizes.ratio(a * b, b)
+
+
+def _runs(values: list) -> set[int]:
+    """The products of two or more consecutive known sizes: what a flatten of them makes."""
+    out = set()
+    for i in range(len(values)):
+        p = values[i]
+        for j in range(i + 1, len(values)):
+            if p is None or values[j] is None:
+                break
+            p *= values[j]
+            out.add(p)
+    return out
+
+
+def counts(t, before, after) -> set[int]:
+    """The axes of a reshape's result that count the pieces of a `k*X` axis (the 3 of
+    `reshape(B, N, 3, H, Dh)` on qkv's `3*D`): written as numbers, whatever size they equal
+    (timm's vit_tiny has 3 heads, so a value alone would read the 3 as H)."""
+    wholes = {v for v in (fixed(s) for s in before) if v}
+    parts = [fixed(s) for s in after]
+    out = set()
+    for i, k in enumerate(parts):
+        if k is None or k <= 1 or k > 16:
+            continue
+        rest = 1
+        for j in range(i + 1, len(parts)):
+            if parts[j] is None:
+                break
+            rest *= parts[j]
+            if k * rest in wholes and t.sizes.memo.get(k * rest, "").startswith(f"{k}*"):
+                out.add(i)
+                break
+    return out
 
 
 def repeat_count(t, node, count: int) -> str:

@@ -144,7 +144,7 @@ def _view(t, node, leaf):
     # where its `view` works but the spec's step-by-step layout would need a copy; the values
     # are the same, and codegen writes `.view` wherever the spec's layout allows it.
     # The sizes are the ones the code asked for (`S // 2` as S/2, with S even), else the result's.
-    from .patterns import regroup
+    from .patterns import counts, regroup
     shape = None
     sizes = node.args[1] if target_name(node) in ("aten.view.default", "aten.reshape.default",
                                                   "aten._unsafe_view.default") else None
@@ -155,7 +155,9 @@ def _view(t, node, leaf):
     else:
         t.sizes.exact = True
         try:
-            shape = "[" + ", ".join(t.sizes.text(_size_value(s)) for s in sizes) + "]"
+            numbers = counts(t, val(node.args[0]).shape, asked)
+            shape = "[" + ", ".join(str(int(s)) if k in numbers else t.sizes.text(_size_value(s))
+                                    for k, s in enumerate(sizes)) + "]"
         finally:
             t.sizes.exact = False
     return Piece(node.name, f"reshape {shape}", node.args[0].name, hint="r")
