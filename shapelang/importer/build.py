@@ -234,7 +234,9 @@ def write_spec(ctx: Context, inputs, header: list[str], comments: dict) -> tuple
             raise ImportFailure(f"the module returns `{top.names[k]}` and uses it again: a spec "
                                 "returns only what nothing else uses")
         out_names.append(top.names[k])
-    opaque = [line for line in lines + ctx.block_lines if line.lstrip().startswith("# opaque:")]
+    # a block is one entry of block_lines, its lines joined: its opaque steps count too
+    opaque = [line for line in "\n".join(lines + ctx.block_lines).splitlines()
+              if line.lstrip().startswith("# opaque:")]
     ctx.opaque = len(opaque)
     text = []
     text += header

@@ -369,9 +369,19 @@ def _softmax(t, node, leaf):
     d = node.args[1]
     d = d - rank if d >= 0 and d == rank - 1 else d
     op = "log_softmax" if "log" in target_name(node) else "softmax"
-    if len(node.args) > 2 and node.args[2] not in (None, False) or node.kwargs.get("dtype"):
-        return t.opaque(node, "a softmax with a dtype")
-    return Piece(node.name, f"{op} {d}", node.args[0].name, hint=op)
+    # HF's `softmax(x, dim=-1, dtype=torch.float32).to(x.dtype)`: at the dtype the module was
+    # traced in, a softmax in its own dtype, as a same-dtype cast vanishes; else `dtype=`
+    dtype = node.kwargs.get("dtype") or (node.args[2] if len(node.args) > 2 and target_name(node) in (
+        "aten.softmax.int", "aten.log_softmax.int") else None)
+    if target_name(node).startswith("aten._") and len(node.args) > 2 and node.args[2]:
+        dtype = torch.float32                       # _softmax's half_to_float
+    text = f"{op} {d}"
+    if isinstance(dtype, torch.dtype) and dtype != val(node.args[0]).dtype:
+        from .elementwise import DTYPES
+        if dtype not in DTYPES:
+            return t.opaque(node, f"a softmax in {dtype}")
+        text += f" dtype={DTYPES[dtype]}"
+    return Piece(node.name, text, node.args[0].name, hint=op)
 
 
 def _matmul(t, node, leaf):

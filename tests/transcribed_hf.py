@@ -1,0 +1,119 @@
+"""Hugging Face decoder layers transcribed from the public transformers code for the import
+tests (transformers is not a dependency): OPT's (eager attention, `softmax(dtype=float32)`
+and its cast back, the causal mask made in forward from `torch.full(.., finfo.min)`),
+GPT-NeoX's (one packed query_key_value cut per head, partial rotary, parallel residual) and
+Phi's (separate q/k/v, partial rotary, one layernorm feeding attention and MLP in parallel).
+Each model is a stack of its layers behind an embedding-free input, `hidden_states: [B, S, D]`,
+with the mask and the rotary tables made in `forward` as the HF models make them."""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import torch
+from torch import nn
+
+
+def causal_mask(hidden_states: torch.Tensor) -> torch.Tensor:
+    """transformers' `_make_causal_mask`: finfo.min above the diagonal, 0 elsewhere, [B, 1, T, T]."""
+    bsz, tgt_len = hidden_states.shape[:2]
+    mask = torch.full((tgt_len, tgt_len), torch.finfo(hidden_states.dtype).min)
+    mask_cond = torch.arange(mask.size(-1))
+    mask = mask.masked_fill(mask_cond < (mask_cond + 1).view(mask.size(-1), 1), 0)
+    return mask[None, None, :, :].expand(bsz, 1, tgt_len, tgt_len)
+
+
+def eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout=0.0):
+    attn_weights = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        causal = attention_mask[:, :, :, : key.shape[-2]]
+        attn_weights = attn_weights + causal
+    attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    attn_weights = nn.functional.dropout(attn_weights, p=dropout, training=module.training)
+    attn_output = torch.matmul(attn_weights, value)
+    attn_output = attn_output.transpose(1, 2).contiguous()
+    return attn_output, attn_weights
+
+
+# ------------------------------------------------------------------ OPT
+
+class OPTAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.embed_dim = config.hidden_size
+        self.num_heads = config.num_attention_heads
+        self.head_dim = self.embed_dim // self.num_heads
+        self.scaling = self.head_dim**-0.5
+        self.k_proj = nn.Linear(self.embed_dim, self.embed_dim, bias=config.enable_bias)
+        self.v_proj = nn.Linear(self.embed_dim, self.embed_dim, bias=config.enable_bias)
+        self.q_proj = nn.Linear(self.embed_dim, self.embed_dim, bias=config.enable_bias)
+        self.out_proj = nn.Linear(self.embed_dim, self.embed_dim, bias=config.enable_bias)
+
+    def forward(self, hidden_states, attention_mask=None):
+        bsz, tgt_len, _ = hidden_states.size()
+        query_states = self.q_proj(hidden_states) * self.scaling
+        query_states = query_states.view(bsz, -1, self.num_heads, self.head_dim).transpose(1, 2)
+        key_states = self.k_proj(hidden_states)
+        value_states = self.v_proj(hidden_states)
+        key_states = key_states.view(bsz, -1, self.num_heads, self.head_dim).transpose(1, 2)
+        value_states = value_states.view(bsz, -1, self.num_heads, self.head_dim).transpose(1, 2)
+        attn_output, attn_weights = eager_attention_forward(self, query_states, key_states, value_states,
+                                                            attention_mask, scaling=1.0)
+        attn_output = attn_output.reshape(bsz, tgt_len, -1).contiguous()
+        attn_output = self.out_proj(attn_output)
+        return attn_output, attn_weights
+
+
+class OPTDecoderLayer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed_dim = config.hidden_size
+        self.self_attn = OPTAttention(config)
+        self.do_layer_norm_before = config.do_layer_norm_before
+        self.activation_fn = nn.ReLU()
+        self.self_attn_layer_norm = nn.LayerNorm(self.embed_dim, elementwise_affine=True)
+        self.fc1 = nn.Linear(self.embed_dim, config.ffn_dim, bias=config.enable_bias)
+        self.fc2 = nn.Linear(config.ffn_dim, self.embed_dim, bias=config.enable_bias)
+        self.final_layer_norm = nn.LayerNorm(self.embed_dim, elementwise_affine=True)
+
+    def forward(self, hidden_states, attention_mask=None):
+        residual = hidden_states
+        if self.do_layer_norm_before:
+            hidden_states = self.self_attn_layer_norm(hidden_states)
+        hidden_states, _ = self.self_attn(hidden_states, attention_mask)
+        hidden_states = residual + hidden_states
+        if not self.do_layer_norm_before:
+            hidden_states = self.self_attn_layer_norm(hidden_states)
+        hidden_states_shape = hidden_states.shape
+        hidden_states = hidden_states.reshape(-1, hidden_states.size(-1))
+        residual = hidden_states
+        if self.do_layer_norm_before:
+            hidden_states = self.final_layer_norm(hidden_states)
+        hidden_states = self.fc1(hidden_states)
+        hidden_states = self.activation_fn(hidden_states)
+        hidden_states = self.fc2(hidden_states)
+        hidden_states = (residual + hidden_states).view(hidden_states_shape)
+        if not self.do_layer_norm_before:
+            hidden_states = self.final_layer_norm(hidden_states)
+        return (hidden_states,)
+
+
+def opt_config(hidden_size=32, num_attention_heads=4, ffn_dim=48, num_hidden_layers=2):
+    return SimpleNamespace(hidden_size=hidden_size, num_attention_heads=num_attention_heads, ffn_dim=ffn_dim,
+                           num_hidden_layers=num_hidden_layers, enable_bias=True, do_layer_norm_before=True)
+
+
+class OPTLayers(nn.Module):
+    """OPTDecoder's loop over its layers, with the causal mask it prepares."""
+
+    def __init__(self, config=None):
+        super().__init__()
+        self.config = config or opt_config()
+        self.layers = nn.ModuleList([OPTDecoderLayer(self.config) for _ in range(self.config.num_hidden_layers)])
+
+    def forward(self, hidden_states):
+        mask = causal_mask(hidden_states)
+        for layer in self.layers:
+            hidden_states = layer(hidden_states, mask)[0]
+        return hidden_states
