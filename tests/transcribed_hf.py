@@ -117,3 +117,132 @@ class OPTLayers(nn.Module):
         for layer in self.layers:
             hidden_states = layer(hidden_states, mask)[0]
         return hidden_states
+
+
+# ------------------------------------------------------------------ rotary (GPT-NeoX, Phi)
+
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2 :]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+    """The partial-rotary version GPT-NeoX and Phi share: the first rotary_dim features turn."""
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    rotary_dim = cos.shape[-1]
+    q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:]
+    k_rot, k_pass = k[..., :rotary_dim], k[..., rotary_dim:]
+    q_embed = (q_rot * cos) + (rotate_half(q_rot) * sin)
+    k_embed = (k_rot * cos) + (rotate_half(k_rot) * sin)
+    q_embed = torch.cat([q_embed, q_pass], dim=-1)
+    k_embed = torch.cat([k_embed, k_pass], dim=-1)
+    return q_embed, k_embed
+
+
+class RotaryEmbedding(nn.Module):
+    """The default rope: inv_freq a non-persistent buffer, cos and sin made in forward from the
+    positions (`inv_freq[None, :, None] @ position_ids[:, None, :]`)."""
+
+    def __init__(self, config):
+        super().__init__()
+        head_dim = config.hidden_size // config.num_attention_heads
+        dim = int(head_dim * config.partial_rotary_factor)
+        inv_freq = 1.0 / (config.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.attention_scaling = 1.0
+
+    def forward(self, x, position_ids):
+        inv_freq_expanded = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+        position_ids_expanded = position_ids[:, None, :].float()
+        freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos = emb.cos() * self.attention_scaling
+        sin = emb.sin() * self.attention_scaling
+        return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
+
+
+# ------------------------------------------------------------------ GPT-NeoX
+
+class GPTNeoXAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.head_size = config.hidden_size // config.num_attention_heads
+        self.attention_dropout = 0.0
+        self.rotary_ndims = int(self.head_size * config.partial_rotary_factor)
+        self.scaling = self.head_size**-0.5
+        self.query_key_value = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=config.attention_bias)
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size, bias=config.attention_bias)
+
+    def forward(self, hidden_states, attention_mask, position_embeddings):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, 3 * self.head_size)
+        qkv = self.query_key_value(hidden_states).view(hidden_shape).transpose(1, 2)
+        query_states, key_states, value_states = qkv.chunk(3, dim=-1)
+        cos, sin = position_embeddings
+        query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        attn_output, attn_weights = eager_attention_forward(self, query_states, key_states, value_states,
+                                                            attention_mask, scaling=self.scaling)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        attn_output = self.dense(attn_output)
+        return attn_output, attn_weights
+
+
+class GPTNeoXMLP(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.dense_h_to_4h = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.dense_4h_to_h = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.act = nn.GELU()
+
+    def forward(self, hidden_states):
+        return self.dense_4h_to_h(self.act(self.dense_h_to_4h(hidden_states)))
+
+
+class GPTNeoXLayer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.use_parallel_residual = config.use_parallel_residual
+        self.input_layernorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.post_attention_layernorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.attention = GPTNeoXAttention(config)
+        self.mlp = GPTNeoXMLP(config)
+
+    def forward(self, hidden_states, attention_mask, position_embeddings):
+        attn_output, _ = self.attention(self.input_layernorm(hidden_states), attention_mask, position_embeddings)
+        if self.use_parallel_residual:
+            mlp_output = self.mlp(self.post_attention_layernorm(hidden_states))
+            hidden_states = mlp_output + attn_output + hidden_states
+        else:
+            attn_output = attn_output + hidden_states
+            mlp_output = self.mlp(self.post_attention_layernorm(attn_output))
+            hidden_states = mlp_output + attn_output
+        return hidden_states
+
+
+def neox_config(hidden_size=48, num_attention_heads=4, intermediate_size=80, num_hidden_layers=2):
+    return SimpleNamespace(hidden_size=hidden_size, num_attention_heads=num_attention_heads,
+                           intermediate_size=intermediate_size, num_hidden_layers=num_hidden_layers,
+                           partial_rotary_factor=0.25, rope_theta=10000.0, attention_bias=True,
+                           use_parallel_residual=True, layer_norm_eps=1e-5)
+
+
+class GPTNeoXLayers(nn.Module):
+    """GPTNeoXModel's loop (no embedding): positions, the rotary tables, the causal mask, the layers."""
+
+    def __init__(self, config=None):
+        super().__init__()
+        self.config = config or neox_config()
+        self.rotary_emb = RotaryEmbedding(self.config)
+        self.layers = nn.ModuleList([GPTNeoXLayer(self.config) for _ in range(self.config.num_hidden_layers)])
+        self.final_layer_norm = nn.LayerNorm(self.config.hidden_size, eps=self.config.layer_norm_eps)
+
+    def forward(self, hidden_states):
+        position_ids = torch.arange(hidden_states.shape[1]).unsqueeze(0)
+        position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        mask = causal_mask(hidden_states)
+        for layer in self.layers:
+            hidden_states = layer(hidden_states, mask, position_embeddings)
+        return self.final_layer_norm(hidden_states)

@@ -53,8 +53,21 @@ def regroup(t, before, after) -> None:
             if a * b not in wholes and not (any(w and w % (a * b) == 0 for w in wholes)
                                             and not t.sizes.name_int(a * b).isdigit()):
                 continue
-            if t.sizes.ratio(a * b, a) is None:
-                t.sizes.ratio(a * b, b)
+            if t.sizes.ratio(a * b, a) is None and t.sizes.ratio(a * b, b) is None:
+                _per_head(t, a, b)
+
+
+def _per_head(t, heads: int, piece: int) -> None:
+    """GPT-NeoX's `qkv.view(B, S, -1, 3 * head_size)` on a `3*D` width: the heads axis is H, so
+    the other is `3*Dh` (the 3 of q, k, v per head), read from the whole's `k*D`."""
+    whole = t.sizes.memo.get(heads * piece, "")
+    k, star, width = whole.partition("*")
+    if not (star and k.isdigit() and width.isidentifier()) or piece % int(k):
+        return
+    value = t.sizes.values.get(width)
+    part = t.sizes.ratio(value, heads) if value else None
+    if part and part.isidentifier() and t.sizes.name_int(piece).isdigit():
+        t.sizes._remember(piece, f"{k}*{part}", {part})
 
 
 def _runs(values: list) -> set[int]:
@@ -89,6 +102,18 @@ def counts(t, before, after) -> set[int]:
                 out.add(i)
                 break
     return out
+
+
+def copies(t, parts: list, whole) -> None:
+    """`torch.cat((freqs, freqs), dim=-1)` (rotary's table): k copies of an axis of a named
+    size N make `k*N`, however the number reads otherwise."""
+    sizes = [fixed(p) for p in parts]
+    total = fixed(whole)
+    if total is None or None in sizes or len(set(sizes)) != 1 or sizes[0] <= 1 or total in t.sizes.memo:
+        return
+    name = t.sizes.name_int(sizes[0])
+    if name.isidentifier() and not t.sizes.named(total):
+        t.sizes._remember(total, f"{len(sizes)}*{name}", {name})
 
 
 def repeat_count(t, node, count: int) -> str:
@@ -130,6 +155,9 @@ def half(t, bound, size) -> str | None:
     whole = t.sizes.name_int(n)
     if whole.isdigit():
         return None
+    k, star, rest = whole.partition("*")
+    if star and k.isdigit() and int(k) % 2 == 0 and rest.isidentifier():     # rotary's 2*N halves to N
+        return t.sizes._remember(b, rest if k == "2" else f"{int(k) // 2}*{rest}", {rest})
     t.sizes.assumes.append(f"{whole} % 2 == 0")
     return t.sizes._remember(b, f"{whole}/2" if whole.isidentifier() else f"({whole})/2", set())
 

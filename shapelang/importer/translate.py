@@ -393,6 +393,8 @@ def _cat(t, node, leaf):
     tensors, d = node.args[0], arg(node, 1, "dim", 0)
     if len(tensors) < 2:
         return None
+    from .patterns import copies
+    copies(t, [val(x).shape[d] for x in tensors], val(node).shape[d])
     return Piece(node.name, f"concat({d}, " + ", ".join(tok(x.name) for x in tensors) + ")",
                  refs=[x.name for x in tensors], hint="cat")
 
