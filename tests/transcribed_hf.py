@@ -246,3 +246,117 @@ class GPTNeoXLayers(nn.Module):
         for layer in self.layers:
             hidden_states = layer(hidden_states, mask, position_embeddings)
         return self.final_layer_norm(hidden_states)
+
+
+# ------------------------------------------------------------------ Phi
+
+def repeat_kv(hidden_states: torch.Tensor, n_rep: int) -> torch.Tensor:
+    batch, num_key_value_heads, slen, head_dim = hidden_states.shape
+    if n_rep == 1:
+        return hidden_states
+    hidden_states = hidden_states[:, :, None, :, :].expand(batch, num_key_value_heads, n_rep, slen, head_dim)
+    return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen, head_dim)
+
+
+def phi_rotary(q, k, cos, sin, unsqueeze_dim=1):
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    q_embed = (q * cos) + (rotate_half(q) * sin)
+    k_embed = (k * cos) + (rotate_half(k) * sin)
+    return q_embed, k_embed
+
+
+class NewGELUActivation(nn.Module):
+    """transformers' gelu_new, written out."""
+
+    def forward(self, input):
+        return 0.5 * input * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (input + 0.044715 * torch.pow(input, 3.0))))
+
+
+class PhiAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.num_key_value_groups = config.num_attention_heads // config.num_key_value_heads
+        self.scaling = self.head_dim**-0.5
+        self.q_proj = nn.Linear(config.hidden_size, config.num_attention_heads * self.head_dim, bias=True)
+        self.k_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * self.head_dim, bias=True)
+        self.v_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * self.head_dim, bias=True)
+        self.dense = nn.Linear(config.num_attention_heads * self.head_dim, config.hidden_size, bias=True)
+        self.rotary_ndims = int(self.head_dim * config.partial_rotary_factor)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        cos, sin = position_embeddings
+        query_rot, query_pass = query_states[..., : self.rotary_ndims], query_states[..., self.rotary_ndims :]
+        key_rot, key_pass = key_states[..., : self.rotary_ndims], key_states[..., self.rotary_ndims :]
+        query_rot, key_rot = phi_rotary(query_rot, key_rot, cos, sin)
+        query_states = torch.cat((query_rot, query_pass), dim=-1)
+        key_states = torch.cat((key_rot, key_pass), dim=-1)
+        key_states = repeat_kv(key_states, self.num_key_value_groups)
+        value_states = repeat_kv(value_states, self.num_key_value_groups)
+        attn_output, attn_weights = eager_attention_forward(self, query_states, key_states, value_states,
+                                                            attention_mask, scaling=self.scaling)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        attn_output = self.dense(attn_output)
+        return attn_output, attn_weights
+
+
+class PhiMLP(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.activation_fn = NewGELUActivation()
+        self.fc1 = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.fc2 = nn.Linear(config.intermediate_size, config.hidden_size)
+
+    def forward(self, hidden_states):
+        return self.fc2(self.activation_fn(self.fc1(hidden_states)))
+
+
+class PhiDecoderLayer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.self_attn = PhiAttention(config)
+        self.mlp = PhiMLP(config)
+        self.input_layernorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.resid_dropout = nn.Dropout(0.0)
+
+    def forward(self, hidden_states, attention_mask, position_embeddings):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        attn_outputs, _ = self.self_attn(hidden_states, position_embeddings, attention_mask)
+        attn_outputs = self.resid_dropout(attn_outputs)
+        feed_forward_hidden_states = self.resid_dropout(self.mlp(hidden_states))
+        return attn_outputs + feed_forward_hidden_states + residual
+
+
+def phi_config(hidden_size=64, num_attention_heads=2, num_key_value_heads=None, intermediate_size=80,
+               num_hidden_layers=2):
+    return SimpleNamespace(hidden_size=hidden_size, num_attention_heads=num_attention_heads,
+                           num_key_value_heads=num_key_value_heads or num_attention_heads,
+                           intermediate_size=intermediate_size, num_hidden_layers=num_hidden_layers,
+                           partial_rotary_factor=0.4, rope_theta=10000.0, layer_norm_eps=1e-5)
+
+
+class PhiLayers(nn.Module):
+    """PhiModel's loop (no embedding): positions, rotary tables, the causal mask, layers, final norm."""
+
+    def __init__(self, config=None):
+        super().__init__()
+        self.config = config or phi_config()
+        self.rotary_emb = RotaryEmbedding(self.config)
+        self.layers = nn.ModuleList([PhiDecoderLayer(self.config) for _ in range(self.config.num_hidden_layers)])
+        self.final_layernorm = nn.LayerNorm(self.config.hidden_size, eps=self.config.layer_norm_eps)
+
+    def forward(self, hidden_states):
+        position_ids = torch.arange(hidden_states.shape[1]).unsqueeze(0)
+        position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        mask = causal_mask(hidden_states)
+        for layer in self.layers:
+            hidden_states = layer(hidden_states, mask, position_embeddings)
+        return self.final_layernorm(hidden_states)

@@ -65,8 +65,8 @@ def config_sizes(module: nn.Module, kwargs: dict | None = None) -> tuple[dict[st
                 own[CONFIG_NAMES[key]] = value
                 attr[CONFIG_NAMES[key]] = key
         # kdim/vdim equal to embed_dim are the model width, not sizes of their own
-        for extra in ("Dk", "Dv"):
-            if own.get(extra) is not None and own.get(extra) == own.get("D"):
+        for extra, same in (("Dk", "D"), ("Dv", "D"), ("Hkv", "H")):   # Phi's kv heads = heads: plain MHA
+            if own.get(extra) is not None and own.get(extra) == own.get(same):
                 del own[extra]
         for name, value in own.items():
             if name not in found:
