@@ -27,7 +27,8 @@ def _encoder(d, h, f, layers=2):
     return nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
 
 
-# name: (build(sizes), the import's sizes, other sizes, inputs(sizes, b, s), --size names)
+# name: (build(sizes), the import's sizes, other sizes (N: the rotary table's length there), inputs(sizes, b, s),
+# --size names)
 CASES = {
     "transformer": (lambda z: nn.Transformer(z["D"], z["H"], 2, 2, z["F"], 0.0, batch_first=True),
                     {"D": 32, "H": 4, "F": 48}, {"D": 36, "H": 3, "F": 20},
@@ -43,9 +44,9 @@ CASES = {
     "opt": (lambda z: hf.OPTLayers(hf.opt_config(z["D"], z["H"], z["F"])), {"D": 32, "H": 4, "F": 48},
             {"D": 48, "H": 6, "F": 20}, lambda z, b, s: [(b, s, z["D"])], {}),
     "gpt_neox": (lambda z: hf.GPTNeoXLayers(hf.neox_config(z["D"], z["H"], z["F"])), {"D": 48, "H": 2, "F": 80},
-                 {"D": 64, "H": 4, "F": 24}, lambda z, b, s: [(b, s, z["D"])], {}),
+                 {"D": 64, "H": 4, "F": 24, "N": 2}, lambda z, b, s: [(b, s, z["D"])], {}),
     "phi": (lambda z: hf.PhiLayers(hf.phi_config(z["D"], z["H"], intermediate_size=z["F"])),
-            {"D": 64, "H": 2, "F": 80}, {"D": 80, "H": 2, "F": 24}, lambda z, b, s: [(b, s, z["D"])], {}),
+            {"D": 64, "H": 2, "F": 80}, {"D": 80, "H": 2, "F": 24, "N": 8}, lambda z, b, s: [(b, s, z["D"])], {}),
 }
 
 
