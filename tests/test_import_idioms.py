@@ -116,3 +116,40 @@ def test_a_constant_output_is_not_claimed_faithful(tmp_path):
     result = run_cli("import", "const.py:Constant", "--input", "x=2x6x8", "-o", "c.shape", cwd=tmp_path)
     assert result.returncode == 1 and "not proved faithful" in result.stderr and "constant" in result.stderr
     assert (tmp_path / "c.shape").exists()
+
+
+def test_an_opaque_step_inside_a_block_is_written_and_marked(tmp_path):
+    """Issue 27's fourth failure: an opaque step inside a submodule's block was not counted, so
+    the import went on to generate the module, failed, and wrote nothing."""
+    from cli_kit import run_cli
+
+    (tmp_path / "special.py").write_text(
+        "import torch\nfrom torch import nn\n\n\nclass Special(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.proj = nn.Linear(8, 8)\n\n"
+        "    def forward(self, x):\n        return torch.lgamma(self.proj(x).abs() + 1)\n\n\n"
+        "class Outer(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.inner = Special()\n        self.head = nn.Linear(8, 4)\n\n"
+        "    def forward(self, x):\n        return self.head(self.inner(x))\n")
+    result = run_cli("import", "special.py:Outer", "--input", "x=2x6x8", "-o", "s.shape", cwd=tmp_path)
+    text = (tmp_path / "s.shape").read_text()
+    assert result.returncode == 1 and "1 opaque step" in result.stderr, result.stderr
+    assert "block Special(" in text
+    lines = text.splitlines()
+    k = next(i for i, line in enumerate(lines) if 'opaque "aten.lgamma.default"' in line)
+    assert lines[k - 1].strip().startswith("# opaque: aten.lgamma.default")
+
+
+def test_equal_sizes_are_told_apart_by_role_and_by_size():
+    """Issue 27's sixth failure: timm's vit_tiny has 3 heads and 3 channels, and the import
+    stopped, accepting neither --size H=3 nor --size C=3."""
+    from test_import_vit import ViT
+
+    from shapelang.importer.sizes import Sizes
+
+    for sizes in (None, {"H": 3}, {"C": 3}):
+        imported = import_module(ViT(num_heads=3, in_chans=3, embed_dim=48), ["x=2x3x24x24"], sizes=sizes)
+        text = imported.text
+        assert "input x: [B, C, Img, Img]" in text and "reshape [B, N, 3, H, Dh]" in text, text
+        assert imported.verified is not None
+    named = Sizes({"D": 8}, {"F": 8})          # no role between them: the name given wins
+    assert named.named(8) == ["F"]
