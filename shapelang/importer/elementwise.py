@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from .graph import arg, dtype_word, is_tensor, num_text, target_name, tok, val
+from .graph import DTYPES, arg, dtype_word, is_tensor, num_text, target_name, tok, val
 from .translate import TABLE, Piece
 
 # functions of one tensor with the same name in the language (docs/language.md)
@@ -30,8 +30,6 @@ RENAMED = {"log_sigmoid": "logsigmoid"}
 BITWISE = {"&": ("__and__", "bitwise_and"), "|": ("__or__", "bitwise_or"), "^": ("__xor__", "bitwise_xor")}
 # comparisons (`bias == 0`, nanoGPT's causal buffer): bool tensors, as in the language
 COMPARE_HINTS = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
-DTYPES = {torch.float32: "float", torch.float16: "half", torch.bfloat16: "bfloat16", torch.float64: "double",
-          torch.int64: "long", torch.bool: "bool"}
 
 
 def _unary(op):

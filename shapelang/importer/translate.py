@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .graph import arg, dtype_word, is_tensor, target_name, tok, val
+from .graph import DTYPES, arg, dtype_word, is_tensor, target_name, tok, val
 from .load import ImportFailure
 from .sizes import Sizes
 
@@ -377,7 +377,6 @@ def _softmax(t, node, leaf):
         dtype = torch.float32                       # _softmax's half_to_float
     text = f"{op} {d}"
     if isinstance(dtype, torch.dtype) and dtype != val(node.args[0]).dtype:
-        from .elementwise import DTYPES
         if dtype not in DTYPES:
             return t.opaque(node, f"a softmax in {dtype}")
         text += f" dtype={DTYPES[dtype]}"
