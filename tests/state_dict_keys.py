@@ -4,10 +4,13 @@ pins. Regenerate after a deliberate rename with
     python tests/state_dict_keys.py
 
 (and add the old names to docs/codegen.md's table of renames; `shapelang.codegen.legacy` maps a
-state dict saved under them). The modules are built on the meta device: no memory, any size."""
+state dict saved under them). The modules are built on the meta device: no memory, any size.
+A layer index is written `#` (`h.#.attn.c_attn.weight`), each such name once, in order, beside
+the number of keys: the names and their nesting are pinned without a line per layer."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -19,7 +22,12 @@ def key_of(path: Path) -> str:
     return path.relative_to(HERE.parent).as_posix()
 
 
-def keys(path: Path) -> list[str] | str:
+def compact(names: list[str]) -> dict:
+    """{"count": how many keys, "keys": the names with layer indices as `#`, each once}."""
+    return {"count": len(names), "keys": list(dict.fromkeys(re.sub(r"(?<=\.)\d+(?=\.)", "#", n) for n in names))}
+
+
+def keys(path: Path) -> dict | str:
     """The generated module's state-dict keys, in order; a spec that does not check or cannot be
     generated gives the reason, so a change there shows too."""
     from shapelang import api
@@ -34,7 +42,7 @@ def keys(path: Path) -> list[str] | str:
     except CodegenError as e:
         return f"no module: {str(e).split(':', 1)[0]}"
     _mod, model = runner.build(gen, dict(spec.example), meta=True)
-    return list(model.state_dict().keys())
+    return compact(list(model.state_dict().keys()))
 
 
 def main() -> int:
