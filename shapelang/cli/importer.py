@@ -122,9 +122,15 @@ def command(args) -> int:
         return 1
     v = result.verified
     at = "; ".join(", ".join(f"{k}={x}" for k, x in s.items() if k in v.sizes[-1]) for s in v.sizes)
+    if v.constant:
+        print(f"shapelang: {result.class_name} imported to {where}, but not proved faithful: its output is "
+              f"constant at {at} even with its constant parameters randomised, so comparing it with the "
+              "generated module's tells nothing", file=sys.stderr)
+        return 1
+    noted = f" (with {v.randomised} constant parameter(s) randomised first)" if v.randomised else ""
     print(f"shapelang: {result.class_name} imported to {where}: {len(result.mapping['steps'])} learned "
           f"steps, {v.params_spec} parameters (the spec's count and the module's agree); the generated "
-          f"module with these weights matches the original to {v.max_diff:.1e} at {at}", file=sys.stderr)
+          f"module with these weights matches the original{noted} to {v.max_diff:.1e} at {at}", file=sys.stderr)
     return 0
 
 

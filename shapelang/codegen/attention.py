@@ -88,6 +88,36 @@ def find(bindings, prover, result_ref: str | None, types: dict) -> dict:
     return found
 
 
+def fused_gqa(bindings, prover, result_ref: str | None) -> dict:
+    """{id of an `attention q k v` step: (k before, v before, ids of the copies)} where k and v
+    are both `repeat_interleave G` along the heads axis and read nowhere else (Llama's
+    `repeat_kv`): the call takes the tensors before the copy, with `enable_gqa=True`
+    (F.scaled_dot_product_attention's own grouped-query path; no copy is made)."""
+    steps, uses = {}, {}
+    for b in bindings:
+        for s in b.steps:
+            steps[s.ref] = s
+            for r in s.inputs:
+                uses[r] = uses.get(r, 0) + 1
+    if result_ref:
+        uses[result_ref] = uses.get(result_ref, 0) + 1
+    out = {}
+    for s in steps.values():
+        if s.op != "attention" or len(s.inputs) < 3 or s.out.rank < 3:
+            continue
+        ks, vs = steps.get(s.inputs[1]), steps.get(s.inputs[2])
+        if ks is None or vs is None or ks is vs or ks.op != "repeat_interleave" or vs.op != "repeat_interleave":
+            continue
+        if not (_only_use(ks.ref, uses) and _only_use(vs.ref, uses)):
+            continue
+        heads = s.out.rank - 3
+        if ks.detail["dim"] != heads or vs.detail["dim"] != heads:
+            continue
+        if prover.same(ks.detail["repeats"], vs.detail["repeats"]):
+            out[s.id] = (ks.inputs[0], vs.inputs[0], {ks.id, vs.id})
+    return out
+
+
 def _only_use(ref, uses) -> bool:
     return uses.get(ref, 0) == 1
 

@@ -66,6 +66,7 @@ class Emitter:
         self.attention: dict = {}
         self.relaid: set = set()           # refs laid out otherwise than proved (after a fused call)
         self.skipped: set = set()
+        self.gqa: dict = {}           # attention step id -> (k, v before repeat_interleave, copies)
         self.taken = set(taken)            # names no local may take (dims, classes)
         self.units: dict = {}
         self.order: list = []              # block units, children before parents
@@ -131,9 +132,11 @@ class Emitter:
                     {loc: sp.sympify(ir.size_args[loc]) for loc in size_rename.values()},
                     stacked=stacked)
         self.units[key] = unit
-        saved = (self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped, self.follow)
+        saved = (self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped, self.follow,
+                 self.gqa)
         self._build(unit)
-        self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped, self.follow = saved
+        (self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped, self.follow,
+         self.gqa) = saved
         self.order.append(unit)
         return unit
 
@@ -175,6 +178,10 @@ class Emitter:
         self.skipped = set()
         for a in self.attention.values():
             self.skipped |= a.skipped - {a.step.id}
+        self.gqa = attention_pattern.fused_gqa(unit.bindings, self.spec.prover, result_ref) \
+            if self.fuse_attention else {}
+        for _k, _v, copies in self.gqa.values():
+            self.skipped |= copies
         binding_names = {}
         for b in unit.bindings:
             if b.names == ("return",):

@@ -47,6 +47,22 @@ from .units import Generated, Unit
 __all__ = ["CodegenError", "Generated", "Generator", "Printer", "Unit", "generate", "write_atomic"]
 
 
+# the documented initialisation (docs/codegen.md, "Initialisation"): GPT-2's and nanoGPT's
+INIT_LAYERS = ("nn.Linear(", "nn.Embedding(", "nn.Conv1d(", "nn.Conv2d(")
+INIT_METHOD = [
+    "",
+    "    def _init_weights(self, module: nn.Module) -> None:",
+    '        """normal(0, 0.02) weights, zero biases: linear, embedding, convolution.',
+    "",
+    "        Norms keep ones and zeros; the spec's own parameters are drawn the same way.",
+    '        """',
+    "        if isinstance(module, (nn.Linear, nn.Embedding, nn.Conv1d, nn.Conv2d)):",
+    "            nn.init.normal_(module.weight, mean=0.0, std=0.02)",
+    '            if getattr(module, "bias", None) is not None:',
+    "                nn.init.zeros_(module.bias)",
+]
+
+
 class Generator:
     """Assembles the module: names the classes, has the emitter write the units and the
     sizes decide the config, then writes each class and the file around them.
@@ -132,6 +148,9 @@ class Generator:
             p = Printer(lambda x: ("" if x in unit.size_args else "cfg.") + self.sizes.dim_py[x])
             lines += self._lines([f"assert {p(a)} {cmp} {p(b)}, {py_str(stmt.text)}"], 8)
         lines += self._lines(size_init + init, 8)
+        initialised = is_top and any(k in self.source_so_far() for k in INIT_LAYERS) if is_top else False
+        if initialised:
+            lines += self._lines(["self.apply(self._init_weights)"], 8)
         if is_top:
             if len(unit.returns) == 1:
                 ret_t = "torch.Tensor"
@@ -149,7 +168,14 @@ class Generator:
             lines += self._lines(["return " + ret] if isinstance(ret, str) else [ret], 8)
         elif not body:
             lines.append("        pass")
+        if initialised:
+            lines += INIT_METHOD
         self._name(unit, "\n".join(lines), function=False)
+
+    def source_so_far(self) -> str:
+        """The classes written so far and the top's own lines: which layers the model holds."""
+        return "\n".join(u.text for u in self.units if getattr(u, "text", None)) + "\n".join(
+            str(x) for x in self.units[0].init)
 
     def _returns(self, unit: Unit, body: list):
         """What forward returns; `out = x + m` then `return out` becomes `return x + m`."""

@@ -11,6 +11,9 @@ from .steps import CHAIN_SUFFIX, EMITTERS, FUNCTIONAL, MODULE_OPS, Op
 
 def _attention(o: Op) -> list[str]:
     q, k, v = o.args[:3]
+    grouped = o.em.gqa.get(o.s.id)
+    if grouped:                  # the heads before repeat_interleave: sdpa's enable_gqa
+        k, v = (o.em.scope.refs.get(r, r) for r in grouped[:2])
     args = [q, k, v]
     d = o.d
     if d.get("mask"):
@@ -25,7 +28,7 @@ def _attention(o: Op) -> list[str]:
         args.append("is_causal=True")
     if d.get("scale") is not None:
         args.append(f"scale={o.local(d['scale'], real=True)}")
-    if d.get("gqa"):
+    if d.get("gqa") or grouped:
         args.append("enable_gqa=True")
     return [f"{o.out} = {FUNCTIONAL}.scaled_dot_product_attention({', '.join(args)})"]
 

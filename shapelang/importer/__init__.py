@@ -183,7 +183,7 @@ def _free(size, ranges: dict):
     return expr
 
 
-def _bounds_as_written(text: str, named, path: str) -> str:
+def _bounds_as_written(text: str, named, path: str, fixed_too: bool = False) -> str:
     """Export's bounds on a dynamic size, in the terms the spec's steps use: `S <= 40` found
     from a slice of a 20-row table to the S/2 frames after a stride-2 convolution is
     written `assume S/2 <= N` where the checker asks for it (no counterexample: the bound
@@ -200,7 +200,11 @@ def _bounds_as_written(text: str, named, path: str) -> str:
         new = []
         for d in spec.diagnostics:
             m = wanted.search(d.help or "") if d.code in ("E105", "E109") else None
-            if m and any(n in re.findall(r"[A-Za-z_]\w*", m.group(1)) for n in named.dynamic) \
+            words = re.findall(r"[A-Za-z_]\w*", m.group(1)) if m else []
+            # a bound on a dynamic size, or between the model's own sizes (GPT-NeoX's rotary
+            # width 2*N within the head, Dh >= 2*N + 1): true of the module traced
+            if m and words and (any(n in words for n in named.dynamic) or (fixed_too and all(n in named.values or n in named.derived for n in words)
+                                       and re.fullmatch(r"[\w*+ ]+ [<>]=? [\w*+ ]+", m.group(1)))) \
                     and f"assume {m.group(1)}" not in text:
                 new.append(f"assume {m.group(1)}")
         if not new:
@@ -222,6 +226,9 @@ def _pinned_if_needed(text: str, named, comments: dict, path: str) -> str:
     text = _bounds_as_written(text, named, path)
     if check_text(text, path).ok:
         return text
+    bounded = _bounds_as_written(text, named, path, fixed_too=True)
+    if check_text(bounded, path).ok:
+        return bounded
     before = "\n".join(named.header(comments))
     if before not in text:
         return text

@@ -33,7 +33,10 @@ def recognise(ctx, scope, raw: list, mha: nn.MultiheadAttention, inputs: list, o
         return None
     linears = [n for n in raw if target_name(n) == "aten.linear.default"]
     packed = len(inputs) == 1 and mha._qkv_same_embed_dim
-    if len(linears) != (2 if packed else 4) or any(target_name(n) == "aten.baddbmm.default" for n in raw):
+    # key is value (cross-attention on one memory): PyTorch projects k and v with one packed
+    # linear (in_proj_weight's last two row blocks); the spec writes its two `linear D`
+    packed_kv = len(inputs) == 2 and mha._qkv_same_embed_dim
+    if len(linears) != (2 if packed else 3 if packed_kv else 4) or any(target_name(n) == "aten.baddbmm.default" for n in raw):
         return None
     if not pads and any(target_name(n) == "aten.masked_fill.Scalar" for n in raw):
         return None
@@ -83,6 +86,9 @@ def recognise(ctx, scope, raw: list, mha: nn.MultiheadAttention, inputs: list, o
             if bias:
                 w["bias"] = [names[j], j, 3]
             key = linears[j].name
+            if packed_kv and role == "v":     # the packed k/v linear is one node: v's rows by name
+                key = f"{out}\x02vproj"
+                ctx.order[key] = ctx.index[linears[1].name] + 0.5
             ctx.weights[key] = ("linear", w)
             pieces.append(Piece(key, f"linear {D}{flag}", keys[src], weight=("linear", w), hint=role,
                                 strong=True))

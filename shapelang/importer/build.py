@@ -203,7 +203,8 @@ def write_spec(ctx: Context, inputs, header: list[str], comments: dict) -> tuple
         word = dtype_word(val(ctx.by_name[key]))
         dims = val(ctx.by_name[key]).shape
         image = len(dims) == 4 and word == "float"
-        roles = ["image" if image and k >= 2 else "model" if k == len(dims) - 1 else "size" for k in range(len(dims))]
+        roles = ["image" if image and k >= 2 else "channels" if image and k == 1
+                 else "model" if k == len(dims) - 1 else "size" for k in range(len(dims))]
         shape = "[" + ", ".join(ctx.sizes.text(s if not isinstance(s, int) else int(s), r)
                                 for s, r in zip(dims, roles)) + "]"
         input_lines.append(f"input {inp.name}: {shape}" + ("" if word == "float" else f" {word}"))
@@ -233,7 +234,9 @@ def write_spec(ctx: Context, inputs, header: list[str], comments: dict) -> tuple
             raise ImportFailure(f"the module returns `{top.names[k]}` and uses it again: a spec "
                                 "returns only what nothing else uses")
         out_names.append(top.names[k])
-    opaque = [line for line in lines + ctx.block_lines if line.lstrip().startswith("# opaque:")]
+    # a block is one entry of block_lines, its lines joined: its opaque steps count too
+    opaque = [line for line in "\n".join(lines + ctx.block_lines).splitlines()
+              if line.lstrip().startswith("# opaque:")]
     ctx.opaque = len(opaque)
     text = []
     text += header

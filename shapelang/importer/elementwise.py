@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from .graph import arg, dtype_word, is_tensor, num_text, target_name, tok, val
+from .graph import DTYPES, arg, dtype_word, is_tensor, num_text, target_name, tok, val
 from .translate import TABLE, Piece
 
 # functions of one tensor with the same name in the language (docs/language.md)
@@ -30,8 +30,6 @@ RENAMED = {"log_sigmoid": "logsigmoid"}
 BITWISE = {"&": ("__and__", "bitwise_and"), "|": ("__or__", "bitwise_or"), "^": ("__xor__", "bitwise_xor")}
 # comparisons (`bias == 0`, nanoGPT's causal buffer): bool tensors, as in the language
 COMPARE_HINTS = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
-DTYPES = {torch.float32: "float", torch.float16: "half", torch.bfloat16: "bfloat16", torch.float64: "double",
-          torch.int64: "long", torch.bool: "bool"}
 
 
 def _unary(op):
@@ -170,9 +168,13 @@ def _binary(sign):
         if sign in COMPARE_HINTS and not (hasattr(a, "meta") and is_tensor(a)):
             return t.opaque(node, "a comparison with a number on the left")
         if sign == "*" and hasattr(a, "meta") and not hasattr(b, "meta"):
+            if float(b) == 1 and val(node).dtype == val(a).dtype:
+                return None                                 # eager attention's `scaling=1.0`
             scale = _scale_text(t, val(a), float(b))
             if not scale and target_name(a) in ("aten.matmul.default", "aten.bmm.default"):
                 scale = _scale_text(t, val(a.args[0]), float(b))     # (q @ k^T) * (1/sqrt(Dh))
+            if not scale:
+                scale = _scale_before_product(t, node, float(b))     # q_proj(x) * head_dim**-0.5
             if scale:
                 return Piece(node.name, f"scale {scale}", a.name, hint="scaled")
         hint = {"+": "res", "-": "diff", "*": "prod", "/": "quot", "**": "pw", "&": "both", "|": "either",
@@ -180,6 +182,31 @@ def _binary(sign):
         return Piece(node.name, f"{ta} {sign} {tb}", refs=[x.name for x in (a, b) if hasattr(x, "meta")],
                      hint=hint)
     return f
+
+
+LAYOUT = ("aten.view.default", "aten.reshape.default", "aten._unsafe_view.default", "aten.transpose.int",
+          "aten.permute.default", "aten.contiguous.default", "aten.clone.default", "aten.unsqueeze.default")
+
+
+def _scale_before_product(t, node, factor: float) -> str | None:
+    """OPT's and BART's `q_proj(x) * self.scaling` before the heads are split: `1/sqrt(Dh)` when
+    the scaled tensor reaches a product, through views alone, whose inner size is Dh (the
+    head split on the way names Dh first, as it will when its own step is written)."""
+    from .patterns import regroup
+    x = node
+    for _ in range(8):
+        users = [u for u in x.users if u.op == "call_function"]
+        if len(users) != 1:
+            return None
+        u = users[0]
+        if target_name(u) in ("aten.matmul.default", "aten.bmm.default"):
+            return _scale_text(t, val(u.args[0]), factor)
+        if target_name(u) not in LAYOUT or u.args[0] is not x:
+            return None
+        if target_name(u) in LAYOUT[:3] and isinstance(val(u), torch.Tensor):
+            regroup(t, val(x).shape, val(u).shape)
+        x = u
+    return None
 
 
 def _scale_text(t, x, factor: float) -> str | None:
@@ -276,6 +303,44 @@ def _arange(t, node, leaf):
     return Piece(node.name, text, hint="pos"), None
 
 
+def _filled(t, node, leaf):
+    """`torch.full((T, T), torch.finfo(dtype).min)`, `torch.ones(T, T)`, `torch.zeros(..)` made in
+    forward (the masks HF code builds): the spec's `full`, `ones`, `zeros`."""
+    name = target_name(node).split(".")[1]
+    sizes = node.args[0]
+    if not isinstance(sizes, (list, tuple)):
+        return None, f"a {name} of sizes it computes"
+    dims = ", ".join(t.size(val(s) if hasattr(s, "meta") else s) for s in sizes)
+    dtype = val(node).dtype
+    if name == "full":
+        value = node.args[1]
+        if hasattr(value, "meta") or not isinstance(value, (bool, int, float)):
+            return None, "a fill value computed in forward"
+        if isinstance(value, bool):
+            text, made = f"full([{dims}], {str(value).lower()})", torch.bool
+        elif isinstance(value, float):
+            text, made = f"full([{dims}], {'-inf' if value == float('-inf') else repr(value)})", torch.float32
+        else:
+            text, made = f"full([{dims}], {int(value)})", torch.int64
+    else:
+        text, made = f"{name}([{dims}])", torch.float32
+    if dtype != made:
+        if dtype not in DTYPES:
+            return None, f"a {name} of {dtype}"
+        text += f" -> {DTYPES[dtype]}"
+    return Piece(node.name, text, hint="mask" if name == "full" else name), None
+
+
+def _triangle(t, node, leaf):
+    """tril / triu with the diagonal as a number or a size (`triu 1`)."""
+    op = target_name(node).split(".")[1]
+    k = arg(node, 1, "diagonal", 0)
+    if hasattr(k, "meta"):
+        k = val(k)
+    text = op if k == 0 else f"{op} {t.size(k) if not isinstance(k, int) or k > 0 else k}"
+    return Piece(node.name, text, node.args[0].name, hint=op)
+
+
 def _made(fn):
     """A step that makes a tensor from sizes alone: it has no piped tensor, and what cannot
     be written stops the import (an opaque step needs a tensor to start from)."""
@@ -327,5 +392,7 @@ TABLE.update({
     "aten.clamp.default": _clamp, "aten.clamp_min.default": _clamp, "aten.clamp_max.default": _clamp,
     "aten.arange.default": _made(_arange), "aten.arange.start": _made(_arange),
     "aten.arange.start_step": _made(_arange),
+    **{f"aten.{op}.default": _made(_filled) for op in ("full", "ones", "zeros")},
+    "aten.tril.default": _triangle, "aten.triu.default": _triangle,
     "aten.outer.default": _outer, "aten.expand_as.default": _expand_as,
 })

@@ -9,6 +9,10 @@ import operator
 
 import torch
 
+# a dtype -> the spec's word for a cast to it (`-> half`), also a softmax's `dtype=`
+DTYPES = {torch.float32: "float", torch.float16: "half", torch.bfloat16: "bfloat16", torch.float64: "double",
+          torch.int64: "long", torch.bool: "bool"}
+
 
 def tok(key: str) -> str:
     return f"\x00{key}\x00"

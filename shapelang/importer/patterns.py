@@ -32,8 +32,11 @@ def regroup(t, before, after) -> None:
     other factor and whole have names is named as their quotient; an axis that takes k
     copies of an input axis's named size (`x.reshape(B, S // 2, 2 * D)`) is `2*D`."""
     named_in = [(v, t.sizes.name_int(v)) for v in (fixed(s) for s in before) if v and v > 1]
+    merged = _runs([fixed(s) for s in before])
     for a in (fixed(s) for s in after):
         if a is None or a <= 1 or a in [v for v, _ in named_in] or not t.sizes.name_int(a).isdigit():
+            continue
+        if a in merged:      # a flatten of whole axes (torchvision's n_h * n_w patches): a number
             continue
         for v, name in named_in:
             if name.isidentifier() and a % v == 0 and 2 <= a // v <= 16:
@@ -50,8 +53,67 @@ def regroup(t, before, after) -> None:
             if a * b not in wholes and not (any(w and w % (a * b) == 0 for w in wholes)
                                             and not t.sizes.name_int(a * b).isdigit()):
                 continue
-            if t.sizes.ratio(a * b, a) is None:
-                t.sizes.ratio(a * b, b)
+            if t.sizes.ratio(a * b, a) is None and t.sizes.ratio(a * b, b) is None:
+                _per_head(t, a, b)
+
+
+def _per_head(t, heads: int, piece: int) -> None:
+    """GPT-NeoX's `qkv.view(B, S, -1, 3 * head_size)` on a `3*D` width: the heads axis is H, so
+    the other is `3*Dh` (the 3 of q, k, v per head), read from the whole's `k*D`."""
+    whole = t.sizes.memo.get(heads * piece, "")
+    k, star, width = whole.partition("*")
+    if not (star and k.isdigit() and width.isidentifier()) or piece % int(k):
+        return
+    value = t.sizes.values.get(width)
+    part = t.sizes.ratio(value, heads) if value else None
+    if part and part.isidentifier() and t.sizes.name_int(piece).isdigit():
+        t.sizes._remember(piece, f"{k}*{part}", {part})
+
+
+def _runs(values: list) -> set[int]:
+    """The products of two or more consecutive known sizes: what a flatten of them makes."""
+    out = set()
+    for i in range(len(values)):
+        p = values[i]
+        for j in range(i + 1, len(values)):
+            if p is None or values[j] is None:
+                break
+            p *= values[j]
+            out.add(p)
+    return out
+
+
+def counts(t, before, after) -> set[int]:
+    """The axes of a reshape's result that count the pieces of a `k*X` axis (the 3 of
+    `reshape(B, N, 3, H, Dh)` on qkv's `3*D`): written as numbers, whatever size they equal
+    (timm's vit_tiny has 3 heads, so a value alone would read the 3 as H)."""
+    wholes = {v for v in (fixed(s) for s in before) if v}
+    parts = [fixed(s) for s in after]
+    out = set()
+    for i, k in enumerate(parts):
+        if k is None or k <= 1 or k > 16:
+            continue
+        rest = 1
+        for j in range(i + 1, len(parts)):
+            if parts[j] is None:
+                break
+            rest *= parts[j]
+            if k * rest in wholes and t.sizes.memo.get(k * rest, "").startswith(f"{k}*"):
+                out.add(i)
+                break
+    return out
+
+
+def copies(t, parts: list, whole) -> None:
+    """`torch.cat((freqs, freqs), dim=-1)` (rotary's table): k copies of an axis of a named
+    size N make `k*N`, however the number reads otherwise."""
+    sizes = [fixed(p) for p in parts]
+    total = fixed(whole)
+    if total is None or None in sizes or len(set(sizes)) != 1 or sizes[0] <= 1 or total in t.sizes.memo:
+        return
+    name = t.sizes.name_int(sizes[0])
+    if name.isidentifier() and not t.sizes.named(total):
+        t.sizes._remember(total, f"{len(sizes)}*{name}", {name})
 
 
 def repeat_count(t, node, count: int) -> str:
@@ -93,6 +155,9 @@ def half(t, bound, size) -> str | None:
     whole = t.sizes.name_int(n)
     if whole.isdigit():
         return None
+    k, star, rest = whole.partition("*")
+    if star and k.isdigit() and int(k) % 2 == 0 and rest.isidentifier():     # rotary's 2*N halves to N
+        return t.sizes._remember(b, rest if k == "2" else f"{int(k) // 2}*{rest}", {rest})
     t.sizes.assumes.append(f"{whole} % 2 == 0")
     return t.sizes._remember(b, f"{whole}/2" if whole.isidentifier() else f"({whole})/2", set())
 

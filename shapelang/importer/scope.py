@@ -155,7 +155,7 @@ class Scope:
         if p.comment:
             b.comments.append(p.comment)
         block = p.block
-        b.stack = (block[0], block[1], 1) if block and not p.refs else None
+        b.stack = (block[0], block[1], 1, tuple(self.key(r) for r in p.refs)) if block else None
         self.owner[p.key] = b
         self.bindings.append(b)
 
@@ -163,20 +163,23 @@ class Scope:
         """A call of the next module of a ModuleList on the last one's result: one more layer."""
         last = self.bindings[-1] if self.bindings else None
         block = p.block
-        if block is None or last is None or getattr(last, "stack", None) is None or p.refs:
+        if block is None or last is None or getattr(last, "stack", None) is None:
             return False
         name, path, _inside = block
-        lname, lpath, count = last.stack
+        lname, lpath, count, lrefs = last.stack
+        refs = tuple(self.key(r) for r in p.refs)     # the same mask for every layer: `stack N Block(mask)`
         parent, _, index = path.rpartition(".")
         lparent, _, lindex = lpath.rpartition(".")
-        if not (name == lname and parent == lparent and index.isdigit() and lindex.isdigit()
+        if not (name == lname and parent == lparent and index.isdigit() and lindex.isdigit() and refs == lrefs
                 and int(index) == int(lindex) + 1 and last.tail == self.key(p.pipe)
                 and all(u.name in _inside for u in self.ctx.users(last.tail))
                 and not self.ctx.is_output(last.tail)):
             return False
-        last.stack = (name, path, count + 1)
-        last.ops = [f"stack {self.ctx.sizes.count(count + 1)} {name}"]
-        last.pieces = [Piece(p.key, last.ops[0], hint=parent.rpartition(".")[2] or "layers", strong=True)]
+        last.stack = (name, path, count + 1, refs)
+        extra = "(" + ", ".join(tok(r) for r in refs) + ")" if refs else ""
+        last.ops = [f"stack {self.ctx.sizes.count(count + 1)} {name}{extra}"]
+        last.pieces = [Piece(p.key, last.ops[0], refs=list(refs), hint=parent.rpartition(".")[2] or "layers",
+                             strong=True)]
         last.tail = p.key
         self.owner[p.key] = last
         return True

@@ -7,8 +7,10 @@ integer attribute of the module, of its submodules and of a `config`/`cfg` objec
 hold whose name is in `CONFIG_NAMES` (`n_embd` -> `D`, `n_head` -> `H`, ...). A size is then
 written as one of those names, a quotient of two (`D/H`, declared as `dim Dh = D / H`), a
 small multiple (`3*D`, `4*D`), or a new name of its own (`F` for the width inside a
-feed-forward network, else `N`, `M`, ...). Two names with the same value would make the
-spec a guess, so the import stops and asks for distinct sizes (or `--size NAME=VALUE`).
+feed-forward network, else `N`, `M`, ...). Names with the same value are told apart by
+where the number stands (`named`: an image's channel axis is `C`, a convolution's kernel `P`,
+a head split `H`, never the channels), then by the name given with `--size`; only when both
+leave several names would the spec be a guess, and the import stops and says so.
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ FRESH = {"ffn": ["F", "F2", "F3"], "model": ["D", "E", "D2"], "vocab": ["V", "V2
          "image": ["Img", "Img2"]}
 PRODUCT_MAX = 16                      # a linear layer's width `k*D` is tried for k up to this
 CONTEXT_ONLY = {"C", "P"}
+CONTEXT_ROLE = {"channels": "C", "conv": "P"}   # the role that reads each of them first
 BLOCK_DIMS = ["T", "U", "N", "M"]
 WIDTHS = {"D", "E", "D2", "Dk", "Dv", "C"}   # the sizes whose multiples may be a linear layer's width
 ORDER = ["V", "Ctx", "C", "P", "D", "H", "Hkv", "Dh", "Dk", "Dv", "F", "L"]
@@ -62,8 +65,8 @@ def config_sizes(module: nn.Module, kwargs: dict | None = None) -> tuple[dict[st
                 own[CONFIG_NAMES[key]] = value
                 attr[CONFIG_NAMES[key]] = key
         # kdim/vdim equal to embed_dim are the model width, not sizes of their own
-        for extra in ("Dk", "Dv"):
-            if own.get(extra) is not None and own.get(extra) == own.get("D"):
+        for extra, same in (("Dk", "D"), ("Dv", "D"), ("Hkv", "H")):   # Phi's kv heads = heads: plain MHA
+            if own.get(extra) is not None and own.get(extra) == own.get(same):
                 del own[extra]
         for name, value in own.items():
             if name not in found:
@@ -113,6 +116,7 @@ class Sizes:
             if va and vb and va % vb == 0 and name in self.values and self.values[name] == va // vb:
                 del self.values[name]        # head_dim = n_embd // n_head: a derived size
         self.fresh_taken = set(self.values)
+        self.user = set(user)                # the names given with --size: they win a tie
 
     # ------------------------------------------------------------------ dynamic axes
     def name_axis(self, expr, name: str, value: int) -> None:
@@ -169,7 +173,7 @@ class Sizes:
         heads of 16 (`ratio`)."""
         if n <= 1:
             return str(n)
-        hits = [k for k, v in self._fixed(role) if v == n]
+        hits = self.named(n, role)
         if len(hits) > 1:
             raise ImportFailure(
                 f"the sizes {', '.join(hits)} are all {n}, so the spec cannot tell them apart: build "
@@ -195,6 +199,21 @@ class Sizes:
         self.used |= uses
         return text
 
+    def named(self, n: int, role: str | None = "size") -> list[str]:
+        """The fixed sizes a number `n` standing in `role` may be. Equal sizes are told apart by
+        the role first (timm's vit_tiny: 3 heads and 3 channels; the channel axis of an image is
+        `C`, a head split's `H`), then by the names given with --size."""
+        hits = [k for k, v in self._fixed(role) if v == n]
+        if len(hits) < 2:
+            return hits
+        context = [h for h in hits if h in CONTEXT_ONLY]
+        if CONTEXT_ROLE.get(role) in context:
+            hits = [CONTEXT_ROLE[role]]
+        elif len(context) < len(hits):
+            hits = [h for h in hits if h not in CONTEXT_ONLY]
+        given = [h for h in hits if h in self.user]
+        return given if len(given) == 1 else hits
+
     def _fixed(self, role: str | None = "size") -> list[tuple[str, int]]:
         """The fixed sizes a number in a shape may be: no layer count, no dynamic size; the
         channels and the patch side only where a role asks for them (an input's axes, a
@@ -204,7 +223,7 @@ class Sizes:
 
     def bound(self, n: int) -> str:
         """A bound in an `assume`: a named fixed size of that value, else the number."""
-        hits = [k for k, v in self._fixed() if v == n]
+        hits = self.named(n)
         if len(hits) == 1:
             self.used.add(hits[0])
             return hits[0]
@@ -221,13 +240,13 @@ class Sizes:
             return self.name_int(n)
         names = {}
         for v in (whole, part):
-            hits = [k for k, x in self._fixed() if x == v]
+            hits = self.named(v)
             if len(hits) != 1:
                 return None
             names[v] = hits[0]
         a, b = names[whole], names[part]
         name = DERIVED.get((a, b))
-        hits = [k for k, x in self._fixed() if x == n]
+        hits = self.named(n)
         if hits == [name]:
             return self.name_int(n)        # head_dim given beside n_embd and n_head
         if hits:
@@ -367,7 +386,7 @@ class Sizes:
         """An integer factor inside an expression: a named size when exactly one has that value."""
         if n < 0:
             return "-" + self._coeff(-n)
-        hits = [k for k, v in self._fixed() if v == n]
+        hits = self.named(n)
         if n > 3 and len(hits) == 1:      # 2 and 3 are a stride or q, k, v far more often than a size
             self.used.add(hits[0])
             return hits[0]

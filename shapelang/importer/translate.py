@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .graph import arg, dtype_word, is_tensor, target_name, tok, val
+from .graph import DTYPES, arg, dtype_word, is_tensor, target_name, tok, val
 from .load import ImportFailure
 from .sizes import Sizes
 
@@ -144,7 +144,7 @@ def _view(t, node, leaf):
     # where its `view` works but the spec's step-by-step layout would need a copy; the values
     # are the same, and codegen writes `.view` wherever the spec's layout allows it.
     # The sizes are the ones the code asked for (`S // 2` as S/2, with S even), else the result's.
-    from .patterns import regroup
+    from .patterns import counts, regroup
     shape = None
     sizes = node.args[1] if target_name(node) in ("aten.view.default", "aten.reshape.default",
                                                   "aten._unsafe_view.default") else None
@@ -155,7 +155,9 @@ def _view(t, node, leaf):
     else:
         t.sizes.exact = True
         try:
-            shape = "[" + ", ".join(t.sizes.text(_size_value(s)) for s in sizes) + "]"
+            numbers = counts(t, val(node.args[0]).shape, asked)
+            shape = "[" + ", ".join(str(int(s)) if k in numbers else t.sizes.text(_size_value(s))
+                                    for k, s in enumerate(sizes)) + "]"
         finally:
             t.sizes.exact = False
     return Piece(node.name, f"reshape {shape}", node.args[0].name, hint="r")
@@ -367,9 +369,18 @@ def _softmax(t, node, leaf):
     d = node.args[1]
     d = d - rank if d >= 0 and d == rank - 1 else d
     op = "log_softmax" if "log" in target_name(node) else "softmax"
-    if len(node.args) > 2 and node.args[2] not in (None, False) or node.kwargs.get("dtype"):
-        return t.opaque(node, "a softmax with a dtype")
-    return Piece(node.name, f"{op} {d}", node.args[0].name, hint=op)
+    # HF's `softmax(x, dim=-1, dtype=torch.float32).to(x.dtype)`: at the dtype the module was
+    # traced in, a softmax in its own dtype, as a same-dtype cast vanishes; else `dtype=`
+    dtype = node.kwargs.get("dtype") or (node.args[2] if len(node.args) > 2 and target_name(node) in (
+        "aten.softmax.int", "aten.log_softmax.int") else None)
+    if target_name(node).startswith("aten._") and len(node.args) > 2 and node.args[2]:
+        dtype = torch.float32                       # _softmax's half_to_float
+    text = f"{op} {d}"
+    if isinstance(dtype, torch.dtype) and dtype != val(node.args[0]).dtype:
+        if dtype not in DTYPES:
+            return t.opaque(node, f"a softmax in {dtype}")
+        text += f" dtype={DTYPES[dtype]}"
+    return Piece(node.name, text, node.args[0].name, hint=op)
 
 
 def _matmul(t, node, leaf):
@@ -381,6 +392,8 @@ def _cat(t, node, leaf):
     tensors, d = node.args[0], arg(node, 1, "dim", 0)
     if len(tensors) < 2:
         return None
+    from .patterns import copies
+    copies(t, [val(x).shape[d] for x in tensors], val(node).shape[d])
     return Piece(node.name, f"concat({d}, " + ", ".join(tok(x.name) for x in tensors) + ")",
                  refs=[x.name for x in tensors], hint="cat")
 

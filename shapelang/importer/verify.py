@@ -5,9 +5,15 @@ original's weights across, and compare the outputs and the parameter totals.
 (one more batch row, a sequence one shorter or longer, within every `assume`), in eval mode.
 A spec that does not check, a module that cannot be generated, different outputs or a
 different parameter count is an `ImportFailure`: the importer then writes nothing.
+
+A comparison proves something only where the values can differ: a copy of the module
+has every parameter that holds one value throughout (torchvision's zero-initialised ViT
+head, a LayerNorm's ones and zeros) set to random values first, and an output that is
+still constant is reported (`Verified.constant`) rather than claimed faithful.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import torch
@@ -28,6 +34,31 @@ class Verified:
     params_spec: int
     params_module: int
     sizes: list          # the size sets compared
+    randomised: int = 0  # constant parameters given random values before comparing
+    constant: bool = False   # every output held one value: the comparison proved nothing
+
+
+def randomise_constants(module, seed: int = 0):
+    """A copy of `module` whose floating parameters that hold one value throughout are drawn
+    from normal(value, 0.02 + |value| / 10) instead, and how many were; the original is untouched."""
+    twin = copy.deepcopy(module)
+    g = torch.Generator().manual_seed(seed)
+    count = 0
+    with torch.no_grad():
+        for p in twin.parameters():
+            if not p.dtype.is_floating_point or p.numel() < 1:
+                continue
+            first = p.reshape(-1)[0]
+            if bool((p == first).all()):
+                spread = 0.02 + abs(float(first)) / 10
+                p.copy_(first + spread * torch.randn(p.shape, generator=g, dtype=torch.float32).to(p.dtype))
+                count += 1
+    return twin, count
+
+
+def is_constant(values: list) -> bool:
+    """Every output holds one value (or none): nothing a comparison could tell apart."""
+    return all(w.numel() == 0 or bool((w == w.reshape(-1)[0]).all()) for w in values)
 
 
 def checked(text: str, path: str):
@@ -77,6 +108,7 @@ def verify(text: str, path: str, module, inputs, call_kwargs: dict, mapping: dic
         raise ImportFailure(f"the spec checks but its module cannot be generated: {e}") from e
     example = {n: v for n, v in spec.example.items()}
     _mod, model = runner.build(gen, example)
+    module, randomised = randomise_constants(module)
     try:
         copy_weights(model, module, mapping)
     except WeightsError as e:
@@ -89,7 +121,7 @@ def verify(text: str, path: str, module, inputs, call_kwargs: dict, mapping: dic
     other = second_sizes(spec, inputs, dynamic) if dynamic else None
     if other is not None:
         size_sets.append({n: other[n] for n in dynamic})
-    worst = 0.0
+    worst, constant = 0.0, True
     for k, sizes in enumerate(size_sets):
         tensors = example_inputs(inputs, vocab, seed=k + 1, sizes=sizes)
         with torch.no_grad():
@@ -97,6 +129,7 @@ def verify(text: str, path: str, module, inputs, call_kwargs: dict, mapping: dic
             got = outputs(model(*tensors))
         if isinstance(got, list) and len(got) != len(want):
             raise ImportFailure(f"the module returns {len(want)} tensors, the spec {len(got)}")
+        constant = constant and is_constant(want)
         for w, g in zip(want, _ordered(got, model, tensors, mapping)):
             if tuple(w.shape) != tuple(g.shape):
                 raise ImportFailure(f"an output is {tuple(g.shape)} from the spec but {tuple(w.shape)} "
@@ -107,7 +140,7 @@ def verify(text: str, path: str, module, inputs, call_kwargs: dict, mapping: dic
                 raise ImportFailure(f"the spec's module differs from the original by {diff:.3g} "
                                     f"(at sizes {sizes or example})")
             worst = max(worst, diff)
-    return Verified(worst, params_spec, params_module, [s or example for s in size_sets])
+    return Verified(worst, params_spec, params_module, [s or example for s in size_sets], randomised, constant)
 
 
 def _ordered(got: list, model, tensors, mapping) -> list:

@@ -1,0 +1,57 @@
+"""Codegen, old names: a state dict saved under an earlier naming rule, loaded into today's module.
+
+Until the rule "a binding that owns exactly one layer gives it the binding's name" (docs/codegen.md,
+"Names and state-dict keys"), every layer was named `<binding>_<kind>`: `q: x -> linear D` was
+`self.q_linear` (keys `q_linear.weight`), `h: x -> layernorm` was `self.h_ln`, an RMSNorm
+`self.h_norm`, a block call `self.attn_causal_self_attention`. `legacy_renames` pairs such old
+keys with the keys of the module generated now, by that rule alone: a key segment `X_<kind>` is
+`X` when the new module has that key and the old dict does not already give it. Nothing else is
+guessed, and a key that fits no rule is left for `load_state_dict` to report. No torch needed.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+LIMIT = 256          # candidate keys tried per old key
+
+
+def _stems(segment: str) -> list[str]:
+    """`attn_causal_self_attention` -> itself, `attn`, `attn_causal`, `attn_causal_self`."""
+    words = segment.split("_")
+    return [segment] + ["_".join(words[:k]) for k in range(1, len(words)) if words[0]]
+
+
+def _candidates(key: str) -> list[str]:
+    """The keys an old key may have become: any of its module segments (not the tensor's own
+    name) cut back to a prefix before an `_<kind>` suffix (`q_linear.weight` -> `q.weight`;
+    `h.0.attn_causal_self_attention.c_attn_linear.weight` -> `h.0.attn.c_attn.weight`)."""
+    parts = key.split(".")
+    out = [[]]
+    for seg in parts[:-1]:
+        out = [o + [s] for o in out for s in _stems(seg)][:LIMIT]
+    return [".".join(o + parts[-1:]) for o in out[1:]]
+
+
+def legacy_renames(old_keys: Iterable[str], new_keys: Iterable[str]) -> dict[str, str]:
+    """{old key: new key} for the old keys the new module lacks and the old rule explains."""
+    new = list(new_keys)
+    old = list(old_keys)
+    have, wanted = set(old), set(new)
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for key in old:
+        if key in wanted:
+            continue
+        hits = [c for c in _candidates(key) if c in wanted and c not in have and c not in taken]
+        if len(hits) == 1:
+            out[key] = hits[0]
+            taken.add(hits[0])
+    return out
+
+
+def upgrade_state_dict(state_dict: dict, model) -> dict:
+    """A copy of `state_dict` with its old keys renamed to `model`'s (an nn.Module or its keys):
+    `model.load_state_dict(upgrade_state_dict(torch.load(old), model))`."""
+    new_keys = model.state_dict().keys() if hasattr(model, "state_dict") else model
+    renames = legacy_renames(state_dict.keys(), new_keys)
+    return {renames.get(k, k): v for k, v in state_dict.items()}

@@ -1,0 +1,89 @@
+"""Old state-dict keys: a checkpoint saved when every layer was `<binding>_<kind>` (`q_linear`,
+`h_ln`, `h_norm`, a block call `attn_causal_self_attention`) loads into today's module through
+`shapelang.codegen.legacy.upgrade_state_dict`, with the same outputs."""
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn
+
+from shapelang import api
+from shapelang.codegen import runner
+from shapelang.codegen.legacy import legacy_renames, upgrade_state_dict
+
+SPEC = """\
+dim B
+dim S
+dim D
+dim H
+dim Dh = D / H
+assume D % H == 0
+example B=2, S=5, D=16, H=2
+
+input x: [B, S, D]
+
+block CausalSelfAttention(x: [B, S, D]):
+  qkv: x -> linear 3*D
+  q, k, v: qkv -> split D -1
+  qh: q -> reshape [B, S, H, Dh] -> transpose 1 2
+  kh: k -> reshape [B, S, H, Dh] -> transpose 1 2
+  vh: v -> reshape [B, S, H, Dh] -> transpose 1 2
+  att: qh @ (kh -> transpose -2 -1) -> scale 1/sqrt(Dh) -> mask causal -> softmax -1
+  y: att @ vh -> transpose 1 2 -> reshape [B, S, D]
+  proj: y -> linear D
+  return proj
+end
+
+h: x -> layernorm
+attn: h -> CausalSelfAttention
+n: attn -> rmsnorm
+out: n -> linear D
+"""
+
+OLD_KIND = {nn.Linear: "linear", nn.LayerNorm: "ln", nn.RMSNorm: "norm"}
+
+
+def _old_keys(model) -> dict:
+    """The old rule, written from the module itself: every layer `<attribute>_<kind>`, a block
+    call `<attribute>_<snake class name>`."""
+    rename = {}
+    for name, mod in model.named_modules():
+        if not name:
+            continue
+        kind = OLD_KIND.get(type(mod))
+        if kind is None and list(mod.parameters(recurse=False)) == [] and type(mod) is not nn.ModuleList:
+            kind = "causal_self_attention" if type(mod).__name__ == "CausalSelfAttention" else None
+        if kind:
+            rename[name] = kind
+    old = {}
+    for key, value in model.state_dict().items():
+        parts = key.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            prefix = ".".join(parts[:i])
+            if prefix in rename:
+                parts[i - 1] = f"{parts[i - 1]}_{rename[prefix]}"
+        old[".".join(parts)] = value
+    return old
+
+
+def test_a_state_dict_saved_under_the_old_names_loads():
+    spec = api.check(SPEC, "old.shape")
+    assert spec.ok
+    gen = api.codegen(spec)
+    _m, saved = runner.build(gen, dict(spec.example), seed=1)
+    old = _old_keys(saved)
+    assert "h_ln.weight" in old and "attn_causal_self_attention.qkv_linear.weight" in old and "n_norm.weight" in old
+    _m, fresh = runner.build(gen, dict(spec.example), seed=2)
+    with pytest.raises(RuntimeError):
+        fresh.load_state_dict(old)
+    fresh.load_state_dict(upgrade_state_dict(old, fresh))          # strict
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(fresh(x), saved(x), rtol=0, atol=0)
+
+
+def test_only_unambiguous_renames_are_made():
+    assert legacy_renames(["q_linear.weight"], ["q.weight", "q_linear.weight"]) == {}
+    assert legacy_renames(["a_b_linear.weight"], ["a.weight", "a_b.weight"]) == {}
+    assert legacy_renames(["z_linear.weight"], ["q.weight"]) == {}
