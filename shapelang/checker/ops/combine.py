@@ -274,11 +274,13 @@ def _einsum_layout(c, spec, operands, sizes, shape, dtype) -> TensorType:
                                       for ch in set("".join(spec.inputs)) - {"."})
     summed = {s for ch in set("".join(spec.inputs)) - {"."} - set(spec.output)
               for s in c.prover.canon(sizes[ch]).free_symbols}
-    if strides is None or solo or len(ones) > MAX_ONES or summed & set(ones):
+    if strides is None or solo or len(ones) > MAX_ONES:
         unknown = tuple(sp.Dummy("stride", positive=True, integer=True) for _ in shape)
         return TensorType(shape, unknown, dtype, ((unknown, ()),), UNKNOWN_LAYOUT)
     alt = []
     for sub in one_sets(c, sized):   # every set of sizes that may be 1 at once
+        if summed & set(sub):        # a summed index of 1 leaves torch's layout as it is
+            continue
         at_one = [TensorType(tuple(d.xreplace(sub) for d in t.shape), tuple(v.xreplace(sub) for v in t.strides))
                   for t in operands]
         st = einsum_strides(spec.inputs, spec.output, at_one, {k: v.xreplace(sub) for k, v in sizes.items()}, g)
