@@ -274,8 +274,37 @@ def test_einsum_layout_then_view(case, sizes):
     rest = f' {names[1]}' if len(names) > 1 else ""
     lines.append(f'y: {names[0]} -> einsum "{eq}"{rest} -> view [-1]')
     accepted = _view_verdict("\n".join(lines) + "\n")
-    if accepted:   # sound: a view the checker accepts runs at these sizes
+    summed_one = any(size[ch] == 1 for ch in set("".join(inputs)) - set(output))
+    if accepted and not summed_one:   # sound: a view the checker accepts runs at these sizes
         torch.einsum(eq, *tensors).view(-1)
+    # A contraction over an index of size 1 is the one gap left: torch then lays the result
+    # out by a path the checker does not model, and the checker stays silent there rather
+    # than refuse views torch accepts (test_a_summed_index_of_one_is_a_known_gap).
+
+
+@pytest.mark.xfail(strict=True, reason="torch's layout of a contraction over a size-1 index is not "
+                   "modelled: the checker accepts this view, torch refuses it at E=1 (silent, never a "
+                   "false error)")
+def test_a_summed_index_of_one_is_a_known_gap():
+    text = ('dim A, B, C, E\ninput t0: [E]\ninput t1: [A, B, C, E]\n'
+            'y: t0 -> einsum "e,abce->cba" t1 -> view [-1]\n')
+    if _view_verdict(text):
+        torch.einsum("e,abce->cba", torch.zeros(1), torch.zeros(1, 2, 2, 1)).view(-1)
+
+
+@pytest.mark.parametrize("eq, shapes", [("bqd,bkd->bkq", [(2, 3, 1), (2, 7, 1)]),
+                                        ("abc->ca", [(2, 1, 5)]), ("ab,cb->ca", [(3, 1), (7, 1)])])
+def test_a_view_after_a_size_one_contraction_torch_accepts_is_not_refused(eq, shapes):
+    """The other side of the gap: attention scores by einsum, then `view`, are correct at every
+    size, a head width of 1 included; the checker must not argue a learner out of them."""
+    torch.einsum(eq, *[torch.zeros(*s) for s in shapes]).view(-1)     # torch accepts
+    ins, out = eq.split("->")
+    dims = sorted(set(ins) - {","})
+    lines = ["dim " + ", ".join(ch.upper() for ch in dims)]
+    lines += [f"input t{k}: [{', '.join(ch.upper() for ch in s)}]" for k, s in enumerate(ins.split(","))]
+    rest = " t1" if "," in ins else ""
+    lines.append(f'y: t0 -> einsum "{eq}"{rest} -> view [-1]')
+    assert _view_verdict("\n".join(lines) + "\n")
 
 
 @settings(max_examples=examples(2000), deadline=None)
