@@ -298,7 +298,7 @@ def test_a_view_after_a_size_one_contraction_torch_accepts_is_not_refused(eq, sh
     """The other side of the gap: attention scores by einsum, then `view`, are correct at every
     size, a head width of 1 included; the checker must not argue a learner out of them."""
     torch.einsum(eq, *[torch.zeros(*s) for s in shapes]).view(-1)     # torch accepts
-    ins, out = eq.split("->")
+    ins, _out = eq.split("->")
     dims = sorted(set(ins) - {","})
     lines = ["dim " + ", ".join(ch.upper() for ch in dims)]
     lines += [f"input t{k}: [{', '.join(ch.upper() for ch in s)}]" for k, s in enumerate(ins.split(","))]

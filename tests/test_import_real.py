@@ -67,7 +67,7 @@ DEFAULT_TIER = {"decoder_layer", "opt", "torchvision_vit"}      # the others: th
 @pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in DEFAULT_TIER else (pytest.mark.exhaustive,))
                                   for n in CASES])
 def test_a_real_module_imports_as_a_spec_an_engineer_would_keep(name):
-    _build, sizes, other, shapes, _named = CASES[name]
+    _build, _sizes, other, shapes, _named = CASES[name]
     module, imported = _imported(name)
     text = imported.text
     spec = api.check(text, f"{name}.shape")

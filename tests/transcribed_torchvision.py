@@ -26,7 +26,7 @@ class MLPBlock(nn.Sequential):
 
 class EncoderBlock(nn.Module):
     def __init__(self, num_heads, hidden_dim, mlp_dim, dropout, attention_dropout,
-                 norm_layer=partial(nn.LayerNorm, eps=1e-6)):
+                 norm_layer=partial(nn.LayerNorm, eps=1e-6)):  # noqa: B008 - torchvision's own signature
         super().__init__()
         self.num_heads = num_heads
         self.ln_1 = norm_layer(hidden_dim)
@@ -49,7 +49,7 @@ class EncoderBlock(nn.Module):
 
 class Encoder(nn.Module):
     def __init__(self, seq_length, num_layers, num_heads, hidden_dim, mlp_dim, dropout, attention_dropout,
-                 norm_layer=partial(nn.LayerNorm, eps=1e-6)):
+                 norm_layer=partial(nn.LayerNorm, eps=1e-6)):  # noqa: B008 - torchvision's own signature
         super().__init__()
         self.pos_embedding = nn.Parameter(torch.empty(1, seq_length, hidden_dim).normal_(std=0.02))
         self.dropout = nn.Dropout(dropout)
@@ -68,7 +68,7 @@ class Encoder(nn.Module):
 
 class VisionTransformer(nn.Module):
     def __init__(self, image_size, patch_size, num_layers, num_heads, hidden_dim, mlp_dim, dropout=0.0,
-                 attention_dropout=0.0, num_classes=1000, norm_layer=partial(nn.LayerNorm, eps=1e-6)):
+                 attention_dropout=0.0, num_classes=1000, norm_layer=partial(nn.LayerNorm, eps=1e-6)):  # noqa: B008 - torchvision's own signature
         super().__init__()
         torch._assert(image_size % patch_size == 0, "Input shape indivisible by patch size!")
         self.image_size = image_size
@@ -96,7 +96,7 @@ class VisionTransformer(nn.Module):
         nn.init.zeros_(self.heads.head.bias)
 
     def _process_input(self, x: torch.Tensor) -> torch.Tensor:
-        n, c, h, w = x.shape
+        n, _c, h, w = x.shape
         p = self.patch_size
         torch._assert(h == self.image_size, f"Wrong image height! Expected {self.image_size} but got {h}!")
         torch._assert(w == self.image_size, f"Wrong image width! Expected {self.image_size} but got {w}!")
