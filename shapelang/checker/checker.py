@@ -1,7 +1,7 @@
-"""Check stage: nodes -> checked IR (shapelang.ir) plus every diagnostic.
+"""Check stage: nodes -> checked IR (shapelang.checker.ir) plus every diagnostic.
 
 Walks the spec in order, threads the bindings, applies one shape rule per
-operation (shapelang.ops), and asks the prover (shapelang.dims) to decide each
+operation (shapelang.checker.ops), and asks the prover (shapelang.checker.dims) to decide each
 side condition for all sizes that satisfy the assumptions. An error poisons
 only the binding it is in, so that every independent error is reported.
 """

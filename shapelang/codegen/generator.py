@@ -15,7 +15,7 @@ top of `forward`.
 
 Everything comes from the IR: shapes, strides, resolved arguments. Nothing is
 parsed again and no shape is derived here; the source text is only quoted in
-comments. `run` (shapelang.runner) uses the instrumented variant, which records
+comments. `run` (shapelang.codegen.runner) uses the instrumented variant, which records
 the shape of every step.
 """
 from __future__ import annotations

@@ -11,7 +11,7 @@ q, k, v into one fused `linear 3*D`). It returns a `Match` whose text says what
 went where, and refuses (ValueError, with that text) when a parameter has no
 source or, with `strict`, a source tensor is left over.
 
-    from shapelang.torch_compat import load_matching
+    from shapelang.codegen.torch_compat import load_matching
     report = load_matching(model, trained)      # any module with the same layers
     print(report)
 

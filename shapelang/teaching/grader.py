@@ -1,6 +1,6 @@
 """Grading: score each blank of an exercise submission against the reference.
 
-Input: an exercise (a `.shape` file with blanks, see shapelang.exercise), its
+Input: an exercise (a `.shape` file with blanks, see shapelang.teaching.exercise), its
 reference solution, and submissions. Output: per blank a score and feedback in
 the learner's terms, plus findings of the whole-file check, as text, JSON,
 Gradescope results.json, PrairieLearn results or one number.
@@ -14,9 +14,9 @@ rest of the file must still check. So `D/H`, `Dh` and `D//H` are one answer,
 and so are `transpose 1 2`, `transpose 2 1` and `transpose -3 -2`.
 
 The stages, one module each: find the answers in a submission
-(shapelang.exercise), re-check the exercise with them (shapelang.engines;
-values at probe sizes from shapelang.probe), judge them (shapelang.judge, in
-the words of shapelang.feedback), report (shapelang.results). This module
+(shapelang.teaching.exercise), re-check the exercise with them (shapelang.teaching.engines;
+values at probe sizes from shapelang.teaching.probe), judge them (shapelang.teaching.judge, in
+the words of shapelang.teaching.feedback), report (shapelang.teaching.results). This module
 builds the reference once per exercise, runs the stages for each submission
 under the wall-clock limit, and holds the `grade` and `exercise make` commands.
 

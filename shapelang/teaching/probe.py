@@ -1,7 +1,7 @@
 """Values at probe sizes: which input elements each tensor of a checked binding holds.
 
 Input: the prover of an exercise's reference and the checked steps of a binding
-(shapelang.ir.Step). Output: a `Val` per tensor, whose `key` is equal for two
+(shapelang.checker.ir.Step). Output: a `Val` per tensor, whose `key` is equal for two
 tensors exactly when they hold the same numbers, element by element.
 
 Equal shapes do not make equal tensors: `view [B, H, S, Dh]` has the shape of
