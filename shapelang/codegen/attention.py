@@ -66,11 +66,10 @@ def relaid(bindings, fused: dict) -> set:
     return out
 
 
-def find(bindings, prover, result_ref: str | None, types: dict) -> dict:
-    """{id of the `@ V` step: Attention} for one module's bindings.
-
-    `types`: ref -> TensorType for the module's inputs, params and buffers."""
-    steps = {}
+def steps_and_uses(bindings, result_ref: str | None) -> tuple[dict, dict]:
+    """A module's steps by reference, and how many times each reference is read (the
+    module's result counts as one read)."""
+    steps: dict = {}
     uses: dict = {}
     for b in bindings:
         for s in b.steps:
@@ -79,6 +78,14 @@ def find(bindings, prover, result_ref: str | None, types: dict) -> dict:
                 uses[r] = uses.get(r, 0) + 1
     if result_ref:
         uses[result_ref] = uses.get(result_ref, 0) + 1
+    return steps, uses
+
+
+def find(bindings, prover, result_ref: str | None, types: dict) -> dict:
+    """{id of the `@ V` step: Attention} for one module's bindings.
+
+    `types`: ref -> TensorType for the module's inputs, params and buffers."""
+    steps, uses = steps_and_uses(bindings, result_ref)
     found = {}
     for s in steps.values():
         if s.op == "matmul" and len(s.inputs) == 2:
@@ -93,14 +100,7 @@ def fused_gqa(bindings, prover, result_ref: str | None) -> dict:
     are both `repeat_interleave G` along the heads axis and read nowhere else (Llama's
     `repeat_kv`): the call takes the tensors before the copy, with `enable_gqa=True`
     (F.scaled_dot_product_attention's own grouped-query path; no copy is made)."""
-    steps, uses = {}, {}
-    for b in bindings:
-        for s in b.steps:
-            steps[s.ref] = s
-            for r in s.inputs:
-                uses[r] = uses.get(r, 0) + 1
-    if result_ref:
-        uses[result_ref] = uses.get(result_ref, 0) + 1
+    steps, uses = steps_and_uses(bindings, result_ref)
     out = {}
     for s in steps.values():
         if s.op != "attention" or len(s.inputs) < 3 or s.out.rank < 3:
