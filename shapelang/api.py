@@ -99,7 +99,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "describe_part": ("shapelang.teaching.notebook", "describe_part"),
 }
 
-__all__ = [*_LAZY, "CheckSession", "check", "check_file", "codegen", "explain", "explanations", "for_learners",  # noqa: PLE0604
+__all__ = [*_LAZY, "CheckSession", "check", "check_file", "codegen", "explain", "explanations", "for_learners", "is_exercise",  # noqa: PLE0604
                   "format_info", "formats", "formats_help", "grader", "operations", "operation_names", "parse", "render", "render_check",
                   "report", "run", "to_json", "trace", "write_lines"]
 
@@ -276,12 +276,23 @@ def to_json(spec, trace: bool = False) -> dict:
     return json.spec_json(spec, trace)
 
 
-def explain(code: str) -> str | None:
-    """What a diagnostic code means, with a wrong and a right example (None: no such code)."""
+def explain(code: str, examples: bool = True) -> str | None:
+    """What a diagnostic code means, with a wrong and a right example (None: no such code);
+    `examples=False` leaves the examples out (for an exercise, see `is_exercise`)."""
     from .checker.explanations import text
     from .syntax.diagnostics import CODES
 
-    return text(code, CODES[code]) if code in CODES else None
+    return text(code, CODES[code], examples) if code in CODES else None
+
+
+def is_exercise(text: str) -> bool:
+    """Whether spec text is an exercise or a filled one (blanks, `# ?name:` lines or the
+    header `exercise make` writes): the surfaces then show nothing that may fill a blank."""
+    if "?" not in text:
+        return False
+    from .teaching.guard import answer_statements
+
+    return bool(answer_statements(text))
 
 
 def explanations() -> str:

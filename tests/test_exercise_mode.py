@@ -235,3 +235,14 @@ def test_every_blank_of_every_exercise_is_found_in_exercise_mode(name):
             named = {n for n, _ in hit[0].blanks}
             assert b.name in named or named == {""}, (name, b.name, named)
     assert not answer_statements((ROOT / "solutions" / f"{name}.shape").read_text())
+
+
+def test_serve_sends_an_exercise_the_meaning_of_a_code_without_its_examples():
+    """A code's explanation carries wrong and right examples, and E103's right example is
+    02_split_heads' `view [B, S, H, Dh]`: in an exercise the page gets the meaning only."""
+    text = (ROOT / "02_split_heads.shape").read_text().replace("?split", "view [2*B, S, H, Dh]")
+    got = _work("02_split_heads").check(text.encode())
+    assert got["explanations"] and all("Right:" not in why for why in got["explanations"].values())
+    assert "view [B, S, H, Dh]" not in json.dumps(got)
+    plain = _work("02_split_heads").check(b"dim B\ninput x: [B, 4]\ny: x -> view [B, 3]\n")
+    assert all("Right:" in why for why in plain["explanations"].values()) and plain["explanations"]

@@ -136,7 +136,9 @@ class Work:
         self.spec, self.page = spec, None
         self.version += 1
         return {"ok": spec.ok, "text": render_check(spec), "version": self.version,
-                "explanations": {d.code: api.explain(d.code) for d in spec.diagnostics},
+                # an explanation's examples may be a blank's answer: an exercise gets the meaning only
+                "explanations": {d.code: api.explain(d.code, examples=not api.is_exercise(text))
+                                 for d in spec.diagnostics},
                 "errors": len(spec.errors()), "warnings": len(spec.diagnostics) - len(spec.errors()),
                 "diagnostics": [dict(api.diagnostic_json(d), rendered=api.diagnostic_text(d, spec.path, spec.source))
                                 for d in spec.diagnostics],

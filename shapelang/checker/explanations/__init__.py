@@ -25,12 +25,15 @@ def _indent(spec: str) -> str:
     return "\n".join(("    " + line).rstrip() for line in spec.strip("\n").split("\n"))
 
 
-def text(code: str, title: str) -> str:
-    """One explanation as `shapelang explain CODE` prints it."""
+def text(code: str, title: str, examples: bool = True) -> str:
+    """One explanation as `shapelang explain CODE` prints it; without its wrong and right
+    examples when `examples` is false (an exercise: an example may be a blank's answer)."""
     e = EXPLANATIONS[code]
-    return "\n".join([f"{code}: {title}", "", e.means.strip(), "", "Why it matters:", e.matters.strip(),
-                      "", f"Wrong ({code}):", "", _indent(e.wrong), "", "Right:", "",
-                      _indent(e.right), ""])
+    head = [f"{code}: {title}", "", e.means.strip(), "", "Why it matters:", e.matters.strip(), ""]
+    if not examples:
+        return "\n".join(head)
+    return "\n".join(head + [f"Wrong ({code}):", "", _indent(e.wrong), "", "Right:", "",
+                             _indent(e.right), ""])
 
 
 def listing(titles: dict[str, str]) -> str:
