@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import threading
 
 from shapelang.serve.app import start
@@ -44,3 +45,20 @@ class Running:
         self.server.shutdown()
         self.server.server_close()
         self.server.worker.close()
+
+
+def raw(port: int, data: bytes, timeout: float = 60) -> bytes:
+    """Send bytes as they are (a malformed request, a body that is never sent) and read
+    everything the server answers until it closes the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        out = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    return out

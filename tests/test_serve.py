@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from serve_session import POST, Running
+from serve_session import POST, Running, raw
 
 import shapelang
 from shapelang.serve.app import ServeError, loopback, start
@@ -166,18 +166,7 @@ def test_input_is_bounded_exactly_as_the_command_line_does(srv, tmp_path, name):
 
 
 def _raw(port: int, head: bytes, body: bytes = b"") -> bytes:
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(head + body)
-        out = b""
-        while True:
-            try:
-                chunk = s.recv(65536)
-            except ConnectionResetError:
-                break
-            if not chunk:
-                break
-            out += chunk
-    return out
+    return raw(port, head + body, timeout=10)
 
 
 @pytest.mark.parametrize("size", [MAX_BYTES + 1, 10**12])

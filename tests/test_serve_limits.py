@@ -13,12 +13,11 @@ restart by holding the replacement at a gate; every wait is bounded by a generou
 from __future__ import annotations
 
 import shutil
-import socket
 import threading
 from pathlib import Path
 
 import pytest
-from serve_session import Running
+from serve_session import Running, raw
 
 from shapelang.serve.app import content_length
 
@@ -37,19 +36,6 @@ def srv(tmp_path_factory):
     r.close()
 
 
-def _raw(port: int, data: bytes) -> bytes:
-    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
-        s.sendall(data)
-        out = b""
-        while True:
-            try:
-                chunk = s.recv(65536)
-            except ConnectionResetError:
-                break
-            if not chunk:
-                break
-            out += chunk
-    return out
 
 
 # ---------------------------------------------------------------------- headers
@@ -63,7 +49,7 @@ BAD_LENGTHS = [b"\xb2", b"\xb3", b"1\xb9", b"\xbc", b"+5", b"-1", b"0x10", b"1_0
 def test_a_content_length_that_is_not_ascii_digits_gets_a_400(srv, length):
     head = (f"POST /api/check HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\nX-Shapelang: 1\r\n"
             "Content-Type: text/plain\r\nContent-Length: ").encode() + length + b"\r\n\r\n"
-    out = _raw(srv.port, head + SMALL.encode())
+    out = raw(srv.port, head + SMALL.encode())
     assert out.startswith(b"HTTP/1.0 400 "), out[:200]
     assert b"Content-Length" in out
 
@@ -71,10 +57,10 @@ def test_a_content_length_that_is_not_ascii_digits_gets_a_400(srv, length):
 def test_repeated_content_lengths_must_agree(srv):
     head = (f"POST /api/check HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\nX-Shapelang: 1\r\n"
             f"Content-Length: {len(SMALL)}\r\nContent-Length: 3\r\n\r\n").encode()
-    assert _raw(srv.port, head + SMALL.encode()).startswith(b"HTTP/1.0 400 ")
+    assert raw(srv.port, head + SMALL.encode()).startswith(b"HTTP/1.0 400 ")
     head = (f"POST /api/check HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\nX-Shapelang: 1\r\n"
             f"Content-Length: {len(SMALL)}\r\nContent-Length: {len(SMALL)}\r\n\r\n").encode()
-    assert _raw(srv.port, head + SMALL.encode()).startswith(b"HTTP/1.0 200 ")
+    assert raw(srv.port, head + SMALL.encode()).startswith(b"HTTP/1.0 200 ")
 
 
 def test_the_length_reader_agrees_with_a_plain_ascii_reading():
