@@ -93,7 +93,7 @@ OUTER = ("cli", "lsp", "serve", "notebook")
 @pytest.mark.parametrize("module", sorted(m for m in GRAPH if _stage(m) in OUTER))
 def test_the_outer_packages_use_only_the_api(module):
     """cli, lsp, serve and notebook reach the stages through `shapelang.api` alone: a private
-    helper of another stage (render.common._shape, teaching.results...) is not a dependency
+    helper of another stage (render.common, teaching.results...) is not a dependency
     they may take, so a stage can be rearranged behind the door."""
     stage = _stage(module)
     wrong = sorted(t for t in GRAPH[module]

@@ -43,7 +43,7 @@ def size_value(spec: CheckedSpec, e):
     return spec.prover.value(sp.Integer(e) if isinstance(e, int) else e, env)
 
 
-def _ex(spec: CheckedSpec, shape):
+def example_shape(spec: CheckedSpec, shape):
     vals = [size_value(spec, d) for d in shape]
     if any(v is None or dimlib.as_int(v) is None for v in vals):
         return None
@@ -56,7 +56,7 @@ def notation(spec):
     return getattr(prover, "notation", None)
 
 
-def _shape(shape, spec=None) -> str:
+def shape_text(shape, spec=None) -> str:
     n = notation(spec)
     return "[" + ", ".join(dimlib.show(d, n) for d in shape) + "]"
 
@@ -71,12 +71,12 @@ def shapes_in(op: str, shapes: list[str]) -> str:
     return sep.join(shapes)
 
 
-def _num(spec, e) -> int | None:
+def example_number(spec, e) -> int | None:
     v = size_value(spec, e)
     return dimlib.as_int(v) if v is not None else None
 
 
-def _types(spec: CheckedSpec, decls, bindings) -> dict:
+def types_of(spec: CheckedSpec, decls, bindings) -> dict:
     types = {d.name: d.type for d in decls}
     for b in bindings:
         for s in b.steps:
@@ -101,9 +101,3 @@ def _axes(step) -> list | None:
         out.append(text)
     return out
 
-
-# the public names (shapelang.api re-exports them for editors and notebooks)
-example_shape = _ex        # a shape at the example sizes, or None
-example_number = _num      # a size at the example sizes, or None
-shape_text = _shape        # a shape as the trace writes it: `[B, S, D/H]`
-types_of = _types          # every name and step reference of the spec -> its type

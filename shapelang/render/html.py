@@ -19,7 +19,7 @@ from ..checker.ir import CheckedSpec
 from ..checker.lazysympy import sympy as sp
 from . import overview, table
 from .columns import wrap_line
-from .common import _num, _shape, fixed_sizes, notation, shapes_in
+from .common import example_number, fixed_sizes, notation, shape_text, shapes_in
 from .style import CSS, svg_style
 from .svg import Colours, axes_of, changes, pretty, step_svg, text_width
 from .text import diagnostic_text
@@ -39,7 +39,7 @@ MAX_OPEN_STEPS = 60     # bindings open by default until this many steps are sho
 
 def _pshape(shape, spec) -> str:
     """A shape as the text trace writes it, in the pictures' notation (`²`, `·`)."""
-    return pretty(_shape(shape, spec))
+    return pretty(shape_text(shape, spec))
 
 
 def _n(spec, e) -> str:
@@ -48,7 +48,7 @@ def _n(spec, e) -> str:
     are known."""
     if e == 0:
         return ""
-    n = _num(spec, e)
+    n = example_number(spec, e)
     book = spec.__dict__.get("_trace_printer")
     if book is None:
         book = spec.__dict__["_trace_printer"] = table.Printer(spec)

@@ -18,7 +18,7 @@ from html import escape
 from ..checker import dims as dimlib
 from ..checker.ops import TABLE
 from ..checker.ops.table import moving
-from .common import _num, notation
+from .common import example_number, notation
 
 BOX_H = 46
 GAP = 8
@@ -89,7 +89,7 @@ def axes_of(spec, shape, tp, size_of=None) -> list[Axis]:
     `size_of(d)`, if given, gives an axis's (text, example value) (a caller's cache)."""
     out = []
     for k, d in enumerate(shape):
-        size, ex = size_of(d) if size_of is not None else (dimlib.show(d, notation(spec)), _num(spec, d))
+        size, ex = size_of(d) if size_of is not None else (dimlib.show(d, notation(spec)), example_number(spec, d))
         prov = tp.axes[k] if tp is not None and k < len(tp.axes) else None
         if prov is None:
             atoms, root, depth = (size,), size, 0

@@ -15,7 +15,7 @@ from ..checker.lazysympy import sympy as sp
 from . import poly
 from .color import diagnostic_lines
 from .columns import Cell, Column, Line, fit_tables, plain, wrap_line
-from .common import _axes, _ex, _num, _shape, notation, shapes_in
+from .common import _axes, example_number, example_shape, notation, shape_text, shapes_in
 from .svg import Axis, axes_of, changes
 from .text import check_text
 
@@ -89,13 +89,13 @@ class _Trace:
     def shape(self, shape) -> str:
         key = tuple(shape)
         if key not in self._shapes:
-            self._shapes[key] = _shape(shape, self.spec)
+            self._shapes[key] = shape_text(shape, self.spec)
         return self._shapes[key]
 
     def size(self, d) -> str:
-        """One axis as `_shape` writes it."""
+        """One axis as `shape_text` writes it."""
         if d not in self._sizes:
-            self._sizes[d] = _shape((d,), self.spec)[1:-1]
+            self._sizes[d] = shape_text((d,), self.spec)[1:-1]
         return self._sizes[d]
 
     def axes(self, shape, tp) -> list:
@@ -109,7 +109,7 @@ class _Trace:
     def axis_size(self, d) -> tuple:
         """An axis's size as the checker prints it and its example value."""
         if d not in self._values:
-            self._values[d] = (dimlib.show(d, notation(self.spec)), _num(self.spec, d))
+            self._values[d] = (dimlib.show(d, notation(self.spec)), example_number(self.spec, d))
         return self._values[d]
 
     # ------------------------------------------------------------ numbers
@@ -128,11 +128,11 @@ class _Trace:
         """A count for a table cell: the number at the example, else the formula."""
         if e == 0:
             return ""
-        n = _num(self.spec, e)
+        n = example_number(self.spec, e)
         return _fmt_int(n) if n is not None else self.formula(e)
 
     def total(self, label: str, e, indent: str = "") -> str:
-        n = _num(self.spec, e)
+        n = example_number(self.spec, e)
         if n is not None and (self.example_only or not sp.sympify(e).free_symbols):
             return f"{indent}{label}: {_fmt_int(n)}"
         return f"{indent}{label}: {self.formula(e)}" + (f" = {_fmt_int(n)}" if n is not None else "")
@@ -140,14 +140,14 @@ class _Trace:
     def size_text(self, size) -> str:
         """A size given to a block's size parameter, with its value at the example sizes."""
         text = self.size(size)
-        ex = _ex(self.spec, [size])
+        ex = example_shape(self.spec, [size])
         if ex is not None and not self.example_only and text != _ex_text(ex)[1:-1]:
             return f"{text} ({_ex_text(ex)[1:-1]})"
         return text if ex is None else (_ex_text(ex)[1:-1] if self.example_only else text)
 
     def shape_text(self, shape) -> str:
         """A shape as written, or at the example sizes in the compact trace."""
-        ex = _ex(self.spec, shape) if self.example_only else None
+        ex = example_shape(self.spec, shape) if self.example_only else None
         return self.shape(shape) if ex is None else _ex_text(ex)
 
     # ------------------------------------------------------------ rows
@@ -185,7 +185,7 @@ class _Trace:
                    "in": self._shape_in(s, types),
                    "out": _shape_cell([[self.size(d) for d in t.shape] for t in s.outputs], changed,
                                       [dtypes.suffix(t.dtype) for t in s.outputs])}
-            exs = [_ex(self.spec, t.shape) for t in s.outputs]
+            exs = [example_shape(self.spec, t.shape) for t in s.outputs]
             if all(e is not None for e in exs):
                 row["ex"] = _shape_cell([[_big(v) for v in e] for e in exs], changed)
             elif getattr(self.spec.prover, "unbacked", None):   # `[N_tok, 4096]`: N_tok has no example
@@ -220,13 +220,13 @@ class _Trace:
                "op": Cell(text.removeprefix("return").strip()),
                "out": _shape_cell([[self.size(d) for d in t.shape] for t in b.types], [set()] * len(b.types),
                                   [dtypes.suffix(t.dtype) for t in b.types])}
-        exs = [_ex(self.spec, t.shape) for t in b.types]
+        exs = [example_shape(self.spec, t.shape) for t in b.types]
         if all(e is not None for e in exs):
             row["ex"] = _shape_cell([[_big(v) for v in e] for e in exs], [set()] * len(b.types))
         return rows + [row]
 
     def decl_row(self, d) -> dict:
-        ex = _ex(self.spec, d.type.shape)
+        ex = example_shape(self.spec, d.type.shape)
         n = sp.Integer(1)
         for x in d.type.shape:
             n *= x
