@@ -31,6 +31,7 @@ def pytest_configure(config):
         os.environ[tiers.ENV] = "exhaustive"   # read by tiers.examples() when test modules import
 
 
+@pytest.hookimpl(trylast=True)   # after hypothesis's plugin has marked its tests
 def pytest_collection_modifyitems(config, items):
     exhaustive = config.getoption("--exhaustive")
     keep, drop = [], []

@@ -321,11 +321,16 @@ def _label_index(ch: str) -> int:
 
 
 def einsum_strides(inputs, output: str, operands, sizes: dict, g: Geometry) -> tuple | None:
-    """Strides of torch.einsum's result (a port of at::einsum and sumproduct_pair for one or
-    two operands without repeated labels; None where not modelled: contiguous). One operand
-    and no sum: a permuted view of it. Two: a mul (TensorIterator), or a bmm whose output is
-    viewed and permuted back into the output's label order. Ellipsis dims are labels
-    ('.', j), right-aligned; summed ones come before the other summed labels, as in torch."""
+    """Strides of torch.einsum's result: a port of at::einsum and sumproduct_pair (PyTorch 2.x,
+    no contraction path) for one or two operands without repeated labels; None where not
+    modelled. Every operand is permuted to the output's labels, then the contracted ones, with
+    missing labels unsqueezed. One operand: returned as that view, or `sum` over the contracted
+    dims (a new contiguous tensor). Two: a contracted dim that is not 1 in both is a bmm sum
+    dim; one that is not 1 in one operand only is summed there first (keepdim, contiguous);
+    one that is 1 in both stays a size-1 dim. Then a mul (TensorIterator) when no dim is left
+    to sum, else a bmm whose output is viewed and permuted back. A size of 1 changes the path,
+    so the layout at sizes that may be 1 comes from calling this with those sizes put in.
+    Ellipsis dims are labels ('.', j), right-aligned."""
     if len(operands) > 2 or any(len(set(s)) != len(s) for s in inputs):
         return None
     n_ell = max((t.rank - len(s) + 1 for s, t in zip(inputs, operands) if "." in s), default=0)
@@ -338,62 +343,47 @@ def einsum_strides(inputs, output: str, operands, sizes: dict, g: Geometry) -> t
     per_op = [expand(s, t.rank) for s, t in zip(inputs, operands)]
     out_labels = expand(output, n_ell + len(output) - 1) if "." in output else list(output)
     rest = [] if "." in output else ell
-    contracted = rest + sorted({ch for s in inputs for ch in s if ch not in output and ch != "."},
-                               key=_label_index)
-    labels = out_labels + contracted
-    last = {ch: max(i for i, op in enumerate(per_op) if ch in op) for ch in labels
-            if any(ch in op for op in per_op)}
-    labels = [ch for ch in labels if ch in last]
-    contracted = [ch for ch in contracted if ch in last]
+    labels = out_labels + rest + sorted({ch for s in inputs for ch in s if ch not in output and ch != "."},
+                                        key=_label_index)
+    n_out = len(out_labels)
+    ops = [[(t.shape[op.index(ch)], t.strides[op.index(ch)]) if ch in op else (sp.S.One, sp.S.One)
+            for ch in labels] for op, t in zip(per_op, operands)]
+    if len(ops) == 1:
+        return tuple(st for _, st in ops[0]) if n_out == len(labels) else \
+            contiguous([s for s, _ in ops[0][:n_out]])
+    sum_dims, alone = [], [[], []]
+    for k in range(n_out, len(labels)):
+        big = [not g.is_one(op[k][0]) for op in ops]
+        if all(big):
+            sum_dims.append(k)
+        elif any(big):
+            alone[big.index(True)].append(k)
+    ops = [_kept_sum(op, dims) if dims else op for op, dims in zip(ops, alone)]
+    return tuple(_sumproduct_pair(*ops, sum_dims, g)[:n_out])
 
-    def permuted(op, t):
-        return [(ch, t.shape[op.index(ch)], t.strides[op.index(ch)]) if ch in op
-                else (ch, sp.S.One, sp.S.One) for ch in labels]
 
-    def summed(dims):   # Tensor.sum over some dims: a new contiguous tensor
-        st = contiguous([s for _, s, _ in dims])
-        return [(ch, s, new) for (ch, s, _), new in zip(dims, st)]
+def _kept_sum(op, dims) -> list:
+    """Tensor.sum(dims, keepdim=True) of [(size, stride)]: a new contiguous tensor."""
+    sizes = [sp.S.One if i in dims else s for i, (s, _) in enumerate(op)]
+    return list(zip(sizes, contiguous(sizes)))
 
-    result = permuted(per_op[0], operands[0])
-    for ch in contracted:
-        if last[ch] == 0:
-            k = next(i for i, d in enumerate(result) if d[0] == ch)
-            if g.is_one(result[k][1]):
-                del result[k]
-            else:
-                result = summed([d for i, d in enumerate(result) if i != k])
-    if len(operands) == 1:
-        return tuple(st for _, _, st in result)
-    other = [d for d in permuted(per_op[1], operands[1]) if d[0] in {r[0] for r in result}]
-    sum_dims = []
-    for ch in contracted:
-        if last[ch] != 1:
-            continue
-        k = next(i for i, d in enumerate(result) if d[0] == ch)
-        if g.is_one(result[k][1]):
-            other = summed([d for i, d in enumerate(other) if i != k])
-            del result[k]
-        elif g.is_one(other[k][1]):
-            result = summed([d for i, d in enumerate(result) if i != k])
-            del other[k]
-        else:
-            sum_dims.append(ch)
+
+def _sumproduct_pair(left, right, sum_dims, g: Geometry) -> list:
+    """at::native::sumproduct_pair with keepdim: the strides of (left * right).sum(sum_dims)
+    for two aligned operands [(size, stride)], every dim kept."""
+    shape = [r if g.is_one(l) else l for (l, _), (r, _) in zip(left, right)]
     if not sum_dims:
-        shape = [r[1] if not g.is_one(r[1]) else o[1] for r, o in zip(result, other)]
-        return iterator_strides([([s for _, s, _ in result], [st for _, _, st in result]),
-                                 ([s for _, s, _ in other], [st for _, _, st in other])], shape, g)
-    if len(sum_dims) == len(result):
-        return ()
+        return list(iterator_strides([([s for s, _ in left], [st for _, st in left]),
+                                      ([s for s, _ in right], [st for _, st in right])], shape, g))
     groups = {"lro": [], "lo": [], "ro": []}
-    for (ch, sl, _), (_, sr, _) in zip(result, other):
-        if ch in sum_dims:
+    for i, ((sl, _), (sr, _)) in enumerate(zip(left, right)):
+        if i in sum_dims:
             continue
-        key = "lro" if not g.is_one(sl) and not g.is_one(sr) else "lo" if not g.is_one(sl) else "ro"
-        groups[key].append((ch, sl if key != "ro" else sr))
+        big_l, big_r = not g.is_one(sl), not g.is_one(sr)
+        groups["lro" if big_l and big_r else "lo" if big_l else "ro"].append(i)
     lo, ro = groups["lo"], groups["ro"]
-    position = {r[0]: i for i, r in enumerate(result)}
-    if lo and ro and position[ro[-1][0]] < position[lo[0][0]]:
+    if lo and ro and ro[-1] < lo[0]:
         lo, ro = ro, lo   # swap_lo_ro: bmm then gives the output's order directly
-    order = groups["lro"] + lo + [(ch, sp.S.One) for ch in sum_dims] + ro
-    st = dict(zip((ch for ch, _ in order), contiguous([s for _, s in order])))
-    return tuple(st[ch] for ch, _, _ in result if ch not in sum_dims)
+    order = groups["lro"] + lo + list(sum_dims) + ro
+    st = dict(zip(order, contiguous([sp.S.One if i in sum_dims else shape[i] for i in order])))
+    return [st[i] for i in range(len(shape))]

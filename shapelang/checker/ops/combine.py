@@ -262,25 +262,19 @@ UNKNOWN_LAYOUT = "the layout of this `einsum`'s result is not modelled"
 
 def _einsum_layout(c, spec, operands, sizes, shape, dtype) -> TensorType:
     """torch.einsum's result layout (layout.einsum_strides) for sizes above 1, with the layout
-    at every set of sizes that may be 1 as alternatives. Where the port is not faithful (two
-    operands, an index summed out of only one of them; three operands; a repeated index; a
-    summed index that may be 1) or too many sizes may be 1, strides of their own: a later `view` is then accepted only where
-    it is legal for every layout."""
+    at every set of sizes that may be 1 as alternatives (a size of 1, summed or kept, changes
+    torch's path). Where the port does not apply (three operands, a repeated index) or too
+    many sizes may be 1, strides of their own: a later `view` is then accepted only where it
+    is legal for every layout."""
     g = Geometry(c.prover.canon, c.same)
     strides = einsum_strides(spec.inputs, spec.output, operands, sizes, g)
     sized = TensorType(tuple(sizes.values()), contiguous(tuple(sizes.values())))
     ones = [sym for sym, _sub in _maybe_one(c, sized) if not c.prover.leq(sp.Integer(2), sym).ok]
-    solo = len(operands) == 2 and any(sum(ch in s for s in spec.inputs) == 1 and ch not in spec.output
-                                      for ch in set("".join(spec.inputs)) - {"."})
-    summed = {s for ch in set("".join(spec.inputs)) - {"."} - set(spec.output)
-              for s in c.prover.canon(sizes[ch]).free_symbols}
-    if strides is None or solo or len(ones) > MAX_ONES:
+    if strides is None or len(ones) > MAX_ONES:
         unknown = tuple(sp.Dummy("stride", positive=True, integer=True) for _ in shape)
         return TensorType(shape, unknown, dtype, ((unknown, ()),), UNKNOWN_LAYOUT)
     alt = []
     for sub in one_sets(c, sized):   # every set of sizes that may be 1 at once
-        if summed & set(sub):        # a summed index of 1 leaves torch's layout as it is
-            continue
         at_one = [TensorType(tuple(d.xreplace(sub) for d in t.shape), tuple(v.xreplace(sub) for v in t.strides))
                   for t in operands]
         st = einsum_strides(spec.inputs, spec.output, at_one, {k: v.xreplace(sub) for k, v in sizes.items()}, g)
