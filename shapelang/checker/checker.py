@@ -28,7 +28,9 @@ from ..syntax.nodes import (
     TensorDecl,
 )
 from ..syntax.parser import parse_recovering
-from . import acknowledged, arith, calls, causes, dtypes, expects, fixes, habits, ops
+from . import arith, calls, dtypes, expects, ops
+from .advice import acknowledged, causes, fixes
+from .habits import answers as habits
 from . import dims as dimlib
 from .blocks import BlockCalls
 from .facts import Facts
@@ -38,7 +40,7 @@ from .lazysympy import sympy as sp
 from .provenance import Provenance
 from .prover import Prover
 from .scope import Poisoned, Scope
-from .suggest import Suggestions
+from .advice.suggest import Suggestions
 
 
 class Stale(Exception):

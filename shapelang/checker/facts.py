@@ -13,7 +13,7 @@ import itertools
 
 from ..syntax.diagnostics import Diagnostic, ShapeError
 from ..syntax.nodes import Assume, Block, DimDecl, Example
-from . import causes
+from .advice import causes
 from . import dims as dimlib
 from .blocks import call_bound_dims
 from .layout import TensorType

@@ -6,7 +6,8 @@ from dataclasses import replace
 
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit
-from .. import dtypes, patterns
+from .. import dtypes
+from . import patterns
 from ..layout import (
     Geometry,
     TensorType,

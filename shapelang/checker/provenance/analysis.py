@@ -28,7 +28,7 @@ provenance is unknown and it stays silent rather than guess.
 from __future__ import annotations
 
 from .. import dims as dimlib
-from .. import patterns
+from ..ops import patterns
 from ..arith import ELEMENTWISE
 from ..lazysympy import sympy as sp
 from ..ops.table import TABLE

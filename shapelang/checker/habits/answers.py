@@ -17,11 +17,11 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ..syntax import brackets
-from ..syntax.comments import comment_start
-from ..syntax.diagnostics import Diagnostic
-from ..syntax.nodes import Span
-from ..syntax.parser import ParseFailure, parse
+from ...syntax import brackets
+from ...syntax.comments import comment_start
+from ...syntax.diagnostics import Diagnostic
+from ...syntax.nodes import Span
+from ...syntax.parser import ParseFailure, parse
 from .spellings import MAX_TEXT, Habit, translate_expression, translate_operation
 
 NOTES = {

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ..syntax.diagnostics import ShapeError
-from ..syntax.nodes import BinOp, Neg, Num, Pipeline, ShapeLit, Span
+from ...syntax.diagnostics import ShapeError
+from ...syntax.nodes import BinOp, Neg, Num, Pipeline, ShapeLit, Span
 
 _VALUES_ONLY = {"max": "amax", "min": "amin"}
 _LEFT = re.compile(r"\s*(?:return\s+|[A-Za-z_][\w']*(?:\s*,\s*[A-Za-z_][\w']*)*\s*:\s*)")

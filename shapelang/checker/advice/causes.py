@@ -19,10 +19,10 @@ import math
 import re
 from dataclasses import replace
 
-from ..syntax.comments import code_of
-from ..syntax.diagnostics import ShapeError
-from ..syntax.nodes import Assume, DimDecl, Name, Span
-from .lazysympy import sympy as sp
+from ...syntax.comments import code_of
+from ...syntax.diagnostics import ShapeError
+from ...syntax.nodes import Assume, DimDecl, Name, Span
+from ..lazysympy import sympy as sp
 
 MAX_MASK_CANDIDATES = 3
 
