@@ -28,9 +28,8 @@ from ..syntax.nodes import (
     TensorDecl,
 )
 from ..syntax.parser import parse_recovering
-from . import arith, calls, dtypes, expects, ops
-from .advice import acknowledged, causes, fixes
-from .habits import answers as habits
+from . import arith, calls, dtypes, expects, ops, passes
+from .advice import causes
 from . import dims as dimlib
 from .blocks import BlockCalls
 from .facts import Facts
@@ -59,25 +58,19 @@ def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True, me
         spec, syntax_errors, skipped = parse_recovering(text, path)
     else:
         spec, syntax_errors, skipped = memo.parse(text, path, remember=prove_fixes)
+    recheck = None
+    if prove_fixes:
+        def recheck(source: str) -> CheckedSpec:
+            return check_text(source, path, prove_fixes=False, memo=memo, stale=stale)
     if spec is None:
         out = CheckedSpec(path, text, [], {}, [], {})
-        out.diagnostics.extend(replace(habits.improve(text, d), fixes=()) for d in syntax_errors)
-        return out
+        out.diagnostics.extend(syntax_errors)
+        return passes.run(passes.UNPARSED, passes.Findings(text, out, recheck))
     checker = Checker(spec, skipped)
     checker.stale = stale
     checker.out.diagnostics.extend(syntax_errors)
     out = checker.run()
-    out.diagnostics[:], out.acknowledged = acknowledged.split(text, out.diagnostics)   # `# allow W302`
-    if prove_fixes:   # PyTorch spellings named, with candidate rewrites (checker/habits.py)
-        out.diagnostics[:] = [habits.improve(text, d) for d in out.diagnostics]
-    if any(d.fixes for d in out.diagnostics):
-        if prove_fixes:
-            fixes.prove(out, lambda source: check_text(source, path, prove_fixes=False, memo=memo,
-                                                       stale=stale))
-            out.diagnostics[:] = [habits.proved(text, d) for d in out.diagnostics]
-        else:
-            out.diagnostics[:] = [replace(d, fixes=()) for d in out.diagnostics]
-    return out
+    return passes.run(passes.PASSES, passes.Findings(text, out, recheck))   # checker/passes.py
 
 
 def check_file(path: str) -> CheckedSpec:

@@ -1,0 +1,97 @@
+"""What `check_text` does with the findings after the checker's walk, as one ordered list.
+
+The walk (`Checker.run`) ends with the axis provenance (W301-W313) and the findings
+sorted by position. Then each pass of `PASSES` runs, in order, on the same `Findings`:
+
+1. `acknowledged`: a warning its line's comment acknowledges (`# allow W302`) is set
+   aside in `spec.acknowledged`, before anything is spent on advice for it;
+2. `habits`: a finding caused by writing PyTorch is named, with the line in shapelang as
+   a candidate rewrite (checker/habits);
+3. `fixes`: each finding's candidate rewrites are proved by checking the rewritten text
+   again, and the first proved one is shown; in a re-check the candidates are dropped;
+4. `habits proved`: `did you mean `@`?` where the `@` rewrite was the one proved.
+
+A text that does not parse at all goes through `UNPARSED` instead: its syntax errors get
+their habits named, but no rewrite is proved (there is nothing to check it against).
+The exercise guard is not one of these: it belongs to the teaching stage, and
+`shapelang.api` applies it to what `check_text` gives.
+
+The habits and the prover of fixes are loaded only when there is something to give them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from .advice import acknowledged
+from .ir import CheckedSpec
+
+
+@dataclass
+class Findings:
+    """What a pass reads and rewrites: the checked spec (its `diagnostics` in place), its
+    text, and `recheck(text) -> CheckedSpec`, which checks a candidate rewrite without
+    proving fixes again (None while checking a candidate itself)."""
+    text: str
+    spec: CheckedSpec
+    recheck: Callable[[str], CheckedSpec] | None
+
+
+def acknowledge(f: Findings) -> None:
+    f.spec.diagnostics[:], f.spec.acknowledged = acknowledged.split(f.text, f.spec.diagnostics)
+
+
+def name_habits(f: Findings) -> None:
+    if f.recheck is None or not f.spec.diagnostics:
+        return
+    from .habits import answers
+
+    f.spec.diagnostics[:] = [answers.improve(f.text, d) for d in f.spec.diagnostics]
+
+
+def name_habits_unproved(f: Findings) -> None:
+    """A text that does not parse: its habits named whether or not fixes are proved."""
+    from .habits import answers
+
+    f.spec.diagnostics[:] = [answers.improve(f.text, d) for d in f.spec.diagnostics]
+
+
+def prove_fixes(f: Findings) -> None:
+    if not any(d.fixes for d in f.spec.diagnostics):
+        return
+    if f.recheck is None:
+        drop_fixes(f)
+        return
+    from .advice import fixes
+
+    fixes.prove(f.spec, f.recheck)
+
+
+def drop_fixes(f: Findings) -> None:
+    f.spec.diagnostics[:] = [replace(d, fixes=()) for d in f.spec.diagnostics]
+
+
+def habits_proved(f: Findings) -> None:
+    if not any(d.fix for d in f.spec.diagnostics):   # only `prove_fixes` sets a proved fix
+        return
+    from .habits import answers
+
+    f.spec.diagnostics[:] = [answers.proved(f.text, d) for d in f.spec.diagnostics]
+
+
+PASSES: tuple[tuple[str, Callable[[Findings], None]], ...] = (
+    ("acknowledged", acknowledge),
+    ("habits", name_habits),
+    ("fixes", prove_fixes),
+    ("habits proved", habits_proved),
+)
+UNPARSED: tuple[tuple[str, Callable[[Findings], None]], ...] = (
+    ("habits", name_habits_unproved),
+    ("fixes", drop_fixes),
+)
+
+
+def run(passes, findings: Findings) -> CheckedSpec:
+    for _name, step in passes:
+        step(findings)
+    return findings.spec
