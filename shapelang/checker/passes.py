@@ -44,14 +44,14 @@ def acknowledge(f: Findings) -> None:
 def name_habits(f: Findings) -> None:
     if f.recheck is None or not f.spec.diagnostics:
         return
-    from .habits import answers
+    from . import habits as answers
 
     f.spec.diagnostics[:] = [answers.improve(f.text, d) for d in f.spec.diagnostics]
 
 
 def name_habits_unproved(f: Findings) -> None:
     """A text that does not parse: its habits named whether or not fixes are proved."""
-    from .habits import answers
+    from . import habits as answers
 
     f.spec.diagnostics[:] = [answers.improve(f.text, d) for d in f.spec.diagnostics]
 
@@ -74,7 +74,7 @@ def drop_fixes(f: Findings) -> None:
 def habits_proved(f: Findings) -> None:
     if not any(d.fix for d in f.spec.diagnostics):   # only `prove_fixes` sets a proved fix
         return
-    from .habits import answers
+    from . import habits as answers
 
     f.spec.diagnostics[:] = [answers.proved(f.text, d) for d in f.spec.diagnostics]
 

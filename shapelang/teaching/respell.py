@@ -91,7 +91,7 @@ def respell(code: str) -> Respelling | None:
 
 
 def _habits(code: str) -> Respelling | None:
-    from ..checker.habits.answers import NOTES, rewrite_line
+    from ..checker.habits import NOTES, rewrite_line
     try:
         got = rewrite_line(code)
     except RecursionError:
