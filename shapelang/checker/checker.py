@@ -28,9 +28,10 @@ from ..syntax.nodes import (
     TensorDecl,
 )
 from ..syntax.parser import parse_recovering
-from . import arith, calls, dtypes, expects, ops, passes
-from .advice import causes
+from . import advice, arith, calls, dtypes, expects, ops
 from . import dims as dimlib
+from .advice import causes
+from .advice.suggest import Suggestions
 from .blocks import BlockCalls
 from .facts import Facts
 from .ir import BindingIR, CheckedSpec, Decl, Step, Unfinished
@@ -39,7 +40,6 @@ from .lazysympy import sympy as sp
 from .provenance import Provenance
 from .prover import Prover
 from .scope import Poisoned, Scope
-from .advice.suggest import Suggestions
 
 
 class Stale(Exception):
@@ -58,19 +58,20 @@ def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True, me
         spec, syntax_errors, skipped = parse_recovering(text, path)
     else:
         spec, syntax_errors, skipped = memo.parse(text, path, remember=prove_fixes)
-    recheck = None
-    if prove_fixes:
-        def recheck(source: str) -> CheckedSpec:
-            return check_text(source, path, prove_fixes=False, memo=memo, stale=stale)
-    if spec is None:
+    if spec is None:   # over the limits of untrusted text (E004): not read, so no advice
         out = CheckedSpec(path, text, [], {}, [], {})
         out.diagnostics.extend(syntax_errors)
-        return passes.run(passes.UNPARSED, passes.Findings(text, out, recheck))
+        return out
     checker = Checker(spec, skipped)
     checker.stale = stale
     checker.out.diagnostics.extend(syntax_errors)
     out = checker.run()
-    return passes.run(passes.PASSES, passes.Findings(text, out, recheck))   # checker/passes.py
+
+    def recheck(source: str) -> CheckedSpec:
+        return check_text(source, path, prove_fixes=False, memo=memo, stale=stale)
+
+    # the passes after the walk, in order (checker/advice): acknowledged, habits, fixes proved
+    return advice.run(advice.PASSES, advice.Findings(text, out, recheck if prove_fixes else None))
 
 
 def check_file(path: str) -> CheckedSpec:
