@@ -9,22 +9,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_habits import HEAD
+from test_habits import STAR as KT  # HEAD and `kt: K -> transpose -2 -1`
 
 from shapelang.checker import advice
 from shapelang.checker import checker as checker_module
 from shapelang.checker.checker import check_text
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAD = """dim B, S, H, Dh
-dim D = H * Dh
-example B=2, S=5, H=4, Dh=8
-input X: [B, S, D]
-input Q: [B, H, S, Dh]
-input K: [B, H, S, Dh]
-kt: K -> transpose -2 -1
-"""
 PYTORCH = HEAD + "y: X.transpose(1, 2)\n"                 # E001: a habit, its rewrite proved
-STAR = HEAD + "scores: Q * kt -> softmax -1\n"            # E102: `@` proposed, then proved
+STAR = KT + "scores: Q * kt -> softmax -1\n"              # E102: `@` proposed, then proved
 PAIRS = ("dim B, S, Dr\nassume Dr % 2 == 0\nexample B=1, S=4, Dr=8\ninput x: [B, S, Dr]\n"
          "p: x -> view [B, S, Dr/2, 2] -> transpose 3 2 -> reshape [B, S, Dr]")
 
