@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from test_habits import HEAD
 from test_habits import STAR as KT  # HEAD and `kt: K -> transpose -2 -1`
 
@@ -101,21 +100,21 @@ def test_an_acknowledged_warning_costs_no_recheck(monkeypatch):
     assert n_late > 0
 
 
-_LOADED = ("import sys, json; from shapelang import check; check(open({path!r}).read(), 'p.shape'); "
-           "print(json.dumps(sorted(m for m in sys.modules if m.startswith('shapelang.checker.'))))")
+_LOADED = ("import sys, json; from shapelang import check\n"
+           "def loaded(path):\n"
+           "    check(open(path).read(), 'p.shape')\n"
+           "    return sorted(m for m in sys.modules if m.startswith('shapelang.checker.'))\n"
+           "print(json.dumps([loaded({clean!r}), loaded({habit!r})]))")
 
 
-@pytest.mark.parametrize("text, loaded", [
-    ((ROOT / "specs" / "mha_self_attention.shape").read_text(), False),
-    (PYTORCH, True),
-])
-def test_advice_is_loaded_only_when_there_is_something_to_advise(tmp_path, text, loaded):
-    """A spec that checks clean loads neither the habits nor the prover of fixes."""
-    path = tmp_path / "p.shape"
-    path.write_text(text)
-    out = subprocess.run([sys.executable, "-c", _LOADED.format(path=str(path))], capture_output=True,
-                         text=True, check=True).stdout
-    modules = json.loads(out.splitlines()[-1])
-    assert "shapelang.checker.checker" in modules
-    assert ("shapelang.checker.habits" in modules) is loaded
-    assert ("shapelang.checker.advice.fixes" in modules) is loaded
+def test_advice_is_loaded_only_when_there_is_something_to_advise(tmp_path):
+    """A spec that checks clean loads neither the habits nor the prover of fixes; the first
+    finding with a habit in it loads both."""
+    habit = tmp_path / "p.shape"
+    habit.write_text(PYTORCH)
+    code = _LOADED.format(clean=str(ROOT / "specs" / "mha_self_attention.shape"), habit=str(habit))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    clean, after = json.loads(out.splitlines()[-1])
+    assert "shapelang.checker.checker" in clean
+    assert "shapelang.checker.habits" not in clean and "shapelang.checker.advice.fixes" not in clean
+    assert "shapelang.checker.habits" in after and "shapelang.checker.advice.fixes" in after
