@@ -281,3 +281,17 @@ def test_check_loads_only_syntax_checker_and_its_renderer(tmp_path):
     modules, _ = _loads(["trace", str(spec)], tmp_path)
     assert not [m for m in modules if m not in CHECK_LOADS and not m.startswith("shapelang.render.")]
     assert "shapelang.render.html" not in modules
+
+
+def test_the_docs_name_every_module_of_the_checker():
+    """docs/architecture.md's section on the checker's modules names each of its modules and
+    subpackages, so the description cannot fall behind a module added or moved."""
+    arch = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    section = arch[arch.index("### The checker's modules"):]
+    section = section[:section.index("\n#")] if "\n#" in section else section
+    checker = PACKAGE / "checker"
+    names = [p.name for p in checker.glob("*.py") if p.name != "__init__.py"]
+    names += [f"{p.name}/" for p in checker.iterdir() if (p / "__init__.py").exists()]
+    missing = [n for n in names if f"`{n}`" not in section]
+    assert not missing, f"docs/architecture.md does not describe checker's {missing}"
+    assert "`ops/patterns.py`" in section

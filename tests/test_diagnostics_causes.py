@@ -13,8 +13,8 @@ from sympy.parsing.sympy_parser import parse_expr
 
 from shapelang import render
 from shapelang.checker import dims as dimlib
+from shapelang.checker.advice.fixes import apply
 from shapelang.checker.checker import check_text
-from shapelang.checker.fixes import apply
 from shapelang.checker.notation import Notation
 from shapelang.render import sarif
 

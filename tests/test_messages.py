@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from shapelang import render
+from shapelang.checker.advice.fixes import apply
 from shapelang.checker.checker import check_text
-from shapelang.checker.fixes import apply
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = ROOT / "tests" / "golden" / "messages"

@@ -171,7 +171,7 @@ def test_a_dim_defined_as_a_difference_gets_its_assumption():
 def test_the_assumption_is_written_as_a_learner_writes_it():
     import sympy as sp
 
-    from shapelang.checker.causes import positive_relation
+    from shapelang.checker.advice.causes import positive_relation
     S, K, L = sp.symbols("S K L", positive=True, integer=True)
     assert positive_relation(L - 1, str) == "L >= 2"
     assert positive_relation(S - 2 * K, str) == "S >= 2*K + 1"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from shapelang import check, render_check
-from shapelang.checker import fixes
+from shapelang.checker.advice import fixes
 
 ROOT = Path(__file__).resolve().parent.parent
 

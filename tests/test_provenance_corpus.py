@@ -468,7 +468,7 @@ def test_clean_spec_matches_pytorch(name):
 
 def _helped(bug: Path):
     """The bug with every proved help of its W3xx findings applied, one after another."""
-    from shapelang.checker import fixes
+    from shapelang.checker.advice import fixes
 
     text = bug.read_text()
     applied = 0

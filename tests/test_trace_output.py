@@ -141,27 +141,6 @@ def test_plain_check_and_trace_do_not_import_rich():
     assert proc.returncode == 0, proc.stderr
 
 
-def test_colour_roles_in_diagnostics_as_rustc_lays_them_out():
-    from shapelang.render.color import diagnostic_lines
-
-    text = ("a.shape:4:4: warning[W304]: the mean is over the tokens\n"
-            "  |\n"
-            "3 | mu: x -> mean 1\n"
-            "  |          ------ mu loses its last axis here\n"
-            "4 | y: x - mu\n"
-            "  |    ^^^^^^ S in `x`, B in `mu`\n"
-            "  = help: write `mean -1`")
-    lines = diagnostic_lines(text)
-
-    def roles(k):
-        return [(lines[k].text[a:b], role) for a, b, role in lines[k].spans]
-
-    assert ("warning[W304]", "warning") in roles(0)
-    assert ("------", "label") in roles(3) and ("mu loses its last axis here", "label") in roles(3)
-    assert ("^^^^^^", "warning") in roles(5)
-    assert ("help:", "help") in roles(6)
-
-
 # ------------------------------------------------------------------ width
 
 def _widest(text: str) -> int:

@@ -6,7 +6,8 @@ from dataclasses import replace
 
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import BinOp, Neg
-from . import causes, dtypes, ops
+from . import dtypes, ops
+from .advice import causes
 from .layout import Geometry, dense_like, elementwise
 
 # an operator of an expression -> the step it makes (shapelang.codegen and the renderers

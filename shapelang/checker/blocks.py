@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import Assume, Binding, Block, Call, DimDecl, Example, Name, Return, Span
-from . import causes, dtypes, ops
+from . import dtypes, ops
+from .advice import causes
 from .ir import BindingIR, BlockIR, Decl
 from .layout import TensorType
 from .lazysympy import sympy as sp

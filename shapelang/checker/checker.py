@@ -28,8 +28,10 @@ from ..syntax.nodes import (
     TensorDecl,
 )
 from ..syntax.parser import parse_recovering
-from . import acknowledged, arith, calls, causes, dtypes, expects, fixes, habits, ops
+from . import advice, arith, calls, dtypes, expects, ops
 from . import dims as dimlib
+from .advice import causes
+from .advice.suggest import Suggestions
 from .blocks import BlockCalls
 from .facts import Facts
 from .ir import BindingIR, CheckedSpec, Decl, Step, Unfinished
@@ -38,7 +40,6 @@ from .lazysympy import sympy as sp
 from .provenance import Provenance
 from .prover import Prover
 from .scope import Poisoned, Scope
-from .suggest import Suggestions
 
 
 class Stale(Exception):
@@ -57,25 +58,20 @@ def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True, me
         spec, syntax_errors, skipped = parse_recovering(text, path)
     else:
         spec, syntax_errors, skipped = memo.parse(text, path, remember=prove_fixes)
-    if spec is None:
+    if spec is None:   # over the limits of untrusted text (E004): not read, so no advice
         out = CheckedSpec(path, text, [], {}, [], {})
-        out.diagnostics.extend(replace(habits.improve(text, d), fixes=()) for d in syntax_errors)
+        out.diagnostics.extend(syntax_errors)
         return out
     checker = Checker(spec, skipped)
     checker.stale = stale
     checker.out.diagnostics.extend(syntax_errors)
     out = checker.run()
-    out.diagnostics[:], out.acknowledged = acknowledged.split(text, out.diagnostics)   # `# allow W302`
-    if prove_fixes:   # PyTorch spellings named, with candidate rewrites (checker/habits.py)
-        out.diagnostics[:] = [habits.improve(text, d) for d in out.diagnostics]
-    if any(d.fixes for d in out.diagnostics):
-        if prove_fixes:
-            fixes.prove(out, lambda source: check_text(source, path, prove_fixes=False, memo=memo,
-                                                       stale=stale))
-            out.diagnostics[:] = [habits.proved(text, d) for d in out.diagnostics]
-        else:
-            out.diagnostics[:] = [replace(d, fixes=()) for d in out.diagnostics]
-    return out
+
+    def recheck(source: str) -> CheckedSpec:
+        return check_text(source, path, prove_fixes=False, memo=memo, stale=stale)
+
+    # the passes after the walk, in order (checker/advice): acknowledged, habits, fixes proved
+    return advice.run(advice.PASSES, advice.Findings(text, out, recheck if prove_fixes else None))
 
 
 def check_file(path: str) -> CheckedSpec:

@@ -121,7 +121,7 @@ def _level(t) -> int:
 # ------------------------------------------------------------------ refusals
 
 def refuse(message: str, span, help: str | None = None, casts: tuple = ()) -> ShapeError:
-    """`casts`: ((operand, dtype), ...) that make the step valid; shapelang.checker.suggest
+    """`casts`: ((operand, dtype), ...) that make the step valid; shapelang.checker.advice.suggest
     turns them into rewrites, which are proved before they are shown."""
     return ShapeError("E120", message, help=help, span=span, casts=tuple(casts))
 

@@ -13,8 +13,8 @@ import itertools
 
 from ..syntax.diagnostics import Diagnostic, ShapeError
 from ..syntax.nodes import Assume, Block, DimDecl, Example
-from . import causes
 from . import dims as dimlib
+from .advice import causes
 from .blocks import call_bound_dims
 from .layout import TensorType
 from .lazysympy import sympy as sp

@@ -41,10 +41,9 @@ class Format:
 
 def _text(spec, command: str, options: Options):
     if command == "check":
-        from .color import diagnostic_lines
-        from .text import check_text
+        from .text import check_lines
 
-        return diagnostic_lines(check_text(spec).rstrip("\n"))
+        return check_lines(spec)
     from . import table
 
     return table.trace_lines(spec, provenance=options.provenance, width=options.width,

@@ -13,11 +13,10 @@ from ..checker import dtypes
 from ..checker.ir import CheckedSpec
 from ..checker.lazysympy import sympy as sp
 from . import poly
-from .color import diagnostic_lines
 from .columns import Cell, Column, Line, fit_tables, plain, wrap_line
 from .common import _axes, example_number, example_shape, notation, shape_text, shapes_in
 from .svg import Axis, axes_of, changes
-from .text import check_text
+from .text import check_lines
 
 DEFAULT_WIDTH = 100    # characters, when the caller does not say (a pipe, a file, the API)
 MAX_DIGITS = 30        # longer numbers are shown by their first digits and their length
@@ -323,7 +322,7 @@ class _Trace:
             out += prose(self.total("of which frozen (not trained)", spec.frozen_params), "total")
         out += prose(self.total("total multiply-add FLOPs (forward)", spec.total_flops), "total")
         if spec.diagnostics:
-            out += [Line("")] + diagnostic_lines(check_text(spec).rstrip("\n"))
+            out += [Line("")] + check_lines(spec)
         return out
 
 

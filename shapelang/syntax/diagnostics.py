@@ -1,7 +1,7 @@
 """Diagnostics as data: what went wrong, where, and how to fix it.
 
 Every finding of the parser or the checker is a `Diagnostic`; renderers in
-render.py turn them into text or JSON. Codes and their one-line meanings live
+the render stage (shapelang.render) turn them into text or JSON. Codes and their one-line meanings live
 in one registry (`CODES`), so that documentation and tests can list them.
 """
 from __future__ import annotations

@@ -305,7 +305,7 @@ class Probe:
         raise TooBig
 
     def _rearrange(self, x: Val, pattern: str, given: dict, out_shape) -> Val:
-        from ..checker import patterns
+        from ..checker.ops import patterns
         pat = patterns.parse_rearrange(pattern)
         sizes = {k: self.size(v) for k, v in given.items()}
         n_ell = len(x.shape) - (len(pat.left) - (1 if "..." in pat.left else 0))

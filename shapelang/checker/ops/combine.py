@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit
-from .. import dtypes, patterns
+from .. import dtypes
 from ..layout import (
     Geometry,
     TensorType,
@@ -17,6 +17,7 @@ from ..layout import (
     suggests_channels_last,
 )
 from ..lazysympy import sympy as sp
+from . import patterns
 from .args import Result, _ax, prod
 from .reshaping import MAX_ONES, _maybe_one, one_sets
 

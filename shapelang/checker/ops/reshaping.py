@@ -6,9 +6,9 @@ import itertools
 
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import ShapeLit
-from .. import patterns
 from ..layout import Geometry, TensorType, contiguous, fresh, torch_contiguous, view_strides
 from ..lazysympy import sympy as sp
+from . import patterns
 from .args import Args, Result, _ax, _is_minus_one, prod
 
 

@@ -5,7 +5,7 @@ convolution needs an even number of frames."""
 from __future__ import annotations
 
 from ...syntax.diagnostics import Diagnostic
-from .. import causes
+from ..advice import causes
 from ..lazysympy import sympy as sp
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ...syntax.diagnostics import ShapeError
 from ...syntax.nodes import Name, Num
-from .. import causes, dtypes
+from .. import dtypes
+from ..advice import causes
 from ..layout import Geometry, TensorType, channels_last, dense_like, fresh, suggests_channels_last
 from ..lazysympy import sympy as sp
 from .args import Result

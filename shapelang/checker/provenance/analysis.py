@@ -28,9 +28,9 @@ provenance is unknown and it stays silent rather than guess.
 from __future__ import annotations
 
 from .. import dims as dimlib
-from .. import patterns
 from ..arith import ELEMENTWISE
 from ..lazysympy import sympy as sp
+from ..ops import patterns
 from ..ops.table import TABLE
 from ..ops.tables import COMPARISONS
 from .atoms import NEGATED, TP, Atom, Axis, root_base

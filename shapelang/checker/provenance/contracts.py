@@ -33,7 +33,7 @@ class ContractRules:
     def allowed(self, code: str) -> set:
         """The lines whose comment says the author means what `code` would warn about."""
         if self._allowed is None:
-            from .. import acknowledged
+            from ..advice import acknowledged
 
             self._allowed = acknowledged.codes_by_line(getattr(self.c.out, "source", "") or "")
         return {line for line, codes in self._allowed.items() if code in codes}

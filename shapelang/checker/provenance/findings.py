@@ -1,5 +1,5 @@
 """The findings of the provenance pass (W301, W302, W305-W308), in the learner's terms, each with
-candidate fixes that shapelang.checker.fixes proves before they are shown."""
+candidate fixes that shapelang.checker.advice.fixes proves before they are shown."""
 from __future__ import annotations
 
 from ...syntax.diagnostics import Diagnostic

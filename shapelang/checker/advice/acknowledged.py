@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ..syntax.comments import comment_of
+from ...syntax.comments import comment_of
 
 _ALLOW = re.compile(r"\ballow\s+(W\d{3}\b(?:\s*,\s*W\d{3}\b)*)")
 _CODE = re.compile(r"W\d{3}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..syntax.comments import code_of
+from ...syntax.comments import code_of
 
 MAX_VERIFIED = 12   # re-checks per spec: bounds the work a file with many findings causes
 

@@ -7,7 +7,7 @@ the habit and the shapelang spelling.
   spelling of that piece, and proposes the whole line rewritten.
 - `Q * K` that does not broadcast (E102) proposes `Q @ K`.
 
-Rewrites are only candidates (`Diagnostic.fixes`): shapelang.checker.fixes
+Rewrites are only candidates (`Diagnostic.fixes`): shapelang.checker.advice.fixes
 re-checks each one and shows it ("write it as `...`") only when the line and
 everything after it check. The spelling of the piece itself is shown once the
 rewritten line parses; `did you mean `@`?` only once its fix is proved.
@@ -17,11 +17,11 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ..syntax import brackets
-from ..syntax.comments import comment_start
-from ..syntax.diagnostics import Diagnostic
-from ..syntax.nodes import Span
-from ..syntax.parser import ParseFailure, parse
+from ...syntax import brackets
+from ...syntax.comments import comment_start
+from ...syntax.diagnostics import Diagnostic
+from ...syntax.nodes import Span
+from ...syntax.parser import ParseFailure, parse
 from .spellings import MAX_TEXT, Habit, translate_expression, translate_operation
 
 NOTES = {

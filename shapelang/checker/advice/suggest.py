@@ -1,7 +1,7 @@
 """Candidate fixes for errors whose likely cause is a rewrite of the line: a `view`
 after a transpose, a matrix product whose right operand is not transposed (or is
 transposed the wrong way, or after the product because `->` binds looser than
-`@`). Candidates are only proposals: shapelang.checker.fixes re-checks each one
+`@`). Candidates are only proposals: shapelang.checker.advice.fixes re-checks each one
 and shows the first that leaves the line and everything after it clean.
 """
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ..syntax.diagnostics import ShapeError
-from ..syntax.nodes import BinOp, Neg, Num, Pipeline, ShapeLit, Span
+from ...syntax.diagnostics import ShapeError
+from ...syntax.nodes import BinOp, Neg, Num, Pipeline, ShapeLit, Span
 
 _VALUES_ONLY = {"max": "amax", "min": "amin"}
 _LEFT = re.compile(r"\s*(?:return\s+|[A-Za-z_][\w']*(?:\s*,\s*[A-Za-z_][\w']*)*\s*:\s*)")

@@ -9,7 +9,7 @@ fixes that point back at the cause.
 - "first declared here" for a name declared twice, with the duplicate removed.
 - A missing assumption: the `assume` line added below the other assumptions.
 
-Every fix here is a candidate (span, text, why): shapelang.checker.fixes re-checks the
+Every fix here is a candidate (span, text, why): shapelang.checker.advice.fixes re-checks the
 whole spec with it and shows it only when it is proved.
 """
 from __future__ import annotations
@@ -19,10 +19,10 @@ import math
 import re
 from dataclasses import replace
 
-from ..syntax.comments import code_of
-from ..syntax.diagnostics import ShapeError
-from ..syntax.nodes import Assume, DimDecl, Name, Span
-from .lazysympy import sympy as sp
+from ...syntax.comments import code_of
+from ...syntax.diagnostics import ShapeError
+from ...syntax.nodes import Assume, DimDecl, Name, Span
+from ..lazysympy import sympy as sp
 
 MAX_MASK_CANDIDATES = 3
 

@@ -16,8 +16,8 @@ import functools
 import re
 from dataclasses import dataclass
 
-from ..syntax import brackets
-from . import spell_modules
+from ...syntax import brackets
+from . import modules as spell_modules
 
 MAX_TEXT = 400   # longer expressions are not read (bounds the work of hostile input)
 MAX_DEPTH = 16   # brackets nested deeper are not read
@@ -38,7 +38,7 @@ _RENAMED: dict[str, tuple[str, list[str]]] = {
 
 @functools.cache
 def _ops() -> dict[str, tuple[str, list[str]]]:
-    from .ops.table import TABLE
+    from ..ops.table import TABLE
     return {**{name: (name, list(d.pytorch)) for name, d in TABLE.items() if d.pytorch}, **_RENAMED}
 
 
