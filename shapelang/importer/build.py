@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from . import conv, elementwise, learned, reductions  # noqa: F401  (register their steps in the operation table)
-from .attention import recognise
+from .attention import reads_memory, recognise, with_memory
 from .graph import dtype_word, is_tensor, target_name, tok, val
 from .load import WRAPPED, ImportFailure
 from .scope import SKIP, NotABlock, Scope, real_users, segment_io
@@ -55,6 +55,9 @@ class Context:
         self.decls: list[str] = []
         self.declared: dict[str, str] = {}
         self.decl_map: list[dict] = []
+        self.memory: dict[str, tuple] = {}       # a self-attention's query read as its memory -> (query, axis, length)
+        self.class_axes: dict[str, list] = {}    # a module class -> the sizes its first call's inputs bind
+        self._reads_memory = None
         self.blocks: dict[str, str] = {}         # block text -> name
         self.block_lines: list[str] = []
         self.opaque = 0
@@ -84,6 +87,23 @@ class Context:
         # positions for an embedding are read by it: `slice 0 0 S`
         return not (target_name(node).startswith("aten.arange") and all(
             target_name(u) == "aten.embedding.default" and u.args[1] is node for u in node.users))
+
+    def value(self, key: str):
+        """The example value of a tensor by key (a self-attention's memory: its query's)."""
+        return val(self.by_name[self.memory[key][0] if key in self.memory else key])
+
+    def dims(self, key: str) -> list:
+        """The sizes of a tensor by key, one per axis (a memory: its own length)."""
+        dims = [d.node.expr if isinstance(d, torch.SymInt) else int(d) for d in self.value(key).shape]
+        if key in self.memory:
+            _q, axis, length = self.memory[key]
+            dims[axis] = length
+        return dims
+
+    def reads_memory(self) -> bool:
+        if self._reads_memory is None:
+            self._reads_memory = reads_memory(self)
+        return self._reads_memory
 
     def is_step(self, node) -> bool:
         return self.translatable(node) and target_name(node) not in IDENTITY
@@ -147,9 +167,15 @@ class Context:
         inputs, outputs = segment_io(segment, raw, self)
         if len(outputs) != 1 or not inputs or len(inputs) > len(BLOCK_INPUTS):
             raise NotABlock(f"{path}: reads {inputs}, gives {outputs}")
+        sub = self.submodule(path)
+        if isinstance(sub, nn.MultiheadAttention) and len(inputs) < len(BLOCK_INPUTS):
+            inputs = with_memory(self, sub, inputs)
         names = dict(zip(inputs, BLOCK_INPUTS))
-        exprs = [s.node.expr for k in inputs for s in val(self.by_name[k]).shape if isinstance(s, torch.SymInt)]
+        exprs = [e for k in inputs for e in self.dims(k) if not isinstance(e, int)]
         saved = self.sizes.block_dims(exprs, self.reserved)
+        # a module class is one block: a later call reads its sizes by the first call's names
+        axes = [self.sizes.bound(e) for k in inputs for e in self.dims(k)]
+        self.sizes.bind_like(axes, self.class_axes.setdefault(cls, axes))
         try:
             return self._block(raw, depth, path, cls, inputs, outputs, names)
         finally:
@@ -170,7 +196,8 @@ class Context:
         if out in names:
             raise NotABlock(path)
         lines = child.finish()
-        args = ", ".join(f"{names[k]}: {self.tr.shape(self.by_name[k], 'input')}" for k in inputs)
+        args = ", ".join(f"{names[k]}: [" + ", ".join(self.sizes.text(e, "input") for e in self.dims(k)) + "]"
+                         for k in inputs)
         body = "\n".join(["  " + line for line in child.decls + lines] + [f"  return {child.names[out]}", "end"])
         if child.owned:        # the block's module holds them: one step of the mapping, before its own
             key = f"{raw[0].name}\x02own"
@@ -187,8 +214,9 @@ class Context:
             self.blocks[key_text] = name
             self.block_lines += [f"block {name}{key_text}", ""]
         name = self.blocks[key_text]
-        extra = "(" + ", ".join(tok(k) for k in inputs[1:]) + ")" if len(inputs) > 1 else ""
-        return Piece(out, name + extra, inputs[0], refs=inputs[1:], hint=_leaf(path) or "out",
+        outer = [self.memory[k][0] if k in self.memory else k for k in inputs]   # a memory is its query
+        extra = "(" + ", ".join(tok(k) for k in outer[1:]) + ")" if len(inputs) > 1 else ""
+        return Piece(out, name + extra, outer[0], refs=outer[1:], hint=_leaf(path) or "out",
                      strong=True, block=(name, path, frozenset(n.name for n in raw)))
 
 
