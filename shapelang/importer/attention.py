@@ -53,7 +53,7 @@ def with_memory(ctx, mha: nn.MultiheadAttention, inputs: list) -> list:
         return inputs
     q = floats[0]
     axis = 1 if mha.batch_first else 0
-    taken = {str(ctx.sizes.bound(s)) for s in ctx.value(q).shape}
+    taken = {str(ctx.sizes.binds(s)) for s in ctx.value(q).shape}
     length = ctx.sizes.bound_name(taken, "the memory's length")
     key = f"{q}\x02memory"
     ctx.memory[key] = (q, axis, length)

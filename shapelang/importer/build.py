@@ -174,7 +174,7 @@ class Context:
         exprs = [e for k in inputs for e in self.dims(k) if not isinstance(e, int)]
         saved = self.sizes.block_dims(exprs, self.reserved)
         # a module class is one block: a later call reads its sizes by the first call's names
-        axes = [self.sizes.bound(e) for k in inputs for e in self.dims(k)]
+        axes = [self.sizes.binds(e) for k in inputs for e in self.dims(k)]
         self.sizes.bind_like(axes, self.class_axes.setdefault(cls, axes))
         try:
             return self._block(raw, depth, path, cls, inputs, outputs, names)

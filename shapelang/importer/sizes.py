@@ -342,7 +342,7 @@ class Sizes:
                 self.block_names[name] = key
         return saved
 
-    def bound(self, e):
+    def binds(self, e):
         """The name (a symbol) an input axis of size `e` binds in the block being written, or
         None for a fixed size or an expression."""
         e = e.node.expr if hasattr(e, "node") else e
