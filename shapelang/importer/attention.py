@@ -45,10 +45,11 @@ def reads_memory(ctx) -> bool:
 
 
 def with_memory(ctx, mha: nn.MultiheadAttention, inputs: list) -> list:
-    """A self-attention call's inputs with its query read again as its memory (a key of its
-    own, `ctx.memory`), where the module's attentions are written the cross-attention way;
-    else `inputs` as they are."""
+    """A call's inputs as its block takes them: the query, the key and value, then a padding
+    mask; a self-attention call's query read again as its memory (a key of its own,
+    `ctx.memory`) where the module's attentions are written the cross-attention way."""
     floats = [k for k in inputs if ctx.value(k).dtype.is_floating_point]
+    inputs = floats + [k for k in inputs if k not in floats]
     if len(floats) != 1 or ctx.value(floats[0]).dim() != 3 or not ctx.reads_memory():
         return inputs
     q = floats[0]
