@@ -80,6 +80,8 @@ def test_a_real_module_imports_as_a_spec_an_engineer_would_keep(name):
     classes = {type(m).__name__ for m in module.modules()}
     assert len(blocks) == len(set(blocks)) and set(blocks) <= classes, blocks
     assert all(re.search(rf"(->|stack \w+) {b}\b", text) for b in blocks), text
+    # and instances that follow each other in a list are one stack (every case but the lone layer)
+    assert name == "decoder_layer" or re.search(r"-> stack \w+ \w+", text), text
     # the fixed sizes are free: the spec holds at sizes the import never used
     assert not re.search(r"^dim (D|H|F) = ", text, re.MULTILINE), text
     torch.manual_seed(1)
@@ -125,6 +127,8 @@ def test_torchvision_vit_names_sizes_by_role():
     _module, imported = _imported("torchvision_vit")
     text = imported.text
     assert "reshape [B, D, 16]" in text and "4*H" not in text
+    # torchvision names its layers `encoder_layer_0`, `encoder_layer_1` in an nn.Sequential
+    assert "-> stack 2 EncoderBlock" in text
     assert imported.verified.randomised >= 2        # the zero head and class token were randomised
 
 
