@@ -16,7 +16,9 @@ from torch import nn
 from . import conv, elementwise, learned, reductions  # noqa: F401  (register their steps in the operation table)
 from .attention import reads_memory, recognise, with_memory
 from .graph import dtype_word, is_tensor, target_name, tok, val
+from ..checker.checker import check_text
 from .load import WRAPPED, ImportFailure
+from .merge import merge_blocks
 from .scope import SKIP, NotABlock, Scope, real_users, segment_io
 from .sizes import Sizes
 from .translate import Piece, Translator, _leaf
@@ -266,20 +268,38 @@ def write_spec(ctx: Context, inputs, header: list[str], comments: dict) -> tuple
     opaque = [line for line in "\n".join(lines + ctx.block_lines).splitlines()
               if line.lstrip().startswith("# opaque:")]
     ctx.opaque = len(opaque)
-    text = []
-    text += header
-    text += ctx.sizes.header(comments)
-    text.append("")
-    text += input_lines
-    text += ctx.decls
-    text.append("")
-    text += ctx.block_lines
-    text += lines
+    def assemble(block_lines, lines):
+        return "\n".join(header + ctx.sizes.header(comments) + [""] + input_lines + ctx.decls + [""]
+                         + block_lines + lines) + "\n"
+
+    text = assemble(ctx.block_lines, lines)
+    if ctx.opaque == 0:
+        text = _one_block_per_class(ctx, text, lines, assemble)
     order = sorted(ctx.weights, key=lambda k: ctx.order.get(k, ctx.index.get(k)))
     steps = [{"kind": ctx.weights[k][0], "tensors": {n: _src(s) for n, s in ctx.weights[k][1].items()}}
              for k in order]
     mapping = {"steps": steps, "declared": ctx.decl_map, "outputs": out_names}
-    return "\n".join(text) + "\n", mapping
+    return text, mapping
+
+
+def _one_block_per_class(ctx: Context, text: str, lines: list[str], assemble) -> str:
+    """`text` with the blocks of one class that differ only in sizes merged (merge.py), when
+    the merged spec checks with no more diagnostics than `text`."""
+    sizes = ctx.sizes
+    dims = set(sizes.values) | set(sizes.derived) | set(sizes.block_names)
+    fixed = dims - set(sizes.dynamic) - set(sizes.block_names)
+    bound: dict[str, str] = {}
+    merged = merge_blocks(ctx.block_lines, lines, dims, fixed, bound)
+    if merged is None:
+        return text
+    saved = dict(sizes.block_names)
+    sizes.block_names.update(bound)
+    candidate = assemble(*merged)
+    before, after = check_text(text, "imported.shape"), check_text(candidate, "imported.shape")
+    if after.ok and len(after.diagnostics) <= len(before.diagnostics):
+        return candidate
+    sizes.block_names = saved
+    return text
 
 
 def _src(s):
