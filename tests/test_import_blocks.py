@@ -147,3 +147,76 @@ def test_a_padding_mask_is_the_last_input_of_its_block(tmp_path):
     assert "block MultiheadAttention_2(x: [B, S, D], y: [B, T, D], z: [B, T] bool)" in text or \
         "block MultiheadAttention_2(x: [B, S, D], y: [B, T, D], z: [B, T])" in text, text
     assert re.search(r"^cross_attn: res -> MultiheadAttention_2\(m, pad\)$", text, re.MULTILINE), text
+
+
+class Mlp(nn.Module):
+    def __init__(self, d, hidden):
+        super().__init__()
+        self.fc1 = nn.Linear(d, hidden)
+        self.fc2 = nn.Linear(hidden, d)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+class Layer(nn.Module):
+    def __init__(self, d, ratio):
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+        self.mlp = Mlp(d, ratio * d)
+
+    def forward(self, x):
+        return x + self.mlp(self.norm(x))
+
+
+class Stage(nn.Module):
+    def __init__(self, d, ratio, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList([Layer(d, ratio) for _ in range(depth)])
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return x
+
+
+class Pyramid(nn.Module):
+    """Swin's shape of widths: stages of one class at widths D, 2D, 4D, .. with a projection
+    between them (patch merging's linear), each stage a list of one layer class."""
+
+    def __init__(self, widths, ratios, depth=2):
+        super().__init__()
+        torch.manual_seed(9)
+        self.embed_dim = widths[0]
+        self.stages = nn.ModuleList([Stage(w, r, depth) for w, r in zip(widths, ratios)])
+        self.downs = nn.ModuleList([nn.Linear(a, b) for a, b in zip(widths, widths[1:])])
+
+    def forward(self, x):
+        for i, stage in enumerate(self.stages):
+            x = stage(x)
+            if i < len(self.downs):
+                x = self.downs[i](x)
+        return x
+
+
+PYRAMIDS = [((16, 32, 64), (4, 4, 4)),       # Swin: the widths double, the ratio stays
+            ((16, 32), (2, 3)),              # another ratio per stage too
+            ((16, 16), (4, 2)),              # one width, two ratios
+            ((24, 48, 96, 96), (4, 4, 4, 2))]
+
+
+@pytest.mark.parametrize("pyramid", tiers.sample(PYRAMIDS, every=4, ids=lambda p: "-".join(map(str, p[0] + p[1]))))
+def test_one_class_at_other_widths_is_one_block_with_its_sizes_as_parameters(tmp_path, pyramid):
+    """Issue 27: "one block per module class, with its sizes as parameters". The sizes an
+    input binds become the block's names for them (`x: [B, S, W]`), the others size
+    parameters each call gives (`Stage(W2=8*D)`); the spec round-trips against PyTorch."""
+    widths, ratios = pyramid
+    module = Pyramid(widths, ratios)
+    make = lambda b, s, seed=0: [torch.randn(b, s, widths[0], generator=torch.Generator().manual_seed(seed))]  # noqa: E731
+    text = round_trip(tmp_path, module, [f"x=2x7x{widths[0]}"], make)
+    assert _blocks(text) == ["Mlp", "Layer", "Stage"], text
+    calls = re.findall(r"^\w+: \w+ -> Stage(.*)$", text, re.MULTILINE)
+    assert len(calls) == len(widths), text
+    if len(set(r * w for r, w in zip(ratios, widths))) > 1:       # the hidden widths differ: a size parameter
+        assert all(c.startswith("(W") for c in calls) and "dim W" in text, text
+    assert "-> stack 2 Layer" in text
