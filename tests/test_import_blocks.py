@@ -122,7 +122,7 @@ class TwoStreams(nn.Module):
 def test_one_class_over_two_lengths_is_one_block(tmp_path):
     """The source is [B, S, D] and the target [B, T, D]: the block reads its first call's
     names, which each call binds (before: `Attention` over S and `Attention_2` over T)."""
-    make = lambda b, s, seed=0: [torch.randn(b, s, 32, generator=torch.Generator().manual_seed(seed)),  # noqa: E731
+    make = lambda b, s, seed=0: [torch.randn(b, s, 32, generator=torch.Generator().manual_seed(seed)),
                                  torch.randn(b, s + 2, 32, generator=torch.Generator().manual_seed(seed + 9))]
     text = round_trip(tmp_path, TwoStreams(), ["src=2x7x32", "tgt=2x9x32"], make)
     assert _blocks(text) == ["Attention"], text
@@ -189,7 +189,7 @@ class Pyramid(nn.Module):
         torch.manual_seed(9)
         self.embed_dim = widths[0]
         self.stages = nn.ModuleList([Stage(w, r, depth) for w, r in zip(widths, ratios)])
-        self.downs = nn.ModuleList([nn.Linear(a, b) for a, b in zip(widths, widths[1:])])
+        self.downs = nn.ModuleList([nn.Linear(a, b) for a, b in itertools.pairwise(widths)])
 
     def forward(self, x):
         for i, stage in enumerate(self.stages):
@@ -212,11 +212,11 @@ def test_one_class_at_other_widths_is_one_block_with_its_sizes_as_parameters(tmp
     parameters each call gives (`Stage(W2=8*D)`); the spec round-trips against PyTorch."""
     widths, ratios = pyramid
     module = Pyramid(widths, ratios)
-    make = lambda b, s, seed=0: [torch.randn(b, s, widths[0], generator=torch.Generator().manual_seed(seed))]  # noqa: E731
+    make = lambda b, s, seed=0: [torch.randn(b, s, widths[0], generator=torch.Generator().manual_seed(seed))]
     text = round_trip(tmp_path, module, [f"x=2x7x{widths[0]}"], make)
     assert _blocks(text) == ["Mlp", "Layer", "Stage"], text
     calls = re.findall(r"^\w+: \w+ -> Stage(.*)$", text, re.MULTILINE)
     assert len(calls) == len(widths), text
-    if len(set(r * w for r, w in zip(ratios, widths))) > 1:       # the hidden widths differ: a size parameter
+    if len({r * w for r, w in zip(ratios, widths)}) > 1:       # the hidden widths differ: a size parameter
         assert all(c.startswith("(W") for c in calls) and "dim W" in text, text
     assert "-> stack 2 Layer" in text

@@ -13,10 +13,10 @@ import operator
 import torch
 from torch import nn
 
+from ..checker.checker import check_text
 from . import conv, elementwise, learned, reductions  # noqa: F401  (register their steps in the operation table)
 from .attention import reads_memory, recognise, with_memory
 from .graph import dtype_word, is_tensor, target_name, tok, val
-from ..checker.checker import check_text
 from .load import WRAPPED, ImportFailure
 from .merge import merge_blocks
 from .scope import SKIP, NotABlock, Scope, real_users, segment_io
