@@ -4,7 +4,10 @@
 aliases (steps that change nothing), the blocks written so far, the `param`/`buffer`
 declarations and the weights of every learned step by node. `write_spec` walks the top
 scope and assembles the file: a header comment, the sizes, the inputs, the weights read
-directly, the blocks, the bindings.
+directly, the blocks, the bindings. One module class is one block: a later call of a class
+reads its input sizes by the first call's names (`Sizes.bind_like`), nn.MultiheadAttention is
+written with a memory wherever the module also uses it for cross-attention (attention.py),
+and blocks of one class that differ only in sizes are merged (merge.py).
 """
 from __future__ import annotations
 

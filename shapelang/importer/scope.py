@@ -3,8 +3,9 @@
 One `Scope` is the body of the spec or of one block. Its nodes are walked in graph order;
 the nodes of a submodule's call (by `nn_module_stack`) become a block when the call takes
 tensors in and gives one tensor out and reads no weight from outside (`attn: ln_1 -> Attention`),
-and calls of the modules of one ModuleList that chain into each other with the same block
-become `stack N Block`. A piece continues the binding before it when it pipes that binding's
+and calls of the modules of one ModuleList (or of torchvision's named nn.Sequential,
+`encoder_layer_0`, `encoder_layer_1`) that chain into each other with the same block become
+`stack N Block`. A piece continues the binding before it when it pipes that binding's
 last value and nothing else reads it; a learned step starts a binding of its own, named after
 its module (`c_attn: ln_1 -> linear 3*D`).
 """
