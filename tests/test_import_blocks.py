@@ -131,6 +131,7 @@ def test_one_class_over_two_lengths_is_one_block(tmp_path):
         re.search(r"^target: tgt -> Attention", text, re.MULTILINE), text
 
 
+@pytest.mark.exhaustive
 def test_a_padding_mask_is_the_last_input_of_its_block(tmp_path):
     """A call that passes key_padding_mask takes one input more than a call without: the
     language has no optional inputs, so it is a block of its own (`MultiheadAttention_2`),
