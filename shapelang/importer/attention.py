@@ -8,6 +8,12 @@ written the way specs/pytorch/multihead_attention.shape writes them: the in_proj
 `linear 3*D` (self-attention) or three `linear D` (their rows of in_proj_weight), heads
 split with `reshape [B, S, H, Dh] -> transpose 1 2`, the scores, softmax, `att @ vh`, the
 heads merged, out_proj. The importer's verification compares the result with the module.
+
+When a module calls its attentions both ways (nn.TransformerDecoderLayer: self-attention on
+the target, cross-attention on the memory), every call is written the cross-attention way,
+a query and a memory, so that the class is one block: self-attention is that block called
+with the query as its memory (`self_attn: x -> MultiheadAttention(x)`), its in_proj's rows
+three `linear D`.
 """
 from __future__ import annotations
 
@@ -15,7 +21,45 @@ import torch
 from torch import nn
 
 from .graph import arg, target_name, tok, val
+from .scope import call_stack, segment_io
 from .translate import Piece
+
+
+def reads_memory(ctx) -> bool:
+    """Whether some nn.MultiheadAttention call of the module attends over another tensor than
+    its query (cross-attention)."""
+    if ctx.module is None or not any(isinstance(m, nn.MultiheadAttention) for m in ctx.module.modules()):
+        return False
+    calls: dict[str, list] = {}
+    for n in ctx.nodes:
+        if n.op == "call_function":
+            for key, path, _cls in call_stack(n):
+                if isinstance(ctx.submodule(path), nn.MultiheadAttention):
+                    calls.setdefault(key, []).append(n)
+                    break
+    for raw in calls.values():
+        inputs, _ = segment_io([n for n in raw if ctx.translatable(n)], raw, ctx)
+        if sum(val(ctx.by_name[k]).dtype.is_floating_point for k in inputs) > 1:
+            return True
+    return False
+
+
+def with_memory(ctx, mha: nn.MultiheadAttention, inputs: list) -> list:
+    """A call's inputs as its block takes them: the query, the key and value, then a padding
+    mask; a self-attention call's query read again as its memory (a key of its own,
+    `ctx.memory`) where the module's attentions are written the cross-attention way."""
+    floats = [k for k in inputs if ctx.value(k).dtype.is_floating_point]
+    inputs = floats + [k for k in inputs if k not in floats]
+    if len(floats) != 1 or ctx.value(floats[0]).dim() != 3 or not ctx.reads_memory():
+        return inputs
+    q = floats[0]
+    axis = 1 if mha.batch_first else 0
+    taken = {str(ctx.sizes.binds(s)) for s in ctx.value(q).shape}
+    length = ctx.sizes.bound_name(taken, "the memory's length")
+    key = f"{q}\x02memory"
+    ctx.memory[key] = (q, axis, length)
+    i = inputs.index(q) + 1
+    return inputs[:i] + [key] + inputs[i:]
 
 
 def recognise(ctx, scope, raw: list, mha: nn.MultiheadAttention, inputs: list, out: str) -> list | None:
@@ -24,19 +68,21 @@ def recognise(ctx, scope, raw: list, mha: nn.MultiheadAttention, inputs: list, o
     if mha.bias_k is not None or mha.add_zero_attn:
         return None
     # a key_padding_mask: a bool [B, T] input (True: the key is padding), at most one
-    pads = [k for k in inputs if val(ctx.by_name[k]).dim() == 2 and val(ctx.by_name[k]).dtype == torch.bool]
+    pads = [k for k in inputs if ctx.value(k).dim() == 2 and ctx.value(k).dtype == torch.bool]
     inputs = [k for k in inputs if k not in pads]
     if len(pads) > 1 or len(inputs) not in (1, 2, 3):
         return None
-    shapes = [val(ctx.by_name[k]) for k in inputs]
+    shapes = [ctx.value(k) for k in inputs]
     if any(s.dim() != 3 or not s.dtype.is_floating_point for s in shapes):
         return None
     linears = [n for n in raw if target_name(n) == "aten.linear.default"]
+    memory = any(k in ctx.memory for k in inputs)      # self-attention written with a memory
     packed = len(inputs) == 1 and mha._qkv_same_embed_dim
     # key is value (cross-attention on one memory): PyTorch projects k and v with one packed
     # linear (in_proj_weight's last two row blocks); the spec writes its two `linear D`
-    packed_kv = len(inputs) == 2 and mha._qkv_same_embed_dim
-    if len(linears) != (2 if packed else 3 if packed_kv else 4) or any(target_name(n) == "aten.baddbmm.default" for n in raw):
+    packed_kv = len(inputs) == 2 and mha._qkv_same_embed_dim and not memory
+    if len(linears) != (2 if packed or memory and mha._qkv_same_embed_dim else 3 if packed_kv else 4) \
+            or any(target_name(n) == "aten.baddbmm.default" for n in raw):
         return None
     if not pads and any(target_name(n) == "aten.masked_fill.Scalar" for n in raw):
         return None
@@ -53,8 +99,8 @@ def recognise(ctx, scope, raw: list, mha: nn.MultiheadAttention, inputs: list, o
     def size(s, role=None):
         return t.sizes.text(s if not hasattr(s, "node") else s.node.expr, role)
 
-    B, S = size(val(ctx.by_name[q_in]).shape[b_ax]), size(val(ctx.by_name[q_in]).shape[s_ax])
-    T = size(val(ctx.by_name[k_in]).shape[s_ax])
+    B, S = size(ctx.value(q_in).shape[b_ax]), size(ctx.value(q_in).shape[s_ax])
+    T = size(ctx.memory[k_in][2] if k_in in ctx.memory else ctx.value(k_in).shape[s_ax])
     D, H = size(mha.embed_dim), size(mha.num_heads, "size")
     Dh = t.sizes.ratio(mha.embed_dim, mha.num_heads) or size(mha.embed_dim // mha.num_heads)
     pieces, keys = [], {}
@@ -85,10 +131,14 @@ def recognise(ctx, scope, raw: list, mha: nn.MultiheadAttention, inputs: list, o
                 w = {"weight": f"{fqn}{role}_proj_weight"}
             if bias:
                 w["bias"] = [names[j], j, 3]
-            key = linears[j].name
-            if packed_kv and role == "v":     # the packed k/v linear is one node: v's rows by name
+            if memory and mha._qkv_same_embed_dim:    # the packed in_proj is one node: the rows by name
+                key = f"{out}\x02{role}proj"
+                ctx.order[key] = ctx.index[linears[0].name] + j / 4
+            elif packed_kv and role == "v":     # the packed k/v linear is one node: v's rows by name
                 key = f"{out}\x02vproj"
                 ctx.order[key] = ctx.index[linears[1].name] + 0.5
+            else:
+                key = linears[j].name
             ctx.weights[key] = ("linear", w)
             pieces.append(Piece(key, f"linear {D}{flag}", keys[src], weight=("linear", w), hint=role,
                                 strong=True))

@@ -4,7 +4,10 @@
 aliases (steps that change nothing), the blocks written so far, the `param`/`buffer`
 declarations and the weights of every learned step by node. `write_spec` walks the top
 scope and assembles the file: a header comment, the sizes, the inputs, the weights read
-directly, the blocks, the bindings.
+directly, the blocks, the bindings. One module class is one block: a later call of a class
+reads its input sizes by the first call's names (`Sizes.bind_like`), nn.MultiheadAttention is
+written with a memory wherever the module also uses it for cross-attention (attention.py),
+and blocks of one class that differ only in sizes are merged (merge.py).
 """
 from __future__ import annotations
 
@@ -13,10 +16,12 @@ import operator
 import torch
 from torch import nn
 
+from ..checker.checker import check_text
 from . import conv, elementwise, learned, reductions  # noqa: F401  (register their steps in the operation table)
-from .attention import recognise
+from .attention import reads_memory, recognise, with_memory
 from .graph import dtype_word, is_tensor, target_name, tok, val
 from .load import WRAPPED, ImportFailure
+from .merge import merge_blocks
 from .scope import SKIP, NotABlock, Scope, real_users, segment_io
 from .sizes import Sizes
 from .translate import Piece, Translator, _leaf
@@ -55,6 +60,9 @@ class Context:
         self.decls: list[str] = []
         self.declared: dict[str, str] = {}
         self.decl_map: list[dict] = []
+        self.memory: dict[str, tuple] = {}       # a self-attention's query read as its memory -> (query, axis, length)
+        self.class_axes: dict[str, list] = {}    # a module class -> the sizes its first call's inputs bind
+        self._reads_memory = None
         self.blocks: dict[str, str] = {}         # block text -> name
         self.block_lines: list[str] = []
         self.opaque = 0
@@ -84,6 +92,23 @@ class Context:
         # positions for an embedding are read by it: `slice 0 0 S`
         return not (target_name(node).startswith("aten.arange") and all(
             target_name(u) == "aten.embedding.default" and u.args[1] is node for u in node.users))
+
+    def value(self, key: str):
+        """The example value of a tensor by key (a self-attention's memory: its query's)."""
+        return val(self.by_name[self.memory[key][0] if key in self.memory else key])
+
+    def dims(self, key: str) -> list:
+        """The sizes of a tensor by key, one per axis (a memory: its own length)."""
+        dims = [d.node.expr if isinstance(d, torch.SymInt) else int(d) for d in self.value(key).shape]
+        if key in self.memory:
+            _q, axis, length = self.memory[key]
+            dims[axis] = length
+        return dims
+
+    def reads_memory(self) -> bool:
+        if self._reads_memory is None:
+            self._reads_memory = reads_memory(self)
+        return self._reads_memory
 
     def is_step(self, node) -> bool:
         return self.translatable(node) and target_name(node) not in IDENTITY
@@ -147,9 +172,15 @@ class Context:
         inputs, outputs = segment_io(segment, raw, self)
         if len(outputs) != 1 or not inputs or len(inputs) > len(BLOCK_INPUTS):
             raise NotABlock(f"{path}: reads {inputs}, gives {outputs}")
+        sub = self.submodule(path)
+        if isinstance(sub, nn.MultiheadAttention) and len(inputs) < len(BLOCK_INPUTS):
+            inputs = with_memory(self, sub, inputs)
         names = dict(zip(inputs, BLOCK_INPUTS))
-        exprs = [s.node.expr for k in inputs for s in val(self.by_name[k]).shape if isinstance(s, torch.SymInt)]
+        exprs = [e for k in inputs for e in self.dims(k) if not isinstance(e, int)]
         saved = self.sizes.block_dims(exprs, self.reserved)
+        # a module class is one block: a later call reads its sizes by the first call's names
+        axes = [self.sizes.binds(e) for k in inputs for e in self.dims(k)]
+        self.sizes.bind_like(axes, self.class_axes.setdefault(cls, axes))
         try:
             return self._block(raw, depth, path, cls, inputs, outputs, names)
         finally:
@@ -170,7 +201,8 @@ class Context:
         if out in names:
             raise NotABlock(path)
         lines = child.finish()
-        args = ", ".join(f"{names[k]}: {self.tr.shape(self.by_name[k], 'input')}" for k in inputs)
+        args = ", ".join(f"{names[k]}: [" + ", ".join(self.sizes.text(e, "input") for e in self.dims(k)) + "]"
+                         for k in inputs)
         body = "\n".join(["  " + line for line in child.decls + lines] + [f"  return {child.names[out]}", "end"])
         if child.owned:        # the block's module holds them: one step of the mapping, before its own
             key = f"{raw[0].name}\x02own"
@@ -187,8 +219,9 @@ class Context:
             self.blocks[key_text] = name
             self.block_lines += [f"block {name}{key_text}", ""]
         name = self.blocks[key_text]
-        extra = "(" + ", ".join(tok(k) for k in inputs[1:]) + ")" if len(inputs) > 1 else ""
-        return Piece(out, name + extra, inputs[0], refs=inputs[1:], hint=_leaf(path) or "out",
+        outer = [self.memory[k][0] if k in self.memory else k for k in inputs]   # a memory is its query
+        extra = "(" + ", ".join(tok(k) for k in outer[1:]) + ")" if len(inputs) > 1 else ""
+        return Piece(out, name + extra, outer[0], refs=outer[1:], hint=_leaf(path) or "out",
                      strong=True, block=(name, path, frozenset(n.name for n in raw)))
 
 
@@ -238,20 +271,38 @@ def write_spec(ctx: Context, inputs, header: list[str], comments: dict) -> tuple
     opaque = [line for line in "\n".join(lines + ctx.block_lines).splitlines()
               if line.lstrip().startswith("# opaque:")]
     ctx.opaque = len(opaque)
-    text = []
-    text += header
-    text += ctx.sizes.header(comments)
-    text.append("")
-    text += input_lines
-    text += ctx.decls
-    text.append("")
-    text += ctx.block_lines
-    text += lines
+    def assemble(block_lines, lines):
+        return "\n".join(header + ctx.sizes.header(comments) + [""] + input_lines + ctx.decls + [""]
+                         + block_lines + lines) + "\n"
+
+    text = assemble(ctx.block_lines, lines)
+    if ctx.opaque == 0:
+        text = _one_block_per_class(ctx, text, lines, assemble)
     order = sorted(ctx.weights, key=lambda k: ctx.order.get(k, ctx.index.get(k)))
     steps = [{"kind": ctx.weights[k][0], "tensors": {n: _src(s) for n, s in ctx.weights[k][1].items()}}
              for k in order]
     mapping = {"steps": steps, "declared": ctx.decl_map, "outputs": out_names}
-    return "\n".join(text) + "\n", mapping
+    return text, mapping
+
+
+def _one_block_per_class(ctx: Context, text: str, lines: list[str], assemble) -> str:
+    """`text` with the blocks of one class that differ only in sizes merged (merge.py), when
+    the merged spec checks with no more diagnostics than `text`."""
+    sizes = ctx.sizes
+    dims = set(sizes.values) | set(sizes.derived) | set(sizes.block_names)
+    fixed = dims - set(sizes.dynamic) - set(sizes.block_names)
+    bound: dict[str, str] = {}
+    merged = merge_blocks(ctx.block_lines, lines, dims, fixed, bound)
+    if merged is None:
+        return text
+    saved = dict(sizes.block_names)
+    sizes.block_names.update(bound)
+    candidate = assemble(*merged)
+    before, after = check_text(text, "imported.shape"), check_text(candidate, "imported.shape")
+    if after.ok and len(after.diagnostics) <= len(before.diagnostics):
+        return candidate
+    sizes.block_names = saved
+    return text
 
 
 def _src(s):

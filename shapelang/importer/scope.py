@@ -3,8 +3,9 @@
 One `Scope` is the body of the spec or of one block. Its nodes are walked in graph order;
 the nodes of a submodule's call (by `nn_module_stack`) become a block when the call takes
 tensors in and gives one tensor out and reads no weight from outside (`attn: ln_1 -> Attention`),
-and calls of the modules of one ModuleList that chain into each other with the same block
-become `stack N Block`. A piece continues the binding before it when it pipes that binding's
+and calls of the modules of one ModuleList (or of torchvision's named nn.Sequential,
+`encoder_layer_0`, `encoder_layer_1`) that chain into each other with the same block become
+`stack N Block`. A piece continues the binding before it when it pipes that binding's
 last value and nothing else reads it; a learned step starts a binding of its own, named after
 its module (`c_attn: ln_1 -> linear 3*D`).
 """
@@ -21,6 +22,7 @@ from .translate import Piece
 SKIP = {"aten.sym_size.int", "aten._assert_scalar.default", "aten.sym_constrain_range_for_size.default",
         "aten._assert_tensor_metadata.default", "aten.sym_constrain_range.default"}
 TOKEN = re.compile("\x00([^\x00]*)\x00")
+LAYER = re.compile(r"(|.*[._])(\d+)")
 KEYWORDS = {"dim", "assume", "example", "input", "param", "buffer", "expect", "block", "end", "return",
             "causal", "stack", "int", "float", "bool", "keepdim", "true", "false"}
 
@@ -54,6 +56,14 @@ def call_stack(node) -> list[tuple]:
         cls_name = cls.rsplit(".", 1)[-1] if isinstance(cls, str) else getattr(cls, "__name__", "Block")
         out.append((key, path, cls_name))
     return out
+
+
+def layer(path: str) -> tuple[str, int | None]:
+    """A module's place in a list of layers: (what comes before its number, the number) for
+    `h.3` (a ModuleList) and `layers.encoder_layer_3` (torchvision's named nn.Sequential);
+    (path, None) for a module with no number."""
+    m = LAYER.fullmatch(path)
+    return (m.group(1), int(m.group(2))) if m else (path, None)
 
 
 def real_users(node) -> list:
@@ -168,17 +178,17 @@ class Scope:
         name, path, _inside = block
         lname, lpath, count, lrefs = last.stack
         refs = tuple(self.key(r) for r in p.refs)     # the same mask for every layer: `stack N Block(mask)`
-        parent, _, index = path.rpartition(".")
-        lparent, _, lindex = lpath.rpartition(".")
-        if not (name == lname and parent == lparent and index.isdigit() and lindex.isdigit() and refs == lrefs
-                and int(index) == int(lindex) + 1 and last.tail == self.key(p.pipe)
+        parent, index = layer(path)
+        lparent, lindex = layer(lpath)
+        if not (name == lname and parent == lparent and index is not None and lindex is not None and refs == lrefs
+                and index == lindex + 1 and last.tail == self.key(p.pipe)
                 and all(u.name in _inside for u in self.ctx.users(last.tail))
                 and not self.ctx.is_output(last.tail)):
             return False
         last.stack = (name, path, count + 1, refs)
         extra = "(" + ", ".join(tok(r) for r in refs) + ")" if refs else ""
         last.ops = [f"stack {self.ctx.sizes.count(count + 1)} {name}{extra}"]
-        last.pieces = [Piece(p.key, last.ops[0], refs=list(refs), hint=parent.rpartition(".")[2] or "layers",
+        last.pieces = [Piece(p.key, last.ops[0], refs=list(refs), hint=parent.rstrip("._").rpartition(".")[2] or "layers",
                              strong=True)]
         last.tail = p.key
         self.owner[p.key] = last

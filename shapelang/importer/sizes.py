@@ -342,6 +342,50 @@ class Sizes:
                 self.block_names[name] = key
         return saved
 
+    def binds(self, e):
+        """The name (a symbol) an input axis of size `e` binds in the block being written, or
+        None for a fixed size or an expression."""
+        e = e.node.expr if hasattr(e, "node") else e
+        if isinstance(e, int):
+            return None
+        e = sp.sympify(e)
+        if not e.free_symbols:
+            return None
+        e = sp.expand(self._whole(e.xreplace(self.symbols))).xreplace(self.local)
+        return e if e.is_Symbol else None
+
+    def bind_like(self, axes: list, first: list) -> None:
+        """Read a block's input sizes with the names its class's first call gave them (`axes`
+        and `first`: the symbols each input axis binds, None where fixed), so that the calls of
+        one module class at other sizes (the decoder's length T where the encoder had S) write
+        one block: its dims are bound at each call. Nothing changes unless the two name the
+        axes one to one."""
+        if len(axes) != len(first):
+            return
+        remap = {}
+        for a, b in zip(axes, first):
+            if (a is None) != (b is None) or a is not None and remap.setdefault(a, b) != b:
+                return
+        if len(set(remap.values())) != len(remap):
+            return
+        remap = {a: b for a, b in remap.items() if a != b}
+        if remap:
+            self.local = {k: remap.get(v, v) for k, v in self.local.items()} | \
+                {a: b for a, b in remap.items() if a not in self.local}
+
+    def bound_name(self, taken: set, note: str):
+        """A name (a symbol) for a size a block's input binds at every call that no other size
+        of the spec has (`dim T  # ...`): the first dynamic size not in `taken`, else a new one."""
+        name = next((n for n in self.dynamic if n not in taken), None)
+        if name is None:
+            used = set(self.values) | {str(v) for v in self.local.values()} | set(self.block_names) | taken
+            name = next(n for n in BLOCK_DIMS + [f"T{k}" for k in range(2, 99)] if n not in used)
+            self.block_names[name] = note
+        symbol = sp.Symbol(name, positive=True, integer=True)
+        if name not in self.values:
+            self.symbols.setdefault(symbol, symbol)
+        return symbol
+
     def _print(self, e, role, top=False) -> str:
         if e.is_Integer:
             return self.name_int(int(e), role) if top else self._coeff(int(e))
@@ -418,8 +462,8 @@ class Sizes:
         for name, (a, b) in self.derived.items():
             lines.append(f"dim {name} = {a} / {b}")
         for name, key in self.block_names.items():    # bound at each call: no example value
-            lines.append(f"dim {name}  # a block input's size, {self._print(sp.expand(key), None, top=True)} "
-                         "where it is called")
+            what = key if isinstance(key, str) else self._print(sp.expand(key), None, top=True)
+            lines.append(f"dim {name}  # a block input's size, {what} where it is called")
         assumes = [f"{a} % {b} == 0" for a, b in self.derived.values()] + self.assumes + ranges
         seen = set()
         for a in assumes:
