@@ -81,10 +81,10 @@ def batchnorm(c, x, a):
 
 ENTRIES = [
     *[OpDef(name, f"{name} [dtype=int]", f"a new tensor of {what} of the input's shape and dtype (or "
-            "`dtype=`)", like, family="tables", provenance="same", kwargs=("dtype",), values=("dtype",))
+            "`dtype=`)", like, emitter="like", family="tables", provenance="same", kwargs=("dtype",), values=("dtype",))
       for name, what in (("zeros_like", "zeros"), ("ones_like", "ones"))],
     OpDef("full_like", "full_like V [dtype=int]", "a new tensor of the input's shape and dtype filled "
-          "with V (`-inf` allowed where the dtype holds it)", like, family="tables", provenance="same",
+          "with V (`-inf` allowed where the dtype holds it)", like, emitter="like", family="tables", provenance="same",
           positional=("fill_value",), kwargs=("dtype",), dtype="like", values=("value", "dtype")),
     OpDef("eye", "eye(N) | eye(N, M)", "the identity matrix [N, N] (or [N, M]), float", call_only,
           family="tables", provenance="new", kwargs=("dtype",)),

@@ -12,7 +12,8 @@ class OpDef:
     doc: str                        # one line for docs/language.md
     rule: Callable | None           # (checker context, tensor, Args) -> Result; None: the checker's own
     flops: str = ""                 # what the FLOP count is; empty: none
-    emitter: str | None = None      # key in shapelang.codegen.emit.EMITTERS (default: the name)
+    emitter: str | None = None      # its emitter's registered name in shapelang.codegen.registry
+                                    # (default: its name; `rmsnorm` names `layernorm`'s to share it)
     family: str = "values"          # docs section: layout, values, combine, blocks
     provenance: str | None = None   # key in shapelang.checker.provenance's rules (None: unknown)
     kwargs: tuple = ()              # keywords it takes besides its positional ones (`eps`, `bias`)

@@ -214,14 +214,14 @@ ENTRIES = [
     *[OpDef(f"{kind}_pool{n}d", f"{kind}_pool{n}d K", _POOL_DOC.format(
         what="maximum" if kind == "max" else "mean", layout="[B, C, L]" if n == 1 else "[B, C, H, W]",
         reach="d(K - 1)" if kind == "max" else "K",
-        dil=", `dilation=`" if kind == "max" else ""), window_pool, family="pooling", provenance="pool", positional=("kernel_size",), kwargs=_WINDOW_KW[kind == "max"], dtype=_DTYPE_RULE,
+        dil=", `dilation=`" if kind == "max" else ""), window_pool, emitter="pool", family="pooling", provenance="pool", positional=("kernel_size",), kwargs=_WINDOW_KW[kind == "max"], dtype=_DTYPE_RULE,
         values=("kernel", "stride", "padding", "dilation", "ceil_mode", "count_include_pad"))
       for kind in ("max", "avg") for n in (1, 2)],
     *[OpDef(f"adaptive_{kind}_pool{n}d", f"adaptive_{kind}_pool{n}d OUT",
             f"adaptive {'mean' if kind == 'avg' else 'maximum'} pool to the output size OUT "
             f"({'a size' if n == 1 else 'a size or a pair `[OH, OW]`'}): "
             f"{'[B, C, OUT]' if n == 1 else '[B, C, OH, OW]'}, whatever the input size",
-            adaptive_pool, family="pooling", provenance="pool", positional=("output_size",), dtype=_DTYPE_RULE,
+            adaptive_pool, emitter="pool", family="pooling", provenance="pool", positional=("output_size",), dtype=_DTYPE_RULE,
             values=("output_size",))
       for kind in ("avg", "max") for n in (1, 2)],
     OpDef("interpolate", 'interpolate size=[H2, W2] | interpolate scale_factor=2 mode="bilinear"',

@@ -120,7 +120,7 @@ def _reduction(name, doc, dtype, kwargs=("keepdim",), whole=True, **more):
     return OpDef(name, usage + "".join(f" [{k}=..]" for k in kwargs if k != "keepdim"), doc, reduce,
                  provenance="reduce", positional=("dim",), kwargs=kwargs, dtype=dtype, reduces=True,
                  axes=True, values=("dim", "keepdim") + tuple(k for k in kwargs if k != "keepdim"),
-                 pytorch=("dim?", "keepdim?"), **more)
+                 pytorch=("dim?", "keepdim?"), emitter="reduction", **more)
 
 
 ENTRIES = [
@@ -144,11 +144,11 @@ ENTRIES = [
     _reduction("median", "the median along axis A (the values; `median` alone: of every element); "
                "bool refused", "no_bool"),
     OpDef("kthvalue", "kthvalue K [A] [keepdim]", "the K-th smallest value along axis A (-1 by "
-          "default); K proved between 1 and the axis size", kthvalue, provenance="reduce",
+          "default); K proved between 1 and the axis size", kthvalue, emitter="reduction", provenance="reduce",
           positional=("k", "dim"), kwargs=("keepdim",), dtype="no_bool", reduces=True,
           values=("k", "dim", "keepdim"), pytorch=("k", "dim?", "keepdim?")),
     *[OpDef(name, f"{name} A" + (" [dtype=float64]" if name in ("cumsum", "cumprod") else ""), doc, scan,
-            provenance="same", positional=("dim",), kwargs=("dtype",) if name in ("cumsum", "cumprod") else (),
+            emitter="functional" if name == "softmin" else "reduction", provenance="same", positional=("dim",), kwargs=("dtype",) if name in ("cumsum", "cumprod") else (),
             dtype=dtype, axes=True, values=("dim", "dtype"),
             pytorch=("dim", "dtype?") if name in ("cumsum", "cumprod") else ("dim",))
       for name, doc, dtype in (
@@ -163,6 +163,6 @@ ENTRIES = [
           positional=("dim",), kwargs=("descending", "stable"), axes=True,
           values=("dim", "descending", "stable")),
     OpDef("argsort", "argsort [A] [descending=true]", "the int indices that sort axis A",
-          sort, provenance="each", positional=("dim",), kwargs=("descending", "stable"), axes=True,
+          sort, emitter="sort", provenance="each", positional=("dim",), kwargs=("descending", "stable"), axes=True,
           values=("dim", "descending", "stable")),
 ]

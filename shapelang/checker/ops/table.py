@@ -3,8 +3,8 @@
 An entry holds everything the stages need to know about an operation: how it
 is written (its arguments), its shape rule (which also computes parameters and
 multiply-add FLOPs), a line for the docs, what its FLOPs count, the name of its
-emitter in the code generator (shapelang.codegen.emit.EMITTERS, linked by name
-so that the checker never imports codegen), and its axis-provenance rule when
+emitter in the code generator (registered under that name with
+shapelang.codegen.registry's `@emitter`, so that the checker never imports codegen), and its axis-provenance rule when
 it has one. docs/language.md's operation table is generated from here
 (`python -m shapelang.checker.ops`), and a test keeps the two equal.
 
@@ -45,7 +45,7 @@ _ENTRIES = [
           "legal for the tensor's strides (else use `reshape` or `contiguous` first)", reshaping.view,
           family="layout", provenance="regroup", moves="regroup"),
     OpDef("reshape", "reshape [S1, S2, ..]", "as `view`, copying when the strides do not allow a view",
-          reshaping.reshape, family="layout", provenance="regroup", moves="regroup"),
+          reshaping.reshape, family="layout", emitter="view", provenance="regroup", moves="regroup"),
     OpDef("transpose", "transpose A B", "swaps two axes", reshaping.transpose, family="layout",
           provenance="permute", positional=("dim0", "dim1"), axes=True, moves="move"),
     OpDef("permute", "permute A B C ..", "reorders all axes", reshaping.permute, family="layout",
@@ -71,7 +71,7 @@ _ENTRIES = [
     OpDef("softmax", "softmax A [dtype=float32]", "softmax along axis A (computed in `dtype` when "
           "given)", values.softmax, provenance="same", positional=("dim",), kwargs=("dtype",), axes=True, values=('dim', 'dtype'), pytorch=('dim', 'dtype?')),
     OpDef("log_softmax", "log_softmax A [dtype=float32]", "log of softmax along axis A",
-          values.softmax, provenance="same", positional=("dim",), kwargs=("dtype",), axes=True, values=('dim', 'dtype'), pytorch=('dim', 'dtype?')),
+          values.softmax, emitter="softmax", provenance="same", positional=("dim",), kwargs=("dtype",), axes=True, values=('dim', 'dtype'), pytorch=('dim', 'dtype?')),
     OpDef("scale", "scale S", "multiplies by a scalar size expression, e.g. `scale 1/sqrt(Dk)`",
           values.scale, provenance="same", values=('factor',), pytorch=('factor',)),
     OpDef("mask", "mask causal | mask M", "causal mask on the last two axes, or masked_fill where the "
@@ -81,11 +81,11 @@ _ENTRIES = [
     *[OpDef(name, name, "elementwise", values.elementwise, emitter="unary", provenance="same",
             kwargs=UNARY_KWARGS.get(name, ()), values=UNARY_KWARGS.get(name, ())) for name in UNARY],
     OpDef("to", "to DTYPE", "casts to a dtype: `to float`, `to bfloat16`, `to int` (see Dtypes)",
-          values.cast, provenance="same", positional=("dtype",), values=('dtype',)),
+          values.cast, emitter="cast", provenance="same", positional=("dtype",), values=('dtype',)),
     OpDef("type_as", "type_as T", "casts to the dtype (and device) of the tensor T: "
           "`cos -> type_as x` is HF's `cos.to(x.dtype)`, so a table built in float32 meets "
-          "bfloat16 activations in their dtype", values.cast, provenance="same", values=('dtype',)),
-    *[OpDef(name, name, f"Tensor.{name}(): casts to {dtype}", values.cast, provenance="same")
+          "bfloat16 activations in their dtype", values.cast, emitter="cast", provenance="same", values=('dtype',)),
+    *[OpDef(name, name, f"Tensor.{name}(): casts to {dtype}", values.cast, emitter="cast", provenance="same")
       for name, dtype in CASTS.items()],
     OpDef("opaque", 'opaque "what" [S1, S2, ..]', "an operation shapelang does not model, kept with "
           "the shape it gives (float; `int` or `bool` after the shape); `shapelang import` writes it "
@@ -96,15 +96,15 @@ _ENTRIES = [
           values.norm, provenance="norm", kwargs=("eps", "bias", "elementwise_affine"), axes=True, values=('bias', 'eps', 'affine')),
     OpDef("rmsnorm", "rmsnorm [eps=1e-06]", "RMS-normalises the last axis; learned gamma (D "
           "parameters); eps defaults to the dtype's machine epsilon, as in nn.RMSNorm",
-          values.norm, provenance="norm", kwargs=("eps", "elementwise_affine"), axes=True, values=('eps', 'affine')),
+          values.norm, emitter="layernorm", provenance="norm", kwargs=("eps", "elementwise_affine"), axes=True, values=('eps', 'affine')),
     OpDef("sum", "sum A [keepdim]", "sums over axis A (kept as size 1 with `keepdim`)",
-          values.reduce, provenance="reduce", positional=("dim",), kwargs=("keepdim",), reduces=True, axes=True, values=('dim', 'keepdim'), pytorch=('dim', 'keepdim?')),
-    OpDef("mean", "mean A [keepdim]", "mean over axis A", values.reduce,
+          values.reduce, emitter="reduce", provenance="reduce", positional=("dim",), kwargs=("keepdim",), reduces=True, axes=True, values=('dim', 'keepdim'), pytorch=('dim', 'keepdim?')),
+    OpDef("mean", "mean A [keepdim]", "mean over axis A", values.reduce, emitter="reduce",
           provenance="reduce", positional=("dim",), kwargs=("keepdim",), reduces=True, axes=True, values=('dim', 'keepdim'), pytorch=('dim', 'keepdim?')),
     OpDef("var", "var A [keepdim] [correction=0]", "variance over axis A (`correction=0`: the "
-          "biased one)", values.reduce, provenance="reduce", positional=("dim",),
+          "biased one)", values.reduce, emitter="reduce", provenance="reduce", positional=("dim",),
           kwargs=("keepdim", "correction"), reduces=True, axes=True, values=('dim', 'keepdim', 'correction'), pytorch=('dim', 'keepdim?')),
-    OpDef("amax", "amax A [keepdim]", "maximum over axis A", values.reduce,
+    OpDef("amax", "amax A [keepdim]", "maximum over axis A", values.reduce, emitter="reduce",
           provenance="reduce", positional=("dim",), kwargs=("keepdim",), reduces=True, axes=True, values=('dim', 'keepdim'), pytorch=('dim', 'keepdim?')),
     OpDef("select", "select A I", "picks position I of axis A (the axis goes)", values.select,
           provenance="select", positional=("dim", "index"), axes=True, values=('dim', 'index'), moves="pick"),
@@ -150,11 +150,11 @@ _ENTRIES += [
     OpDef("conv1d", "conv1d OUT K", "nn.Conv1d on [B, C, L] (or [C, L]): [B, OUT, L'] with L' = "
           "floor((L + 2p - d(K - 1) - 1) / s) + 1; keywords `stride=`, `padding=` (a size, "
           '`"same"`, `"valid"`), `dilation=`, `groups=`, `bias=false`, `dtype=` of the weights (float32 by default); OUT*C/groups*K (+ OUT) parameters',
-          conv.conv, flops="out elements × C/groups × K", family="combine", provenance="conv",
+          conv.conv, emitter="conv", flops="out elements × C/groups × K", family="combine", provenance="conv",
           kwargs=("stride", "padding", "dilation", "groups", "bias", "dtype"), dtype="learned"),
     OpDef("conv2d", "conv2d OUT K", "nn.Conv2d on [B, C, H, W]: K, `stride=`, `padding=`, "
           "`dilation=` are sizes or pairs `[KH, KW]`; each spatial size as for `conv1d`",
-          conv.conv, flops="out elements × C/groups × KH × KW", family="combine", provenance="conv",
+          conv.conv, emitter="conv", flops="out elements × C/groups × KH × KW", family="combine", provenance="conv",
           kwargs=("stride", "padding", "dilation", "groups", "bias", "dtype"), dtype="learned"),
     OpDef("index_select", "index_select A idx", "the entries of axis A at the int indices idx [N]: "
           "axis A becomes N", indexing.index_select, family="indexing", provenance="index"),
@@ -172,9 +172,9 @@ _ENTRIES += [
           indexing.index_add, family="indexing", provenance="write", kwargs=("alpha",), values=('dim', 'alpha')),
     OpDef("scatter_add", "scatter_add A idx src", "torch.scatter_add: adds src[i] at position idx[i] "
           "of axis A; idx, src and the input have one rank, idx no larger than src (nor than the "
-          "input off axis A)", indexing.scatter_add, family="indexing", provenance="write", values=('dim',)),
+          "input off axis A)", indexing.scatter_add, emitter="scatter", family="indexing", provenance="write", values=('dim',)),
     OpDef("scatter", "scatter A idx src", "torch.scatter: writes src (a tensor or a number) at the "
-          "int indices idx along axis A; rules as `scatter_add`", indexing.scatter_add, family="indexing", provenance="write", values=('dim', 'value')),
+          "int indices idx along axis A; rules as `scatter_add`", indexing.scatter_add, emitter="scatter", family="indexing", provenance="write", values=('dim', 'value')),
     OpDef("nonzero", "nonzero [as_tuple=true] | where(M)", "the indices of the nonzero entries: "
           "[N, rank] int, or one [N] int per axis (`as_tuple=true`, and `where(M)` as torch.where); "
           "N depends on the values: a fresh size, 0 <= N <= numel (see Data-dependent sizes)",
@@ -189,10 +189,10 @@ _ENTRIES += [
     OpDef("linspace", "linspace(START, END, N)", "N evenly spaced floats from START to END",
           tables.call_only, family="tables", provenance="new",
           kwargs=("dtype",)),
-    OpDef("zeros", "zeros([S1, S2, ..])", "a float tensor of zeros", tables.call_only,
+    OpDef("zeros", "zeros([S1, S2, ..])", "a float tensor of zeros", tables.call_only, emitter="full",
           family="tables", provenance="new",
           kwargs=("dtype",)),
-    OpDef("ones", "ones([S1, S2, ..])", "a float tensor of ones", tables.call_only,
+    OpDef("ones", "ones([S1, S2, ..])", "a float tensor of ones", tables.call_only, emitter="full",
           family="tables", provenance="new",
           kwargs=("dtype",)),
     OpDef("full", "full([S1, S2, ..], V)", "a tensor filled with V (`true`/`false`: bool, a whole "
@@ -203,13 +203,13 @@ _ENTRIES += [
     OpDef("outer", "outer(A, B) | outer B", "the outer product of two vectors [N] and [M]: [N, M]",
           tables.outer, flops="N × M", family="tables", provenance="outer"),
     OpDef("triu", "triu [K]", "keeps the upper triangle of the last two axes, from diagonal K "
-          "(default 0; a size expression, e.g. `triu (P + 1)`)", tables.triangle, family="tables",
+          "(default 0; a size expression, e.g. `triu (P + 1)`)", tables.triangle, emitter="triangle", family="tables",
           provenance="same"),
     OpDef("tril", "tril [K]", "keeps the lower triangle of the last two axes, up to diagonal K",
-          tables.triangle, family="tables", provenance="same"),
+          tables.triangle, emitter="triangle", family="tables", provenance="same"),
     OpDef("sin", "sin", "elementwise sine (a float dtype keeps its dtype; int and bool give float32)",
-          tables.trig, family="tables", provenance="same", dtype="to_float"),
-    OpDef("cos", "cos", "elementwise cosine (as `sin`)", tables.trig, family="tables",
+          tables.trig, emitter="math", family="tables", provenance="same", dtype="to_float"),
+    OpDef("cos", "cos", "elementwise cosine (as `sin`)", tables.trig, emitter="math", family="tables",
           provenance="same", dtype="to_float"),
     OpDef("pow", "pow E", "raises each element to the scalar power E (the same as `** E`)",
           tables.power, family="tables", dtype="power"),
@@ -218,7 +218,7 @@ _ENTRIES += [
           "several names: `gy, gx: meshgrid(ys, xs)`)", tables.meshgrid, family="tables",
           provenance="meshgrid"),
     OpDef("repeat", 'repeat "n d -> b n d" b=B', "einops' repeat: a rearrange whose right side may add "
-          "axes (their sizes given), the tensor copied along them", reshaping.repeat, family="layout",
+          "axes (their sizes given), the tensor copied along them", reshaping.repeat, family="layout", emitter="rearrange",
           provenance="rearrange"),
     OpDef("stack_tensors", "stack_tensors(A, T1, T2, ..) | stack_tensors A T1 ..", "torch.stack: tensors "
           "of one shape joined along a new axis A (`stack N Block` repeats a block instead)",
@@ -237,23 +237,23 @@ _ENTRIES += [
           "(numbers or tensors that broadcast; `clamp LO HI` also)", tables.clamp, family="tables",
           provenance="where", kwargs=("min", "max")),
     OpDef("logical_not", "logical_not", "True where the input is False (or 0), as a bool tensor: "
-          "the opposite of a mask", values.elementwise, family="tables", provenance="same"),
-    OpDef("amin", "amin A [keepdim]", "minimum over axis A", values.reduce,
+          "the opposite of a mask", values.elementwise, emitter="math", family="tables", provenance="same"),
+    OpDef("amin", "amin A [keepdim]", "minimum over axis A", values.reduce, emitter="reduce",
           provenance="reduce", positional=("dim",), kwargs=("keepdim",), reduces=True, pytorch=('dim', 'keepdim?')),
     OpDef("max", "max A [keepdim]", "torch.max over axis A: the maxima and their int indices (two "
-          "tensors: `vals, idx: x -> max -1`; for the maxima alone use `amax`)", values.reduce,
+          "tensors: `vals, idx: x -> max -1`; for the maxima alone use `amax`)", values.reduce, emitter="reduce",
           positional=("dim",), kwargs=("keepdim",), reduces=True),
     OpDef("min", "min A [keepdim]", "torch.min over axis A: the minima and their int indices (two "
-          "tensors; for the minima alone use `amin`)", values.reduce,
+          "tensors; for the minima alone use `amin`)", values.reduce, emitter="reduce",
           positional=("dim",), kwargs=("keepdim",), reduces=True),
 ]
 
 # rounding, as YaRN's rotary tables need it
 _ENTRIES += [
     OpDef("floor", "floor", "rounds each element down (float stays float, int stays int)",
-          tables.rounding, family="tables", provenance="same"),
+          tables.rounding, emitter="math", family="tables", provenance="same"),
     OpDef("ceil", "ceil", "rounds each element up (float stays float, int stays int)",
-          tables.rounding, family="tables", provenance="same"),
+          tables.rounding, emitter="math", family="tables", provenance="same"),
 ]
 
 # the families added since, each module with its rules and entries
