@@ -29,6 +29,10 @@ class OpDef:
     # new axes), move (transpose, permute: axes reordered), rearrange (both), copy, broadcast,
     # repeat, pick (one part of an axis), cut (into several tensors), join; "": it computes
     moves: str = ""
+    # one valid use, on `x: [B, S, D]` (float), `ids: [B, S]` (int) or `m: [B, 1, S]` (bool),
+    # with the sizes F and V (`v, y: ..` when it gives two tensors); empty: `x -> NAME`. The
+    # tests run every operation through it (keywords, every dtype against PyTorch).
+    example: str = ""
 
     @property
     def emitter_key(self) -> str:
@@ -38,3 +42,8 @@ class OpDef:
     def ir_name(self) -> str:
         """The operation name in the checked IR (an alias is its original's)."""
         return self.alias_of or self.name
+
+    @property
+    def use(self) -> str:
+        """`example`, or `x -> NAME` when the operation needs no argument."""
+        return self.example or f"x -> {self.name}"

@@ -171,14 +171,16 @@ _SAME = {"provenance": "same"}
 ENTRIES = [
     OpDef("masked_fill", "masked_fill M V", "V (a number: `-inf`, `0.0`, `true`) where the bool M is "
           "True; out of place, the input and M broadcast", masked_fill, provenance="expand",
-          positional=("mask", "value"), dtype="fill", values=("value",), pytorch=("mask", "value")),
+          positional=("mask", "value"), dtype="fill", values=("value",), pytorch=("mask", "value"),
+          example="x -> transpose 1 2 -> masked_fill m -inf"),
     *[OpDef(name, name + "".join(f" [{k}={v}]" for k, v in kws.items()), f"F.{name}, elementwise"
             + ("" if name == "relu6" else "; float only"), activation, emitter="functional", kwargs=tuple(kws),
             dtype="no_bool" if name == "relu6" else "float_only", values=tuple(kws), **_SAME)
       for name, kws in ACTIVATIONS.items()],
     OpDef("glu", "glu [A]", "F.glu: halves axis A (-1 by default; proved even): the first half times "
           "the sigmoid of the second; float only", glu, emitter="functional", provenance="slice", positional=("dim",),
-          dtype="float_only", axes=True, values=("dim",)),
+          dtype="float_only", axes=True, values=("dim",),
+          example="x -> concat -1 x -> glu"),
     *[OpDef(name, name + (" [decimals=N]" if name == "round" else ""), f"torch.{name}, elementwise"
             + {"sign": "", "trunc": " (bool refused)", "round": " (bool refused; `decimals=` float only)"}
             .get(name, " (int and bool give float)"), math, emitter="math", kwargs=("decimals",) if name == "round" else (),
@@ -186,22 +188,27 @@ ENTRIES = [
             values=("decimals",) if name == "round" else (), **_SAME)
       for name in MATH],
     OpDef("clamp_min", "clamp_min LO", "the same as `clamp min=LO`", clamp_bound, emitter="clamp", family="tables",
-          provenance="where", positional=("min",), pytorch=("min",)),
+          provenance="where", positional=("min",), pytorch=("min",),
+          example="x -> clamp_min 0"),
     OpDef("clamp_max", "clamp_max HI", "the same as `clamp max=HI`", clamp_bound, emitter="clamp", family="tables",
-          provenance="where", positional=("max",), pytorch=("max",)),
+          provenance="where", positional=("max",), pytorch=("max",),
+          example="x -> clamp_max 1"),
     *[OpDef(name, name, f"True where an element is {name[2:]} (bool)", test, emitter="math", family="tables", dtype="bool",
             **_SAME) for name in TESTS],
     OpDef("nan_to_num", "nan_to_num [nan=0.0] [posinf=V] [neginf=V]", "NaN and the infinities "
           "replaced by numbers (by default 0 and the dtype's largest and smallest)", nan_to_num,
           kwargs=("nan", "posinf", "neginf"), values=("nan", "posinf", "neginf"), **_SAME),
     *[OpDef(name, f"{name} M", f"torch.{name} of the piped tensor and M (the shapes broadcast): bool",
-            logical, emitter="logical", family="tables", provenance="where", dtype="bool", pytorch=("other",))
+            logical, emitter="logical", family="tables", provenance="where", dtype="bool", pytorch=("other",),
+            example=f"m -> {name} m")
       for name in LOGICAL],
     OpDef("normalize", "normalize [A] [p=2] [eps=1e-12]", "F.normalize: divides by the p-norm along "
           "axis A (PyTorch's default axis is 1); float only", normalize, emitter="functional", positional=("dim",),
-          kwargs=("p", "eps"), dtype="float_only", axes=True, values=("dim", "p", "eps"), **_SAME),
+          kwargs=("p", "eps"), dtype="float_only", axes=True, values=("dim", "p", "eps"), **_SAME,
+          example="x -> normalize -1"),
     OpDef("cosine_similarity", "cosine_similarity Y [A] [eps=1e-8]", "F.cosine_similarity of the piped "
           "tensor and Y (broadcast) along axis A (default 1), which goes; float only",
           cosine_similarity, emitter="functional", positional=("x2", "dim"), kwargs=("eps",),
-          values=("dim", "eps")),
+          values=("dim", "eps"),
+          example="x -> cosine_similarity x -1"),
 ]
