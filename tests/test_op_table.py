@@ -3,6 +3,7 @@ generated from it, every entry has a shape rule or is handled by the checker, an
 every entry has an emitter in the code generator."""
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
@@ -20,7 +21,10 @@ def test_docs_operation_tables_are_generated_from_the_table():
     m = re.search(r"<!-- ops:begin -->\n(.*?)\n<!-- ops:end -->", text, re.DOTALL)
     assert m, "docs/language.md lost its ops:begin/ops:end markers"
     assert m.group(1).strip() == markdown().strip(), \
-        "docs/language.md is out of date: run `python -m shapelang.checker.ops` and paste its output"
+        "docs/language.md is out of date: run `python -m shapelang.checker.ops --write`"
+    ops_main = importlib.import_module("shapelang.checker.ops.__main__")
+    assert ops_main.generated(text) == text
+    assert ops_main.main(["--check"]) == 0
 
 
 def test_every_operation_is_documented():
