@@ -142,6 +142,13 @@ def _batchnorm(o: Op) -> list[str]:
                       f"{_hparams(o, eps=o.d.get('eps'), momentum=o.d.get('momentum'))})")
 
 
+@emitter("softcap")
+def _softcap(o: Op) -> list[str]:
+    """tanh(x / C) * C."""
+    cap = o.local(o.d["cap"], real=True, operand=True)
+    return [f"{o.out} = torch.tanh({o.x} / {cap}) * {cap}"]
+
+
 @emitter("logical")
 def _logical(o: Op) -> list[str]:
     return [f"{o.out} = torch.{o.s.op}({o.x}, {o.args[1]})"]

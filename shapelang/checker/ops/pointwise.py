@@ -112,6 +112,18 @@ class _Kw:
         self.value, self.span = value, value.span
 
 
+def softcap(c, x, a):
+    """`softcap C`: tanh(x / C) * C, Gemma-2's logit soft-capping (every value kept inside
+    (-C, C)); C a number or size expression, proved positive."""
+    a.count(1, usage="softcap 30.0")
+    cap = a.scalar_at(0)
+    if cap.is_number and not cap > 0:
+        raise a.fail(f"`softcap` divides by its cap, which must be above 0, not {c.sz(cap)}",
+                     "Gemma-2 caps attention logits at 50.0 and final logits at 30.0", span=a.pos[0].span)
+    c.need_positive(cap, a.pos[0].span, what=lambda: f"the cap {c.sz(cap)}")
+    return _pointwise(c, x, cap=cap)
+
+
 def glu(c, x, a):
     """F.glu: halves axis A (-1 by default), which must be even: the first half times the
     sigmoid of the second."""
@@ -177,6 +189,9 @@ ENTRIES = [
             + ("" if name == "relu6" else "; float only"), activation, emitter="functional", kwargs=tuple(kws),
             dtype="no_bool" if name == "relu6" else "float_only", values=tuple(kws), **_SAME)
       for name, kws in ACTIVATIONS.items()],
+    OpDef("softcap", "softcap C", "tanh(x / C) * C: Gemma-2's soft-capping of logits into (-C, C); "
+          "C a positive number or size expression; int and bool give float", softcap,
+          positional=("cap",), dtype="to_float", values=("cap",), example="x -> softcap 30.0", **_SAME),
     OpDef("glu", "glu [A]", "F.glu: halves axis A (-1 by default; proved even): the first half times "
           "the sigmoid of the second; float only", glu, emitter="functional", provenance="slice", positional=("dim",),
           dtype="float_only", axes=True, values=("dim",),
