@@ -20,12 +20,12 @@ SOLUTION = ROOT / "exercises" / "solutions" / "02_split_heads.shape"
 # Each is a rule about those particular ops (a dtype rule, an emitter's special case, the
 # importer's ATen names) waiting for its own table field; the count may only go down.
 WRITTEN_OUT = {
-    "checker/calls.py": 1, "checker/checker.py": 1, "checker/dims.py": 1, "checker/dtypes.py": 1,
+    "checker/calls.py": 1, "checker/checker.py": 1, "checker/dims.py": 1,
     "checker/provenance/analysis.py": 2, "checker/provenance/contracts.py": 3,
-    "checker/spellings.py": 5, "codegen/attention.py": 1, "codegen/hoist.py": 2,
-    "codegen/steps.py": 3, "codegen/steps_layers.py": 2, "codegen/steps_more.py": 2,
-    "codegen/steps_tables.py": 1, "importer/elementwise.py": 2, "importer/reductions.py": 1,
-    "render/svg.py": 3, "teaching/feedback.py": 2, "teaching/probe.py": 1,
+    "checker/spellings.py": 4, "codegen/attention.py": 1, "codegen/hoist.py": 2, "codegen/steps.py": 2,
+    "codegen/steps_layers.py": 2, "codegen/steps_more.py": 2, "codegen/steps_tables.py": 1,
+    "importer/elementwise.py": 2, "importer/reductions.py": 1, "render/svg.py": 3,
+    "teaching/feedback.py": 2, "teaching/probe.py": 1,
 }
 
 

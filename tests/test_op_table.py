@@ -53,6 +53,13 @@ def test_every_operation_has_exactly_one_registered_emitter():
             assert TABLE[d.emitter].emitter_key == d.emitter, d.name
 
 
+def test_every_dtype_rule_an_entry_names_exists():
+    from shapelang.checker import dtypes
+
+    named = {d.dtype for d in TABLE.values() if isinstance(d.dtype, str)}
+    assert named <= set(dtypes.RULES), sorted(named - set(dtypes.RULES))
+
+
 def test_an_emitter_for_no_operation_or_a_second_one_is_refused():
     from shapelang.codegen.registry import emitter
 

@@ -16,15 +16,15 @@ import sympy as sp
 
 from ..checker import arith, dtypes
 from ..checker.ir import Step
+from ..checker.ops.table import TABLE
 from .naming import CodegenError, _snake, py_str
 from .registry import EMITTERS, emitter
 from .units import Unit
 
 FUNCTIONAL = "\x00F\x00"   # placeholder for the torch.nn.functional alias (F unless a spec name is F)
-UNARY = {"relu": "F.relu({})", "gelu": "F.gelu({})", "silu": "F.silu({})", "softplus": "F.softplus({})",
-         "tanh": "torch.tanh({})", "sigmoid": "torch.sigmoid({})", "exp": "torch.exp({})",
-         "sqrt": "torch.sqrt({})", "rsqrt": "torch.rsqrt({})", "log": "torch.log({})",
-         "abs": "torch.abs({})", "square": "torch.square({})", "neg": "-{}"}
+# the unary operations as PyTorch calls (`torch.tanh({})`), from their table entries
+UNARY = {d.name: "-{}" if d.function == "-" else d.function + "({})"
+         for d in TABLE.values() if d.emitter_key == "unary"}
 BINARY = arith.SYMBOLS
 MODULE_OPS = {"linear": "linear", "layernorm": "ln", "rmsnorm": "norm", "dropout": "drop"}
 CHAIN_SUFFIX = {"transpose": "t", "permute": "p", "linear": "proj", "layernorm": "ln", "rmsnorm": "norm",

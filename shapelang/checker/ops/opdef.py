@@ -33,6 +33,9 @@ class OpDef:
     # with the sizes F and V (`v, y: ..` when it gives two tensors); empty: `x -> NAME`. The
     # tests run every operation through it (keywords, every dtype against PyTorch).
     example: str = ""
+    # the PyTorch function of one tensor it is, with no other argument (`torch.tanh`, `F.relu`;
+    # `-` for neg): the code generator writes it, and `torch.tanh(x)` in a spec reads as it
+    function: str = ""
 
     @property
     def emitter_key(self) -> str:

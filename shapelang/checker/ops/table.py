@@ -33,8 +33,13 @@ from . import (
 from .args import Args
 from .opdef import OpDef
 
-UNARY = ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt", "rsqrt", "log", "abs",
-         "softplus", "neg", "square")
+# the activations and math functions of one tensor: the PyTorch function each is (`-` for neg)
+# and its dtype rule (shapelang.checker.dtypes)
+UNARY = {"relu": ("F.relu", "no_bool"), "gelu": ("F.gelu", "float_only"), "silu": ("F.silu", "float_only"),
+         "tanh": ("torch.tanh", "to_float"), "sigmoid": ("torch.sigmoid", "to_float"),
+         "exp": ("torch.exp", "to_float"), "sqrt": ("torch.sqrt", "to_float"), "rsqrt": ("torch.rsqrt", "to_float"),
+         "log": ("torch.log", "to_float"), "abs": ("torch.abs", "no_bool"),
+         "softplus": ("F.softplus", "float_only"), "neg": ("-", "negate"), "square": ("torch.square", "square")}
 UNARY_KWARGS = {"gelu": ("approximate",)}
 CASTS = values.CASTS   # Tensor.float() and its kin: the dtype each casts to
 CASTS_DOC = "Tensor.float() and its kin: cast to float32, float16, bfloat16, float64, int64, bool"
@@ -81,21 +86,22 @@ _ENTRIES = [
     # values: the same shape, new values
     OpDef("softmax", "softmax A [dtype=float32]", "softmax along axis A (computed in `dtype` when "
           "given)", values.softmax, provenance="same", positional=("dim",), kwargs=("dtype",), axes=True, values=('dim', 'dtype'), pytorch=('dim', 'dtype?'),
-          example="x -> softmax -1"),
+          example="x -> softmax -1", dtype="softmax"),
     OpDef("log_softmax", "log_softmax A [dtype=float32]", "log of softmax along axis A",
           values.softmax, emitter="softmax", provenance="same", positional=("dim",), kwargs=("dtype",), axes=True, values=('dim', 'dtype'), pytorch=('dim', 'dtype?'),
-          example="x -> log_softmax -1"),
+          example="x -> log_softmax -1", dtype="softmax"),
     OpDef("scale", "scale S", "multiplies by a scalar size expression, e.g. `scale 1/sqrt(Dk)`",
           values.scale, provenance="same", values=('factor',), pytorch=('factor',),
-          example="x -> scale 0.5"),
+          example="x -> scale 0.5", dtype="scale"),
     OpDef("mask", "mask causal | mask M", "causal mask on the last two axes, or masked_fill where the "
           "boolean M is True (out of place: the input and M broadcast together)", values.mask, provenance="same", axes=True, values=('kind',),
-          example="x -> transpose 1 2 -> mask m"),
+          example="x -> transpose 1 2 -> mask m", dtype="mask"),
     OpDef("dropout", "dropout P", "zeroes elements with probability P while training", values.dropout,
           provenance="same", positional=("p",), axes=True, values=('p',), pytorch=('p',),
-          example="x -> dropout 0.1"),
+          example="x -> dropout 0.1", dtype="float_only"),
     *[OpDef(name, name, "elementwise", values.elementwise, emitter="unary", provenance="same",
-            kwargs=UNARY_KWARGS.get(name, ()), values=UNARY_KWARGS.get(name, ())) for name in UNARY],
+            kwargs=UNARY_KWARGS.get(name, ()), values=UNARY_KWARGS.get(name, ()), function=function, dtype=dtype)
+      for name, (function, dtype) in UNARY.items()],
     OpDef("to", "to DTYPE", "casts to a dtype: `to float`, `to bfloat16`, `to int` (see Dtypes)",
           values.cast, emitter="cast", provenance="same", positional=("dtype",), values=('dtype',),
           example="x -> to bfloat16"),
@@ -112,23 +118,23 @@ _ENTRIES = [
           example='x -> opaque "f" [B, S, D]'),
     OpDef("layernorm", "layernorm [eps=1e-05] [bias=false]", "normalises the last axis; learned "
           "gamma and beta (2*D parameters, D without bias, none with `elementwise_affine=false`)",
-          values.norm, provenance="norm", kwargs=("eps", "bias", "elementwise_affine"), axes=True, values=('bias', 'eps', 'affine')),
+          values.norm, provenance="norm", kwargs=("eps", "bias", "elementwise_affine"), axes=True, values=('bias', 'eps', 'affine'), dtype="norm"),
     OpDef("rmsnorm", "rmsnorm [eps=1e-06]", "RMS-normalises the last axis; learned gamma (D "
           "parameters); eps defaults to the dtype's machine epsilon, as in nn.RMSNorm",
-          values.norm, emitter="layernorm", provenance="norm", kwargs=("eps", "elementwise_affine"), axes=True, values=('eps', 'affine')),
+          values.norm, emitter="layernorm", provenance="norm", kwargs=("eps", "elementwise_affine"), axes=True, values=('eps', 'affine'), dtype="norm"),
     OpDef("sum", "sum A [keepdim]", "sums over axis A (kept as size 1 with `keepdim`)",
           values.reduce, emitter="reduce", provenance="reduce", positional=("dim",), kwargs=("keepdim",), reduces=True, axes=True, values=('dim', 'keepdim'), pytorch=('dim', 'keepdim?'),
-          example="x -> sum -1"),
+          example="x -> sum -1", dtype="sum"),
     OpDef("mean", "mean A [keepdim]", "mean over axis A", values.reduce, emitter="reduce",
           provenance="reduce", positional=("dim",), kwargs=("keepdim",), reduces=True, axes=True, values=('dim', 'keepdim'), pytorch=('dim', 'keepdim?'),
-          example="x -> mean -1"),
+          example="x -> mean -1", dtype="float_only"),
     OpDef("var", "var A [keepdim] [correction=0]", "variance over axis A (`correction=0`: the "
           "biased one)", values.reduce, emitter="reduce", provenance="reduce", positional=("dim",),
           kwargs=("keepdim", "correction"), reduces=True, axes=True, values=('dim', 'keepdim', 'correction'), pytorch=('dim', 'keepdim?'),
-          example="x -> var -1"),
+          example="x -> var -1", dtype="float_only"),
     OpDef("amax", "amax A [keepdim]", "maximum over axis A", values.reduce, emitter="reduce",
           provenance="reduce", positional=("dim",), kwargs=("keepdim",), reduces=True, axes=True, values=('dim', 'keepdim'), pytorch=('dim', 'keepdim?'),
-          example="x -> amax -1"),
+          example="x -> amax -1", dtype="same"),
     OpDef("select", "select A I", "picks position I of axis A (the axis goes)", values.select,
           provenance="select", positional=("dim", "index"), axes=True, values=('dim', 'index'), moves="pick",
           example="x -> select 1 0"),
@@ -141,11 +147,11 @@ _ENTRIES = [
           "in-features inferred; `dtype` of its weights (float32 by default)",
           combine.linear, flops="out elements × in-features", family="combine", provenance="linear",
           positional=("out_features",), kwargs=("bias", "dtype"), values=('bias', 'dtype'),
-          example="x -> linear F"),
+          example="x -> linear F", dtype="learned"),
     OpDef("embed", "embed W | embed V D", "token ids [..] with a table W: [V, D] give [.., D]; "
           "`embed V D` owns its table (`dtype=` of the table, `padding_idx=`)", combine.embed,
           family="combine", provenance="embed", kwargs=("dtype", "padding_idx"), values=('dtype', 'padding_idx'),
-          example="ids -> embed V D"),
+          example="ids -> embed V D", dtype="embed"),
     OpDef("concat", "concat A T1 T2 ..", "joins the piped tensor with T1, T2, .. along axis A",
           combine.concat, family="combine", provenance="concat", axes=True, values=('dim',), moves="join",
           example="x -> concat -1 x"),
@@ -297,10 +303,10 @@ _ENTRIES += [
           example="x -> clamp min=0 max=1"),
     OpDef("logical_not", "logical_not", "True where the input is False (or 0), as a bool tensor: "
           "the opposite of a mask", values.elementwise, emitter="math", family="tables", provenance="same",
-          example="x > 0 -> logical_not"),
+          example="x > 0 -> logical_not", dtype="bool", function="torch.logical_not"),
     OpDef("amin", "amin A [keepdim]", "minimum over axis A", values.reduce, emitter="reduce",
           provenance="reduce", positional=("dim",), kwargs=("keepdim",), reduces=True, pytorch=('dim', 'keepdim?'),
-          example="x -> amin -1"),
+          example="x -> amin -1", dtype="same"),
     OpDef("max", "max A [keepdim]", "torch.max over axis A: the maxima and their int indices (two "
           "tensors: `vals, idx: x -> max -1`; for the maxima alone use `amax`)", values.reduce, emitter="reduce",
           positional=("dim",), kwargs=("keepdim",), reduces=True,
