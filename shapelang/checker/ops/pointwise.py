@@ -187,7 +187,8 @@ ENTRIES = [
           example="x -> transpose 1 2 -> masked_fill m -inf"),
     *[OpDef(name, name + "".join(f" [{k}={v}]" for k, v in kws.items()), f"F.{name}, elementwise"
             + ("" if name == "relu6" else "; float only"), activation, emitter="functional", kwargs=tuple(kws),
-            dtype="no_bool" if name == "relu6" else "float_only", values=tuple(kws), **_SAME)
+            dtype="no_bool" if name == "relu6" else "float_only", values=tuple(kws),
+            function="" if kws else f"F.{name}", **_SAME)
       for name, kws in ACTIVATIONS.items()],
     OpDef("softcap", "softcap C", "tanh(x / C) * C: Gemma-2's soft-capping of logits into (-C, C); "
           "C a positive number or size expression; int and bool give float", softcap,
@@ -200,7 +201,7 @@ ENTRIES = [
             + {"sign": "", "trunc": " (bool refused)", "round": " (bool refused; `decimals=` float only)"}
             .get(name, " (int and bool give float)"), math, emitter="math", kwargs=("decimals",) if name == "round" else (),
             dtype={"sign": "same", "trunc": "no_bool", "round": "rounding"}.get(name, "to_float"),
-            values=("decimals",) if name == "round" else (), **_SAME)
+            values=("decimals",) if name == "round" else (), function=f"torch.{name}", **_SAME)
       for name in MATH],
     OpDef("clamp_min", "clamp_min LO", "the same as `clamp min=LO`", clamp_bound, emitter="clamp", family="tables",
           provenance="where", positional=("min",), pytorch=("min",),
@@ -208,7 +209,7 @@ ENTRIES = [
     OpDef("clamp_max", "clamp_max HI", "the same as `clamp max=HI`", clamp_bound, emitter="clamp", family="tables",
           provenance="where", positional=("max",), pytorch=("max",),
           example="x -> clamp_max 1"),
-    *[OpDef(name, name, f"True where an element is {name[2:]} (bool)", test, emitter="math", family="tables", dtype="bool",
+    *[OpDef(name, name, f"True where an element is {name[2:]} (bool)", test, emitter="math", family="tables", dtype="bool", function=f"torch.{name}",
             **_SAME) for name in TESTS],
     OpDef("nan_to_num", "nan_to_num [nan=0.0] [posinf=V] [neginf=V]", "NaN and the infinities "
           "replaced by numbers (by default 0 and the dtype's largest and smallest)", nan_to_num,

@@ -266,9 +266,10 @@ _ENTRIES += [
           tables.triangle, emitter="triangle", family="tables", provenance="same",
           example="x -> tril 1"),
     OpDef("sin", "sin", "elementwise sine (a float dtype keeps its dtype; int and bool give float32)",
-          tables.trig, emitter="math", family="tables", provenance="same", dtype="to_float"),
+          tables.trig, emitter="math", family="tables", provenance="same", dtype="to_float",
+          function="torch.sin"),
     OpDef("cos", "cos", "elementwise cosine (as `sin`)", tables.trig, emitter="math", family="tables",
-          provenance="same", dtype="to_float"),
+          provenance="same", dtype="to_float", function="torch.cos"),
     OpDef("pow", "pow E", "raises each element to the scalar power E (the same as `** E`)",
           tables.power, family="tables", dtype="power",
           example="x -> pow 2"),
@@ -320,9 +321,9 @@ _ENTRIES += [
 # rounding, as YaRN's rotary tables need it
 _ENTRIES += [
     OpDef("floor", "floor", "rounds each element down (float stays float, int stays int)",
-          tables.rounding, emitter="math", family="tables", provenance="same"),
+          tables.rounding, emitter="math", family="tables", provenance="same", function="torch.floor"),
     OpDef("ceil", "ceil", "rounds each element up (float stays float, int stays int)",
-          tables.rounding, emitter="math", family="tables", provenance="same"),
+          tables.rounding, emitter="math", family="tables", provenance="same", function="torch.ceil"),
 ]
 
 # the families added since, each module with its rules and entries
