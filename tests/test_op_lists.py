@@ -25,7 +25,7 @@ WRITTEN_OUT = {
     "checker/spellings.py": 4, "codegen/attention.py": 1, "codegen/hoist.py": 2, "codegen/steps.py": 2,
     "codegen/steps_layers.py": 2, "codegen/steps_more.py": 2, "codegen/steps_tables.py": 1,
     "importer/elementwise.py": 1, "importer/reductions.py": 1, "render/svg.py": 3,
-    "teaching/feedback.py": 2, "teaching/probe.py": 1,
+    "teaching/feedback.py": 2,
 }
 
 
@@ -124,3 +124,22 @@ def test_every_function_of_one_tensor_written_as_pytorch_gets_its_operation(name
     fixes = [d.fix[2] for d in spec.diagnostics if d.fix]
     assert fixes == [f"y: x -> {name}"], api.render_check(spec)
     assert api.check(f"dim B, S\nexample B=2, S=3\ninput x: [B, S]\ny: x -> {name}\n").ok
+
+
+LEARNED = sorted(name for name, d in TABLE.items() if d.learned and d.rule is not None)
+
+
+@pytest.mark.parametrize("name", LEARNED)
+def test_two_uses_of_a_learned_operation_are_two_layers_to_the_grader(name, tmp_path):
+    """`a` and `b` apply the same layer kind to the same input with their own weights: `a + a`
+    is not `a + b` (a conv or a group norm counted once was), but `b + a` is."""
+    use = TABLE[name].use
+    body = "dim B, S, D, F, V\nexample B=2, S=5, D=8, F=16, V=11\ninput x: [B, S, D]\n" \
+           f"input ids: [B, S] int\ninput m: [B, 1, S] bool\na: {use}\nb: {use}\n"
+    exercise, solution = tmp_path / "ex.shape", tmp_path / "sol.shape"
+    exercise.write_text("# Exercise\n" + body + "# ?y: 2 points\ny: ?y\n")
+    solution.write_text("# Exercise\n" + body + "# ?y: 2 points\ny: a + b\n")
+    grader = api.grader(str(exercise), str(solution))
+    text = exercise.read_text()
+    assert not grader.grade_text(text.replace("y: ?y", "y: a + a")).full_marks
+    assert grader.grade_text(text.replace("y: ?y", "y: b + a")).full_marks

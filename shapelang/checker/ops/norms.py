@@ -91,12 +91,12 @@ ENTRIES = [
           family="tables", provenance="new", kwargs=("dtype",),
           example="eye(S)"),
     OpDef("groupnorm", "groupnorm G [eps=1e-05] [affine=false]", "nn.GroupNorm(G, C) on [B, C, ..]: "
-          "C proved divisible by G; 2*C parameters (none with `affine=false`)", groupnorm,
+          "C proved divisible by G; 2*C parameters (none with `affine=false`)", groupnorm, learned=True,
           provenance="same", positional=("num_groups",), kwargs=("eps", "affine"), dtype="channel_norm",
           values=("groups", "eps", "affine"),
           example="x -> groupnorm 1"),
     OpDef("batchnorm", "batchnorm [eps=1e-05] [momentum=0.1]", "nn.BatchNorm1d/2d/3d on [B, C, ..] "
           "(eval mode: running mean and variance, buffers of C each); 2*C parameters",
-          batchnorm, provenance="same", kwargs=("eps", "momentum", "affine"), dtype="channel_norm",
+          batchnorm, learned=True, provenance="same", kwargs=("eps", "momentum", "affine"), dtype="channel_norm",
           values=("eps", "affine")),
 ]

@@ -36,6 +36,7 @@ class OpDef:
     # the PyTorch function of one tensor it is, with no other argument (`torch.tanh`, `F.relu`;
     # `-` for neg): the code generator writes it, and `torch.tanh(x)` in a spec reads as it
     function: str = ""
+    learned: bool = False           # it owns learned weights: each use is another layer
 
     @property
     def emitter_key(self) -> str:

@@ -118,10 +118,10 @@ _ENTRIES = [
           example='x -> opaque "f" [B, S, D]'),
     OpDef("layernorm", "layernorm [eps=1e-05] [bias=false]", "normalises the last axis; learned "
           "gamma and beta (2*D parameters, D without bias, none with `elementwise_affine=false`)",
-          values.norm, provenance="norm", kwargs=("eps", "bias", "elementwise_affine"), axes=True, values=('bias', 'eps', 'affine'), dtype="norm"),
+          values.norm, learned=True, provenance="norm", kwargs=("eps", "bias", "elementwise_affine"), axes=True, values=('bias', 'eps', 'affine'), dtype="norm"),
     OpDef("rmsnorm", "rmsnorm [eps=1e-06]", "RMS-normalises the last axis; learned gamma (D "
           "parameters); eps defaults to the dtype's machine epsilon, as in nn.RMSNorm",
-          values.norm, emitter="layernorm", provenance="norm", kwargs=("eps", "elementwise_affine"), axes=True, values=('eps', 'affine'), dtype="norm"),
+          values.norm, emitter="layernorm", learned=True, provenance="norm", kwargs=("eps", "elementwise_affine"), axes=True, values=('eps', 'affine'), dtype="norm"),
     OpDef("sum", "sum A [keepdim]", "sums over axis A (kept as size 1 with `keepdim`)",
           values.reduce, emitter="reduce", provenance="reduce", positional=("dim",), kwargs=("keepdim",), reduces=True, axes=True, values=('dim', 'keepdim'), pytorch=('dim', 'keepdim?'),
           example="x -> sum -1", dtype="sum"),
@@ -145,11 +145,11 @@ _ENTRIES = [
     # combine: learned maps and several tensors
     OpDef("linear", "linear OUT [bias=false] [dtype=bfloat16]", "nn.Linear on the last axis; "
           "in-features inferred; `dtype` of its weights (float32 by default)",
-          combine.linear, flops="out elements × in-features", family="combine", provenance="linear",
+          combine.linear, flops="out elements × in-features", family="combine", learned=True, provenance="linear",
           positional=("out_features",), kwargs=("bias", "dtype"), values=('bias', 'dtype'),
           example="x -> linear F", dtype="learned"),
     OpDef("embed", "embed W | embed V D", "token ids [..] with a table W: [V, D] give [.., D]; "
-          "`embed V D` owns its table (`dtype=` of the table, `padding_idx=`)", combine.embed,
+          "`embed V D` owns its table (`dtype=` of the table, `padding_idx=`)", combine.embed, learned=True,
           family="combine", provenance="embed", kwargs=("dtype", "padding_idx"), values=('dtype', 'padding_idx'),
           example="ids -> embed V D", dtype="embed"),
     OpDef("concat", "concat A T1 T2 ..", "joins the piped tensor with T1, T2, .. along axis A",
@@ -167,13 +167,13 @@ _ENTRIES = [
           example='x -> einsum "bsd->bds"'),
     # blocks
     OpDef("block", "Block | Block(A, B)", "applies a block; the piped tensor is its first input",
-          None, family="blocks", provenance="block", values=('block',)),
+          None, family="blocks", provenance="block", learned=True, values=('block',)),
     OpDef("stack", "stack N Block | stack N Block(A)", "N copies of a block, each with its own weights; "
           "`first=Dense`: layer 0 is another block; `shared=true`: one set of weights applied N times "
           "(ALBERT); an input with a leading axis of N is handed out one "
           "slice per layer (copy e of a stack of experts gets mask[e]), and a block's results after the "
           "first are collected into [N, ..] (`h, ks: x -> stack N Block(past)`)",
-          None, family="blocks", provenance="block", kwargs=("first", "shared"), values=('block', 'count', 'sliced')),
+          None, family="blocks", provenance="block", learned=True, kwargs=("first", "shared"), values=('block', 'count', 'sliced')),
 ]
 
 # operations of whole layers, tables and masks computed in the spec (rules in their own modules)
@@ -188,12 +188,12 @@ _ENTRIES += [
     OpDef("conv1d", "conv1d OUT K", "nn.Conv1d on [B, C, L] (or [C, L]): [B, OUT, L'] with L' = "
           "floor((L + 2p - d(K - 1) - 1) / s) + 1; keywords `stride=`, `padding=` (a size, "
           '`"same"`, `"valid"`), `dilation=`, `groups=`, `bias=false`, `dtype=` of the weights (float32 by default); OUT*C/groups*K (+ OUT) parameters',
-          conv.conv, emitter="conv", flops="out elements × C/groups × K", family="combine", provenance="conv",
+          conv.conv, emitter="conv", learned=True, flops="out elements × C/groups × K", family="combine", provenance="conv",
           kwargs=("stride", "padding", "dilation", "groups", "bias", "dtype"), dtype="learned",
           example="x -> transpose 1 2 -> conv1d F 3 padding=1"),
     OpDef("conv2d", "conv2d OUT K", "nn.Conv2d on [B, C, H, W]: K, `stride=`, `padding=`, "
           "`dilation=` are sizes or pairs `[KH, KW]`; each spatial size as for `conv1d`",
-          conv.conv, emitter="conv", flops="out elements × C/groups × KH × KW", family="combine", provenance="conv",
+          conv.conv, emitter="conv", learned=True, flops="out elements × C/groups × KH × KW", family="combine", provenance="conv",
           kwargs=("stride", "padding", "dilation", "groups", "bias", "dtype"), dtype="learned",
           example="x -> unsqueeze 1 -> conv2d 2 [1, 1]"),
     OpDef("index_select", "index_select A idx", "the entries of axis A at the int indices idx [N]: "
