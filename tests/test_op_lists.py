@@ -4,6 +4,7 @@ grader's probe through its table entry alone."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ SOLUTION = ROOT / "exercises" / "solutions" / "02_split_heads.shape"
 # importer's ATen names) waiting for its own table field; the count may only go down.
 WRITTEN_OUT = {
     "checker/checker.py": 1,
-    "checker/provenance/analysis.py": 2, "checker/provenance/contracts.py": 3,
+    "checker/provenance/analysis.py": 1, "checker/provenance/contracts.py": 3,
     "checker/spellings.py": 4, "codegen/attention.py": 1, "codegen/hoist.py": 2, "codegen/steps.py": 2,
     "codegen/steps_layers.py": 2, "codegen/steps_more.py": 2, "codegen/steps_tables.py": 1,
     "importer/elementwise.py": 1, "importer/reductions.py": 1, "render/svg.py": 3,
@@ -143,3 +144,20 @@ def test_two_uses_of_a_learned_operation_are_two_layers_to_the_grader(name, tmp_
     text = exercise.read_text()
     assert not grader.grade_text(text.replace("y: ?y", "y: a + a")).full_marks
     assert grader.grade_text(text.replace("y: ?y", "y: b + a")).full_marks
+
+
+@pytest.mark.parametrize("name", sorted(n for n, d in TABLE.items() if d.normalises))
+def test_every_softmax_marks_the_axis_its_weights_sum_over(name):
+    """The picture marks the axis a softmax normalises, for every operation the table says
+    normalises (softmin as well as softmax)."""
+    from shapelang.render.html import trace_html
+
+    spec = api.check(f"dim B, S, D\nexample B=2, S=3, D=4\ninput x: [B, S, D]\ny: x -> {name} 1\n")
+    assert spec.ok, api.render_check(spec)
+    step = spec.bindings[-1].steps[-1]
+    page = trace_html(spec)
+    start = page.index(f'data-step="{step.ref}"')
+    end = page.find('<div class="step"', start + 1)
+    fig = page[start:end if end > 0 else len(page)]
+    marks = re.findall(r'<g data-axis="([^"]*)" data-tag="[^"]*">(?:(?!<g data-axis).)*data-mark=', fig)
+    assert marks == ["S"], fig

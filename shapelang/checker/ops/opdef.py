@@ -37,6 +37,7 @@ class OpDef:
     # `-` for neg): the code generator writes it, and `torch.tanh(x)` in a spec reads as it
     function: str = ""
     learned: bool = False           # it owns learned weights: each use is another layer
+    normalises: bool = False        # a softmax along its axis (softmax, softmin; log_softmax's log)
 
     @property
     def emitter_key(self) -> str:

@@ -158,7 +158,8 @@ ENTRIES = [
           values=("k", "dim", "keepdim"), pytorch=("k", "dim?", "keepdim?"),
           example="x -> kthvalue 1 -1"),
     *[OpDef(name, f"{name} A" + (" [dtype=float64]" if name in ("cumsum", "cumprod") else ""), doc, scan,
-            emitter="functional" if name == "softmin" else "reduction", provenance="same", positional=("dim",), kwargs=("dtype",) if name in ("cumsum", "cumprod") else (),
+            emitter="functional" if name == "softmin" else "reduction", normalises=name == "softmin",
+            provenance="same", positional=("dim",), kwargs=("dtype",) if name in ("cumsum", "cumprod") else (),
             dtype=dtype, axes=True, values=("dim", "dtype"),
             pytorch=("dim", "dtype?") if name in ("cumsum", "cumprod") else ("dim",), example=f"x -> {name} 1")
       for name, doc, dtype in (

@@ -85,10 +85,10 @@ _ENTRIES = [
           family="layout", provenance="same", moves="copy"),
     # values: the same shape, new values
     OpDef("softmax", "softmax A [dtype=float32]", "softmax along axis A (computed in `dtype` when "
-          "given)", values.softmax, provenance="same", positional=("dim",), kwargs=("dtype",), axes=True, values=('dim', 'dtype'), pytorch=('dim', 'dtype?'),
+          "given)", values.softmax, normalises=True, provenance="same", positional=("dim",), kwargs=("dtype",), axes=True, values=('dim', 'dtype'), pytorch=('dim', 'dtype?'),
           example="x -> softmax -1", dtype="softmax"),
     OpDef("log_softmax", "log_softmax A [dtype=float32]", "log of softmax along axis A",
-          values.softmax, emitter="softmax", provenance="same", positional=("dim",), kwargs=("dtype",), axes=True, values=('dim', 'dtype'), pytorch=('dim', 'dtype?'),
+          values.softmax, emitter="softmax", normalises=True, provenance="same", positional=("dim",), kwargs=("dtype",), axes=True, values=('dim', 'dtype'), pytorch=('dim', 'dtype?'),
           example="x -> log_softmax -1", dtype="softmax"),
     OpDef("scale", "scale S", "multiplies by a scalar size expression, e.g. `scale 1/sqrt(Dk)`",
           values.scale, provenance="same", values=('factor',), pytorch=('factor',),
