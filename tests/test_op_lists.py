@@ -28,7 +28,7 @@ WRITTEN_OUT = {
     "checker/spellings.py": 3, "codegen/attention.py": 1, "codegen/hoist.py": 2, "codegen/steps.py": 2,
     "codegen/steps_layers.py": 2, "codegen/steps_more.py": 2, "codegen/steps_tables.py": 1,
     "importer/elementwise.py": 1, "importer/reductions.py": 1, "render/svg.py": 3,
-    "teaching/feedback.py": 2,
+    "teaching/feedback.py": 1,
 }
 
 
@@ -172,3 +172,13 @@ def test_every_cast_method_written_as_pytorch_gets_its_cast(name):
     spec = api.check(f"dim B, S\nexample B=2, S=3\ninput x: [B, S]\ny: x.{name}()\n")
     fixes = [d.fix[2] for d in spec.diagnostics if d.fix]
     assert fixes == [f"y: x -> {name if name != 'int' else 'to int32'}"], api.render_check(spec)
+
+
+@pytest.mark.parametrize("move", ["transpose 1 2", "movedim 2 1", "swapaxes 1 2", "permute 0 2 1 3"])
+def test_the_layout_feedback_knows_every_way_to_move_axes(move):
+    """A view and a move in the wrong order: the feedback asks to check the order of the two,
+    whichever layout operation of the table moved the axes."""
+    from shapelang.teaching.feedback import layout_message
+
+    msg = layout_message("Qh", f"Qh: Q -> view [B, H, S, Dh] -> {move}")
+    assert "check which axes are swapped" in msg
