@@ -25,6 +25,8 @@ RENAMED = {"log_sigmoid": "logsigmoid"}
 # functions of one tensor with the same name in the language: the table's entries with a
 # PyTorch `function` (docs/language.md)
 UNARY = tuple(name for name, d in OPS.items() if d.function and name not in RENAMED.values())
+# torch.full, torch.ones, torch.zeros: the table's filled tensors (written as `full` writes them)
+FILLED = tuple(name for name, d in OPS.items() if d.emitter_key == "full")
 # bitwise operators: logical on bool masks, bitwise on ints (`(a <= b) & (c < d)`)
 BITWISE = {"&": ("__and__", "bitwise_and"), "|": ("__or__", "bitwise_or"), "^": ("__xor__", "bitwise_xor")}
 # comparisons (`bias == 0`, nanoGPT's causal buffer): bool tensors, as in the language
@@ -391,7 +393,7 @@ TABLE.update({
     "aten.clamp.default": _clamp, "aten.clamp_min.default": _clamp, "aten.clamp_max.default": _clamp,
     "aten.arange.default": _made(_arange), "aten.arange.start": _made(_arange),
     "aten.arange.start_step": _made(_arange),
-    **{f"aten.{op}.default": _made(_filled) for op in ("full", "ones", "zeros")},
+    **{f"aten.{op}.default": _made(_filled) for op in FILLED},
     "aten.tril.default": _triangle, "aten.triu.default": _triangle,
     "aten.outer.default": _outer, "aten.expand_as.default": _expand_as,
 })
