@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -263,8 +264,24 @@ def _all_ops(ir_bindings, seen=None) -> set:
     return out
 
 
+def every_operation() -> str:
+    """ALL_OPS, plus one line for each operation of the table it does not name: the entry's
+    example (OpDef.use), its inputs and outputs renamed so that they meet nothing above."""
+    named = set(re.findall(r"[a-z_0-9]+", ALL_OPS))
+    extra = []
+    for name, d in ops.TABLE.items():
+        if d.rule is None or name == "opaque" or name in named:
+            continue
+        outs, _, use = d.use.rpartition(":")
+        use = re.sub(r"\b(x|ids|m)\b", r"ex_\1", use.strip())
+        outs = ", ".join(f"ex_{name}_{o.strip()}" for o in outs.split(",")) if outs else f"ex_{name}"
+        extra.append(f"{outs}: {use}\n")
+    inputs = "input ex_x: [B, S, D]\ninput ex_ids: [B, S] int\ninput ex_m: [B, 1, S] bool\n"
+    return ALL_OPS.replace("buffer pos: [1, S] int\n", "buffer pos: [1, S] int\n" + inputs) + "".join(extra)
+
+
 def test_every_operation(tmp_path):
-    spec = spec_from_text(tmp_path, "all_ops", ALL_OPS)
+    spec = spec_from_text(tmp_path, "all_ops", every_operation())
     used = _all_ops(spec.bindings)
     # `opaque` stands for code shapelang cannot write: codegen refuses it (tests/test_import_opaque.py)
     wanted = ({ops.TABLE[n].ir_name for n in ops.RULES} - {"opaque"}) | {"matmul", "add", "sub", "mul", "div", "neg", "pow", "floordiv", "mod",

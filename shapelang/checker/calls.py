@@ -36,7 +36,7 @@ def call(c, node: Call):
                          span=node.func_span, help="torch.stack of tensors is `stack_tensors(-1, A, B)`")
     if node.func in ops.TABLE and node.args:     # `softmax(x, -1)`: an operation written as a call
         raise _operation_called(c, node)
-    known = list(c.blocks) + list(ops.CALLS) + ["sqrt", "min", "max"]
+    known = list(c.blocks) + list(ops.CALLS) + list(dimlib.SCALAR_FUNCTIONS)
     raise ShapeError("E002", f"unknown function or block `{node.func}`", span=node.func_span,
                      help=c._did_you_mean(node.func, known))
 

@@ -349,18 +349,6 @@ def _embed(c, x, a, res):
     return [tables[0].dtype if tables else res.detail.get("dtype") or DEFAULT]
 
 
-RULES = {
-    "softmax": _softmax, "log_softmax": _softmax,
-    "relu": _no_bool, "abs": _no_bool, "neg": lambda c, x, a, r: [negate(x, a.op.span)],
-    "gelu": _float_only, "silu": _float_only, "softplus": _float_only, "dropout": _float_only,
-    "tanh": _to_float, "sigmoid": _to_float, "exp": _to_float, "sqrt": _to_float,
-    "rsqrt": _to_float, "log": _to_float, "square": _square,
-    "mean": _float_only, "var": _float_only, "sum": _sum, "amax": _same, "amin": _same, "logical_not": lambda c, x, a, r: ["bool"],
-    "scale": _scale, "mask": _mask, "linear": _learned, "layernorm": _norm, "rmsnorm": _norm,
-    "embed": _embed,
-}
-
-
 def _accumulate(c, x, a, res):
     """prod, cumsum, cumprod: in `dtype=` when given, else int and bool give int64."""
     want = res.detail.get("dtype")
@@ -419,12 +407,14 @@ def _fill(c, x, a, res):
 
 
 # rules named in the table's entries (`dtype="float_only"`)
-RULES.update({"same": _same, "float_only": _float_only, "to_float": _to_float, "no_bool": _no_bool,
-              "bool": lambda c, x, a, r: ["bool"] * len(r.outputs), "index": _index, "sum": _sum,
-              "accumulate": _accumulate, "softmin": _softmin, "rounding": _rounding, "fill": _fill,
-              "like": _fill, "channel_norm": _channel_norm, "attention": _attention,
-              "values_and_indices": _values_and_indices,
-              "learned": _learned, "power": _power})
+# the dtype rules by name: an operation's table entry names its own (OpDef.dtype; none: `same`)
+RULES = {"same": _same, "float_only": _float_only, "to_float": _to_float, "no_bool": _no_bool,
+         "bool": lambda c, x, a, r: ["bool"] * len(r.outputs), "index": _index, "sum": _sum,
+         "accumulate": _accumulate, "softmin": _softmin, "rounding": _rounding, "fill": _fill,
+         "like": _fill, "channel_norm": _channel_norm, "attention": _attention,
+         "values_and_indices": _values_and_indices, "learned": _learned, "power": _power,
+         "softmax": _softmax, "negate": lambda c, x, a, r: [negate(x, a.op.span)], "square": _square,
+         "scale": _scale, "mask": _mask, "norm": _norm, "embed": _embed}
 
 
 def set_outputs(res, dts):
@@ -434,7 +424,7 @@ def set_outputs(res, dts):
 
 def apply(c, opdef, x, a, res):
     """Check the input dtypes of one operation and set its outputs' dtypes."""
-    rule = getattr(opdef, "dtype", None) or RULES.get(opdef.name if opdef else "", _same)
+    rule = getattr(opdef, "dtype", None) or _same
     if isinstance(rule, str):
         rule = RULES[rule]
     return set_outputs(res, rule(c, x, a, res))

@@ -5,7 +5,7 @@ Input: the checked IR of the spec or of one block instantiation. Output: a
 line with its shape as a trailing comment, and the sizes each part uses (for
 `Sizes.classify`). Child blocks become units of their own, built on first use.
 The operations themselves are written by the emitters in `EMITTERS`
-(shapelang.codegen.steps), keyed by IR operation name.
+(shapelang.codegen.registry, derived from the table), keyed by IR operation name.
 """
 from __future__ import annotations
 

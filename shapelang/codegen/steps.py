@@ -3,8 +3,9 @@
 Each emitter gets one `Op` (a step of the checked IR with its inputs already
 named) and returns the `forward` lines for it (`out = x.view(B, S, H, Dh)`); an
 emitter of a step that owns weights also appends the `__init__` line creating
-the module (`nn.Linear`, `nn.LayerNorm`, child blocks). `EMITTERS` maps every
-IR operation name to its emitter; adding an operation means one entry here.
+the module (`nn.Linear`, `nn.LayerNorm`, child blocks). Each emitter registers
+under its table entry's emitter name with `@emitter` (shapelang.codegen.registry),
+and `EMITTERS`, derived from the table, maps every IR operation to its emitter.
 """
 from __future__ import annotations
 
@@ -15,15 +16,15 @@ import sympy as sp
 
 from ..checker import arith, dtypes
 from ..checker.ir import Step
-from ..checker.ops.values import CASTS
+from ..checker.ops.table import TABLE
 from .naming import CodegenError, _snake, py_str
+from .registry import EMITTERS, emitter
 from .units import Unit
 
 FUNCTIONAL = "\x00F\x00"   # placeholder for the torch.nn.functional alias (F unless a spec name is F)
-UNARY = {"relu": "F.relu({})", "gelu": "F.gelu({})", "silu": "F.silu({})", "softplus": "F.softplus({})",
-         "tanh": "torch.tanh({})", "sigmoid": "torch.sigmoid({})", "exp": "torch.exp({})",
-         "sqrt": "torch.sqrt({})", "rsqrt": "torch.rsqrt({})", "log": "torch.log({})",
-         "abs": "torch.abs({})", "square": "torch.square({})", "neg": "-{}"}
+# the unary operations as PyTorch calls (`torch.tanh({})`), from their table entries
+UNARY = {d.name: "-{}" if d.function == "-" else d.function + "({})"
+         for d in TABLE.values() if d.emitter_key == "unary"}
 BINARY = arith.SYMBOLS
 MODULE_OPS = {"linear": "linear", "layernorm": "ln", "rmsnorm": "norm", "dropout": "drop"}
 CHAIN_SUFFIX = {"transpose": "t", "permute": "p", "linear": "proj", "layernorm": "ln", "rmsnorm": "norm",
@@ -69,6 +70,7 @@ class Op:
         return self.em.sizes.shape_comment(self.unit, shape)
 
 
+@emitter("view")
 def _view(o: Op) -> list[str]:
     shape = o.sizes(o.d["shape"], o.d.get("infer"))
     if o.s.op == "reshape" and o.d.get("copies"):
@@ -78,6 +80,7 @@ def _view(o: Op) -> list[str]:
     return [f"{o.out} = {o.x}.view({shape})"]
 
 
+@emitter("transpose")
 def _transpose(o: Op) -> list[str]:
     i, j = o.d["dims"]
     if o.rank >= 3 and {i, j} == {o.rank - 2, o.rank - 1}:
@@ -85,6 +88,7 @@ def _transpose(o: Op) -> list[str]:
     return [f"{o.out} = {o.x}.transpose({i}, {j})"]
 
 
+@emitter("squeeze")
 def _squeeze(o: Op) -> list[str]:
     dims = [o.d["dim"]] if o.d["dim"] is not None else \
         [k for k, size in enumerate(o.xt.shape) if sp.sympify(size) == 1]
@@ -93,14 +97,17 @@ def _squeeze(o: Op) -> list[str]:
     return [f"{o.out} = {o.x}.squeeze(({', '.join(map(str, dims))}{',' if len(dims) == 1 else ''}))"]
 
 
+@emitter("repeat_interleave")
 def _repeat_interleave(o: Op) -> list[str]:
     return [f"{o.out} = {o.x}.repeat_interleave({o.local(o.d['repeats'])}, dim={o.axis(o.d['dim'])})"]
 
 
+@emitter("scale")
 def _scale(o: Op) -> list[str]:
     return [f"{o.out} = {o.x} * {o.local(o.d['factor'], real=True, operand=True)}"]
 
 
+@emitter("mask")
 def _mask(o: Op) -> list[str]:
     if o.d["kind"] == "causal":
         hide = o.em.causal(o.unit, o.d["rows"], o.d["cols"], o.x)
@@ -112,6 +119,7 @@ def _mask(o: Op) -> list[str]:
     return [f'{o.out} = {o.x}.masked_fill({m}, float("-inf"))']
 
 
+@emitter("softmax")
 def _softmax(o: Op) -> list[str]:
     """`F.softmax(x, dim=d)`; after `mask M`, a row the masks hide entirely gives zeros, not
     NaN, as F.scaled_dot_product_attention (and nn.MultiheadAttention with need_weights=False)
@@ -158,6 +166,7 @@ def _mask_chain(o: Op) -> list:
     return out
 
 
+@emitter("unary")
 def _unary(o: Op) -> list[str]:
     call = UNARY[o.s.op].replace("F.", FUNCTIONAL + ".")
     if o.d.get("approximate", "none") != "none":     # gelu's tanh approximation
@@ -174,6 +183,7 @@ def _keywords(**kw) -> str:
     return "".join(f", {k}={v}" for k, v in kw.items() if v is not None)
 
 
+@emitter("cast")
 def _cast(o: Op) -> list[str]:
     if o.s.op == "type_as":
         return [f"{o.out} = {o.x}.type_as({o.args[1]})"]
@@ -188,6 +198,7 @@ def _module(o: Op, init: str) -> list[str]:
     return [f"{o.out} = self.{o.attr}({o.x})"]
 
 
+@emitter("layernorm")
 def _norm(o: Op) -> list[str]:
     affine = o.d.get("affine", True)
     layer = o.s.op == "layernorm"
@@ -201,15 +212,18 @@ def _norm(o: Op) -> list[str]:
     return _module(o, f"nn.{cls}({o.cfg(o.d['features'])}{kw})")
 
 
+@emitter("dropout")
 def _dropout(o: Op) -> list[str]:
     return _module(o, f"nn.Dropout(cfg.{o.em.sizes.hparam('dropout', o.d['p'])})")
 
 
+@emitter("linear")
 def _linear(o: Op) -> list[str]:
     kw = _keywords(bias=None if o.d["bias"] else "False", dtype=_torch_dtype(o.d.get("dtype")) or None)
     return _module(o, f"nn.Linear({o.cfg(o.d['in'])}, {o.cfg(o.d['out'])}{kw})")
 
 
+@emitter("embed")
 def _embed(o: Op) -> list[str]:
     if o.d.get("table") is None:
         kw = _keywords(padding_idx=o.d.get("padding_idx"), dtype=_torch_dtype(o.d.get("dtype")) or None)
@@ -217,6 +231,7 @@ def _embed(o: Op) -> list[str]:
     return [f"{o.out} = {FUNCTIONAL}.embedding({o.x}, {o.args[1]})"]
 
 
+@emitter("split")
 def _split(o: Op) -> list[str]:
     sizes = o.d["sizes"]
     if len(set(sizes)) == 1:
@@ -231,12 +246,14 @@ def _only(o: Op) -> str:
     return "[0]" if len(o.s.outputs) == 1 else ""
 
 
+@emitter("reduce")
 def _reduce(o: Op) -> list[str]:
     kw = _keywords(keepdim="True" if o.d.get("keepdim") else None,
                    correction=None if o.d.get("correction", 1) == 1 else o.d["correction"])
     return [f"{o.out} = {o.x}.{o.s.op}(dim={o.axis(o.d['dim'])}{kw})"]
 
 
+@emitter("select")
 def _select(o: Op) -> list[str]:
     index = [":"] * o.d["dim"] + [o.local(o.d["index"])]
     return [f"{o.out} = {o.x}[{', '.join(index)}]"]
@@ -245,6 +262,7 @@ def _select(o: Op) -> list[str]:
 _PLAIN = re.compile(r"-?[A-Za-z_]\w*|-?\d[\w.]*")
 
 
+@emitter("slice")
 def _slice(o: Op) -> list[str]:
     start = o.local(o.d["start"]) if o.d["start"] != 0 else ""
     end = o.local(o.d["end"])
@@ -277,6 +295,7 @@ def _binary(o: Op) -> list[str]:
     return [f"{o.out} = {_join(o.x, sign, scalar)}"]
 
 
+@emitter("block")
 def _block(o: Op) -> list[str]:
     """A submodule per call; a block without state is a function (the generator decides,
     and fills in the markers: \x00I drops the __init__ line, \x00K names what is called,
@@ -299,6 +318,7 @@ def _sizes_given(o: Op, child) -> str:
     return "".join(f", {o.cfg(given[k])}" for k in child.size_args)
 
 
+@emitter("stack")
 def _stack(o: Op) -> list[str]:
     child = o.em.unit_for(o.s.block, stacked=True)
     o.unit.children.append(child)
@@ -347,6 +367,7 @@ def _stack(o: Op) -> list[str]:
         + stacked[-1:]
 
 
+@emitter("rearrange")
 def _rearrange(o: Op) -> list[str]:
     d, out, x = o.d, o.out, o.x
     if "flat" not in d:
@@ -387,56 +408,58 @@ def _rearrange(o: Op) -> list[str]:
     return lines
 
 
+@emitter("opaque")
 def _opaque(o: Op) -> list[str]:
     raise CodegenError(f"line {o.s.span.line}: `opaque {py_str(o.d['what'])}` stands for an operation "
                        "shapelang does not model; replace it with shapelang operations first")
 
 
-# IR operation -> emitter
-EMITTERS = {
-    "view": _view,
-    "reshape": _view,
-    "transpose": _transpose,
-    "permute": lambda o: [f"{o.out} = {o.x}.permute({', '.join(map(str, o.d['dims']))})"],
-    "movedim": lambda o: [f"{o.out} = {o.x}.movedim({o.d['source']}, {o.d['destination']})"],
-    "unsqueeze": lambda o: [f"{o.out} = {o.x}.unsqueeze({o.d['dim']})"],
-    "squeeze": _squeeze,
-    "flatten": lambda o: [f"{o.out} = {o.x}.flatten({o.d['start']}, {o.d['end']})"],
-    "expand": lambda o: [f"{o.out} = {o.x}.expand({o.sizes(o.d['shape'])})"],
-    "repeat_interleave": _repeat_interleave,
-    "softmax": _softmax,
-    "log_softmax": _softmax,
-    "to": _cast, "type_as": _cast,
-    "scale": _scale,
-    "mask": _mask,
-    "contiguous": lambda o: [f"{o.out} = {o.x}.contiguous()"],
-    "layernorm": _norm,
-    "rmsnorm": _norm,
-    "linear": _linear,
-    "dropout": _dropout,
-    "embed": _embed,
-    "concat": lambda o: [f"{o.out} = torch.cat([{', '.join(o.args)}], dim={o.axis(o.d['dim'], o.s.out.rank)})"],
-    "split": _split,
-    "chunk": lambda o: [f"{o.out} = {o.x}.chunk({o.d['chunks']}, dim={o.axis(o.d['dim'])}){_only(o)}"],
-    "sum": _reduce,
-    "mean": _reduce,
-    "var": _reduce,
-    "amax": _reduce,
-    "amin": _reduce,
-    "max": _reduce,
-    "min": _reduce,
-    "select": _select,
-    "slice": _slice,
-    "einsum": lambda o: [f"{o.out} = torch.einsum({py_str(o.d['equation'])}, {', '.join(o.args)})"],
-    "rearrange": _rearrange,
-    "repeat": _rearrange,
-    "opaque": _opaque,
-    "block": _block,
-    "stack": _stack,
-    **{op: _unary for op in UNARY},
-    **{op: _cast for op in CASTS},
-    **{op: _binary for op in BINARY},
-}
+@emitter("permute")
+def _permute(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x}.permute({', '.join(map(str, o.d['dims']))})"]
+
+
+@emitter("movedim")
+def _movedim(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x}.movedim({o.d['source']}, {o.d['destination']})"]
+
+
+@emitter("unsqueeze")
+def _unsqueeze(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x}.unsqueeze({o.d['dim']})"]
+
+
+@emitter("flatten")
+def _flatten(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x}.flatten({o.d['start']}, {o.d['end']})"]
+
+
+@emitter("expand")
+def _expand(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x}.expand({o.sizes(o.d['shape'])})"]
+
+
+@emitter("contiguous")
+def _contiguous(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x}.contiguous()"]
+
+
+@emitter("concat")
+def _concat(o: Op) -> list[str]:
+    return [f"{o.out} = torch.cat([{', '.join(o.args)}], dim={o.axis(o.d['dim'], o.s.out.rank)})"]
+
+
+@emitter("chunk")
+def _chunk(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x}.chunk({o.d['chunks']}, dim={o.axis(o.d['dim'])}){_only(o)}"]
+
+
+@emitter("einsum")
+def _einsum(o: Op) -> list[str]:
+    return [f"{o.out} = torch.einsum({py_str(o.d['equation'])}, {', '.join(o.args)})"]
+
+
+emitter(*BINARY)(_binary)
 STEPS = EMITTERS
 
 

@@ -1,14 +1,16 @@
 """Codegen, the emitters of whole layers: attention (F.scaled_dot_product_attention),
 convolutions (nn.Conv1d / nn.Conv2d), pooling and resizing (F.max_pool2d, F.interpolate) and
-indexing. Registered into shapelang.codegen.steps.EMITTERS when this module is imported
+indexing. Each registers with `@emitter` when this module is imported
 (shapelang.codegen.emit imports it)."""
 from __future__ import annotations
 
 from ..checker import dtypes
 from ..checker.ops import pooling
-from .steps import CHAIN_SUFFIX, EMITTERS, FUNCTIONAL, MODULE_OPS, Op
+from .registry import emitter
+from .steps import CHAIN_SUFFIX, FUNCTIONAL, MODULE_OPS, Op
 
 
+@emitter("attention")
 def _attention(o: Op) -> list[str]:
     q, k, v = o.args[:3]
     grouped = o.em.gqa.get(o.s.id)
@@ -33,9 +35,6 @@ def _attention(o: Op) -> list[str]:
     return [f"{o.out} = {FUNCTIONAL}.scaled_dot_product_attention({', '.join(args)})"]
 
 
-EMITTERS.update({
-    "attention": _attention,
-})
 CHAIN_SUFFIX.update({"attention": "attn"})
 
 
@@ -48,6 +47,7 @@ def _pair(o: Op, sizes, text=None) -> str:
     return "(" + ", ".join(text(x) for x in sizes) + ")"
 
 
+@emitter("conv")
 def _conv(o: Op) -> list[str]:
     d = o.d
     cls = "nn.Conv1d" if d["spatial"] == 1 else "nn.Conv2d"
@@ -70,37 +70,56 @@ def _conv(o: Op) -> list[str]:
     return [f"{o.out} = self.{o.attr}({o.x})"]
 
 
-EMITTERS.update({"conv1d": _conv, "conv2d": _conv})
 MODULE_OPS.update({"conv1d": "conv", "conv2d": "conv"})
 CHAIN_SUFFIX.update({"conv1d": "conv", "conv2d": "conv"})
 
 
-EMITTERS.update({
-    "index_select": lambda o: [f"{o.out} = {o.x}.index_select({o.d['dim']}, {o.args[1]})"],
-    "gather": lambda o: [f"{o.out} = torch.gather({o.x}, {o.axis(o.d['dim'])}, {o.args[1]})"],
-    "take_along_dim": lambda o: [f"{o.out} = torch.take_along_dim({o.x}, {o.args[1]}, dim={o.axis(o.d['dim'])})"],
-    "topk": lambda o: [f"{o.out} = {o.x}.topk({o.local(o.d['k'])}, dim={o.axis(o.d['dim'])})"],
-    "one_hot": lambda o: [f"{o.out} = {FUNCTIONAL}.one_hot({o.x}, {o.local(o.d['classes'])})"],
-})
+@emitter("index_select")
+def _index_select(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x}.index_select({o.d['dim']}, {o.args[1]})"]
+
+
+@emitter("gather")
+def _gather(o: Op) -> list[str]:
+    return [f"{o.out} = torch.gather({o.x}, {o.axis(o.d['dim'])}, {o.args[1]})"]
+
+
+@emitter("take_along_dim")
+def _take_along_dim(o: Op) -> list[str]:
+    return [f"{o.out} = torch.take_along_dim({o.x}, {o.args[1]}, dim={o.axis(o.d['dim'])})"]
+
+
+@emitter("topk")
+def _topk(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x}.topk({o.local(o.d['k'])}, dim={o.axis(o.d['dim'])})"]
+
+
+@emitter("one_hot")
+def _one_hot(o: Op) -> list[str]:
+    return [f"{o.out} = {FUNCTIONAL}.one_hot({o.x}, {o.local(o.d['classes'])})"]
+
+
 CHAIN_SUFFIX.update({"index_select": "sel", "gather": "g", "take_along_dim": "g", "one_hot": "oh"})
 
 
+@emitter("index_add")
 def _index_add(o: Op) -> list[str]:
     alpha = o.d.get("alpha")
     extra = "" if alpha is None else f", alpha={o.local(alpha, real=True)}"
     return [f"{o.out} = {o.x}.index_add({o.d['dim']}, {o.args[1]}, {o.args[2]}{extra})"]
 
 
+@emitter("scatter")
 def _scatter(o: Op) -> list[str]:
     value = o.d.get("value")
     src = o.args[2] if value is None else o.local(value, real=True)
     return [f"{o.out} = {o.x}.{o.s.op}({o.axis(o.d['dim'])}, {o.args[1]}, {src})"]
 
 
-EMITTERS.update({"index_add": _index_add, "scatter_add": _scatter, "scatter": _scatter})
 CHAIN_SUFFIX.update({"index_add": "acc", "scatter_add": "acc", "scatter": "sc"})
 
 
+@emitter("nonzero")
 def _nonzero(o: Op) -> list[str]:
     one = "[0]" if len(o.s.outputs) == 1 else ""   # a tuple of one index vector
     if o.d.get("where"):
@@ -110,8 +129,11 @@ def _nonzero(o: Op) -> list[str]:
     return [f"{o.out} = {o.x}.nonzero()"]
 
 
-EMITTERS.update({"nonzero": _nonzero,
-                 "masked_select": lambda o: [f"{o.out} = {o.x}.masked_select({o.args[1]})"]})
+@emitter("masked_select")
+def _masked_select(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x}.masked_select({o.args[1]})"]
+
+
 CHAIN_SUFFIX.update({"nonzero": "nz", "masked_select": "sel"})
 
 
@@ -119,6 +141,7 @@ def _sizes(o: Op, sizes) -> str:
     return _pair(o, sizes, o.local)
 
 
+@emitter("pool")
 def _pool(o: Op) -> list[str]:
     """F.max_pool2d(x, 3, stride=2, padding=1), F.adaptive_avg_pool2d(x, 1), .. (no weights)."""
     d = o.d
@@ -138,6 +161,7 @@ def _pool(o: Op) -> list[str]:
     return [f"{o.out} = {FUNCTIONAL}.{o.s.op}({', '.join(args)})"]
 
 
+@emitter("interpolate")
 def _interpolate(o: Op) -> list[str]:
     d = o.d
     if d["scale"] is not None:
@@ -151,5 +175,4 @@ def _interpolate(o: Op) -> list[str]:
 
 
 POOLS = [d.name for d in pooling.ENTRIES if d.rule in (pooling.window_pool, pooling.adaptive_pool)]
-EMITTERS.update({**dict.fromkeys(POOLS, _pool), "interpolate": _interpolate})
 CHAIN_SUFFIX.update({**dict.fromkeys(POOLS, "pooled"), "interpolate": "resized"})

@@ -2,14 +2,14 @@
 the elementwise operations with keywords (`leaky_relu`, `masked_fill`, `normalize`, ..), the
 layout operations `flip`, `roll`, `narrow`, `unflatten`, `unbind`, `expand_as`, `tile`,
 `pad`, the tensors made like another, `eye`, and the channel norms (nn.GroupNorm,
-nn.BatchNorm1d/2d/3d). Registered into shapelang.codegen.steps.EMITTERS when this module is
-imported (shapelang.codegen.emit imports it)."""
+nn.BatchNorm1d/2d/3d). Each registers with `@emitter` when this module is imported
+(shapelang.codegen.emit imports it)."""
 from __future__ import annotations
 
 import sympy as sp
 
-from ..checker.ops.pointwise import ACTIVATIONS, LOGICAL, MATH, TESTS
-from .steps import CHAIN_SUFFIX, EMITTERS, FUNCTIONAL, MODULE_OPS, Op, _keywords, _module, _only, _torch_dtype
+from .registry import emitter
+from .steps import CHAIN_SUFFIX, FUNCTIONAL, MODULE_OPS, Op, _keywords, _module, _only, _torch_dtype
 from .steps_tables import _device, _torch, _value
 
 # the ones that give values and indices in PyTorch, of which shapelang keeps the values
@@ -31,6 +31,7 @@ def _args(o: Op, *first, dim=True, **kw) -> str:
     return ", ".join(parts)
 
 
+@emitter("reduction")
 def _reduction(o: Op) -> list[str]:
     """x.std(dim=-1, keepdim=True), x.argmax(), x.median(dim=1)[0], x.cumsum(dim=1, dtype=..)."""
     d = o.d
@@ -43,6 +44,7 @@ def _reduction(o: Op) -> list[str]:
     return [f"{o.out} = {o.x}.{o.s.op}({args}){pick}"]
 
 
+@emitter("norm")
 def _norm(o: Op) -> list[str]:
     p = o.d.get("p", 2)
     args = _args(o, o.x, *([] if p == 2 else [f"ord={_float(o, p)}"]),
@@ -50,6 +52,7 @@ def _norm(o: Op) -> list[str]:
     return [f"{o.out} = torch.linalg.vector_norm({args})"]
 
 
+@emitter("sort")
 def _sort(o: Op) -> list[str]:
     d = o.d
     args = _args(o, descending="True" if d.get("descending") else None,
@@ -57,24 +60,27 @@ def _sort(o: Op) -> list[str]:
     return [f"{o.out} = {o.x}.{o.s.op}({args})"]
 
 
-def _functional(name: str):
-    def emit(o: Op) -> list[str]:
-        kws = {k: _float(o, v) for k, v in o.d.items() if v is not None and k not in ("dim", "dtype")}
-        args = _args(o, o.x, *o.args[1:], **kws, dtype=_torch_dtype(o.d.get("dtype")) or None)
-        return [f"{o.out} = {FUNCTIONAL}.{name}({args})"]
-    return emit
+@emitter("functional")
+def _functional(o: Op) -> list[str]:
+    """F.<op>(x, .., dim=, keywords): the activations with keywords, softmin, glu, normalize."""
+    kws = {k: _float(o, v) for k, v in o.d.items() if v is not None and k not in ("dim", "dtype")}
+    args = _args(o, o.x, *o.args[1:], **kws, dtype=_torch_dtype(o.d.get("dtype")) or None)
+    return [f"{o.out} = {FUNCTIONAL}.{o.s.op}({args})"]
 
 
+@emitter("math")
 def _math(o: Op) -> list[str]:
     decimals = o.d.get("decimals")
     return [f"{o.out} = torch.{o.s.op}({o.x}{f', decimals={decimals}' if decimals else ''})"]
 
 
+@emitter("nan_to_num")
 def _nan_to_num(o: Op) -> list[str]:
     kws = "".join(f", {k}={_float(o, o.d[k])}" for k in ("nan", "posinf", "neginf") if k in o.d)
     return [f"{o.out} = torch.nan_to_num({o.x}{kws})"]
 
 
+@emitter("masked_fill")
 def _masked_fill(o: Op) -> list[str]:
     v = o.d["value"]
     value = _float(o, v) if o.s.out.dtype not in ("int", "bool") and v is not True and v is not False \
@@ -86,6 +92,7 @@ def _ints(o: Op, xs) -> str:
     return "[" + ", ".join(o.local(x) for x in xs) + "]"
 
 
+@emitter("roll")
 def _roll(o: Op) -> list[str]:
     shifts, dims = o.d["shifts"], o.d["dims"]
     if len(shifts) == 1:
@@ -94,12 +101,14 @@ def _roll(o: Op) -> list[str]:
     return [f"{o.out} = {o.x}.roll({_ints(o, shifts)}, {list(dims)})"]
 
 
+@emitter("pad")
 def _pad(o: Op) -> list[str]:
     value = o.d.get("value")
     kw = "" if value is None or sp.sympify(value) == 0 else f", value={_float(o, value)}"
     return [f"{o.out} = {FUNCTIONAL}.pad({o.x}, {_ints(o, o.d['pads'])}{kw})"]
 
 
+@emitter("like")
 def _like(o: Op) -> list[str]:
     dtype = f", dtype={_torch(o.d['dtype'])}" if o.d.get("dtype") else ""
     if o.s.op == "full_like":
@@ -109,6 +118,7 @@ def _like(o: Op) -> list[str]:
     return [f"{o.out} = torch.{o.s.op}({o.x}{dtype})"]
 
 
+@emitter("eye")
 def _eye(o: Op) -> list[str]:
     m = "" if o.d.get("m") is None else f", {o.local(o.d['m'])}"
     dtype = f", dtype={_torch(o.d['dtype'])}" if o.d.get("dtype") not in (None, "float") else ""
@@ -120,51 +130,60 @@ def _hparams(o: Op, **given) -> str:
                      affine=None if o.d.get("affine", True) else "False")
 
 
+@emitter("groupnorm")
 def _groupnorm(o: Op) -> list[str]:
     return _module(o, f"nn.GroupNorm({o.cfg(o.d['groups'])}, {o.cfg(o.d['channels'])}"
                       f"{_hparams(o, eps=o.d.get('eps'))})")
 
 
+@emitter("batchnorm")
 def _batchnorm(o: Op) -> list[str]:
     return _module(o, f"nn.BatchNorm{o.d['spatial']}d({o.cfg(o.d['channels'])}"
                       f"{_hparams(o, eps=o.d.get('eps'), momentum=o.d.get('momentum'))})")
 
 
-EMITTERS.update({
-    **{op: _reduction for op in ("std", "prod", "argmax", "argmin", "logsumexp", "any", "all", "nansum",
-                                 "nanmean", "median", "kthvalue", "cumsum", "cumprod", "cummax", "cummin",
-                                 "logcumsumexp")},
-    "norm": _norm,
-    "sort": _sort,
-    "argsort": _sort,
-    "softmin": _functional("softmin"),
-    **{op: _functional(op) for op in ACTIVATIONS},
-    "glu": _functional("glu"),
-    "normalize": _functional("normalize"),
-    "cosine_similarity": _functional("cosine_similarity"),
-    **{op: _math for op in MATH},
-    **{op: (lambda o: [f"{o.out} = torch.{o.s.op}({o.x})"]) for op in TESTS},
-    **{op: (lambda o: [f"{o.out} = torch.{o.s.op}({o.x}, {o.args[1]})"]) for op in LOGICAL},
-    "nan_to_num": _nan_to_num,
-    "masked_fill": _masked_fill,
-    "clamp_min": EMITTERS["clamp"],
-    "clamp_max": EMITTERS["clamp"],
-    "flip": lambda o: [f"{o.out} = {o.x}.flip({list(o.d['dims'])})"],
-    "roll": _roll,
-    "narrow": lambda o: [f"{o.out} = {o.x}.narrow({o.d['dim']}, {o.local(o.d['start'])}, {o.local(o.d['length'])})"],
-    "unflatten": lambda o: [(f"{o.out} = {o.x}.unflatten({o.axis(o.d['dim'])}, "
-                             f"[{o.sizes(o.d['sizes'], o.d.get('infer'))}])")],
-    "unbind": lambda o: [f"{o.out} = {o.x}.unbind({o.d['dim']}){_only(o)}"],
-    "expand_as": lambda o: [f"{o.out} = {o.x}.expand_as({o.args[1]})"],
-    "tile": lambda o: [f"{o.out} = {o.x}.tile({_ints(o, o.d['reps'])})"],
-    "pad": _pad,
-    "zeros_like": _like,
-    "ones_like": _like,
-    "full_like": _like,
-    "eye": _eye,
-    "groupnorm": _groupnorm,
-    "batchnorm": _batchnorm,
-})
+@emitter("softcap")
+def _softcap(o: Op) -> list[str]:
+    """tanh(x / C) * C."""
+    cap = o.local(o.d["cap"], real=True, operand=True)
+    return [f"{o.out} = torch.tanh({o.x} / {cap}) * {cap}"]
+
+
+@emitter("logical")
+def _logical(o: Op) -> list[str]:
+    return [f"{o.out} = torch.{o.s.op}({o.x}, {o.args[1]})"]
+
+
+@emitter("flip")
+def _flip(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x}.flip({list(o.d['dims'])})"]
+
+
+@emitter("narrow")
+def _narrow(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x}.narrow({o.d['dim']}, {o.local(o.d['start'])}, {o.local(o.d['length'])})"]
+
+
+@emitter("unflatten")
+def _unflatten(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x}.unflatten({o.axis(o.d['dim'])}, [{o.sizes(o.d['sizes'], o.d.get('infer'))}])"]
+
+
+@emitter("unbind")
+def _unbind(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x}.unbind({o.d['dim']}){_only(o)}"]
+
+
+@emitter("expand_as")
+def _expand_as(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x}.expand_as({o.args[1]})"]
+
+
+@emitter("tile")
+def _tile(o: Op) -> list[str]:
+    return [f"{o.out} = {o.x}.tile({_ints(o, o.d['reps'])})"]
+
+
 MODULE_OPS.update({"groupnorm": "gn", "batchnorm": "bn"})
 CHAIN_SUFFIX.update({"groupnorm": "gn", "batchnorm": "bn", "masked_fill": "filled", "pad": "padded",
                      "flip": "flipped", "roll": "rolled", "sort": "sorted", "cumsum": "cum"})

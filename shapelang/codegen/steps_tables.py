@@ -1,15 +1,15 @@
 """Codegen, the emitters of tensors computed in the module: tables and masks
 (`torch.arange`, `torch.full`, comparisons, `torch.where`, `torch.outer`, `triu`/`tril`,
 `sin`/`cos`, `floor`/`ceil`, `clamp`, `torch.meshgrid`, `torch.stack`). A new tensor is made on the
-device of the module's first input, so the module computes its tables wherever it runs. Registered into
-shapelang.codegen.steps.EMITTERS when this module is imported (shapelang.codegen.emit
-imports it)."""
+device of the module's first input, so the module computes its tables wherever it runs. Each
+registers with `@emitter` when this module is imported (shapelang.codegen.emit imports it)."""
 from __future__ import annotations
 
 import sympy as sp
 
 from ..checker import dtypes
-from .steps import CHAIN_SUFFIX, EMITTERS, Op, _only
+from .registry import emitter
+from .steps import CHAIN_SUFFIX, Op, _only
 
 COMPARE = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 TORCH_DTYPES = {"float": "torch.float32", "int": "torch.long", "bool": "torch.bool"}
@@ -34,6 +34,7 @@ def _value(o: Op, v) -> str:
     return o.local(v, real=True)
 
 
+@emitter("arange")
 def _arange(o: Op) -> list[str]:
     d = o.d
     float_ = o.s.out.dtype == "float"
@@ -48,6 +49,7 @@ def _arange(o: Op) -> list[str]:
     return [f"{o.out} = torch.arange({', '.join(args)}{dtype}{_device(o)})"]
 
 
+@emitter("linspace")
 def _linspace(o: Op) -> list[str]:
     d = o.d
     ends = f"{_value(o, d['start'])}, {_value(o, d['end'])}"
@@ -55,6 +57,7 @@ def _linspace(o: Op) -> list[str]:
     return [f"{o.out} = torch.linspace({ends}, {o.local(d['length'])}{dtype}{_device(o)})"]
 
 
+@emitter("full")
 def _full(o: Op) -> list[str]:
     d = o.d
     shape = ", ".join(o.local(x) for x in d["shape"])
@@ -66,6 +69,7 @@ def _full(o: Op) -> list[str]:
     return [f"{o.out} = torch.full(({shape}), {value}, dtype={_torch(d['dtype'])}{_device(o)})"]
 
 
+@emitter(*COMPARE)
 def _compare(o: Op) -> list[str]:
     sign = COMPARE[o.s.op]
     if len(o.args) == 2:
@@ -76,6 +80,7 @@ def _compare(o: Op) -> list[str]:
     return [f"{o.out} = {o.x} {sign} {scalar}"]
 
 
+@emitter("where")
 def _where(o: Op) -> list[str]:
     tensors = iter(o.args[1:])
     values = [next(tensors) if v is None else _value(o, v) for v in o.d["values"]]
@@ -84,38 +89,43 @@ def _where(o: Op) -> list[str]:
     return [f"{o.out} = torch.where({o.x}, {', '.join(values)})"]
 
 
+@emitter("triangle")
 def _triangle(o: Op) -> list[str]:
     k = o.d["diagonal"]
     arg = "" if k == 0 else (f"diagonal={o.local(k)}")
     return [f"{o.out} = {o.x}.{o.s.op}({arg})"]
 
 
+@emitter("clamp")
 def _clamp(o: Op) -> list[str]:
     tensors = iter(o.args[1:])
     bounds = ", ".join(f"{name}={next(tensors) if v is None else _value(o, v)}" for name, v in o.d["bounds"])
     return [f"{o.out} = torch.clamp({o.x}, {bounds})"]
 
 
-EMITTERS.update({
-    "minimum": lambda o: [f"{o.out} = torch.minimum({o.args[0]}, {o.args[1]})"],
-    "maximum": lambda o: [f"{o.out} = torch.maximum({o.args[0]}, {o.args[1]})"],
-    "clamp": _clamp,
-    "logical_not": lambda o: [f"{o.out} = torch.logical_not({o.x})"],
-    "arange": _arange,
-    "linspace": _linspace,
-    "full": _full,
-    "zeros": _full,
-    "ones": _full,
-    **{op: _compare for op in COMPARE},
-    "where": _where,
-    "outer": lambda o: [f"{o.out} = torch.outer({o.args[0]}, {o.args[1]})"],
-    "triu": _triangle,
-    "tril": _triangle,
-    "meshgrid": lambda o: [f'{o.out} = torch.meshgrid({", ".join(o.args)}, indexing="ij"){_only(o)}'],
-    "stack_tensors": lambda o: [f"{o.out} = torch.stack([{', '.join(o.args)}], dim={o.axis(o.d['dim'], o.s.out.rank)})"],
-    "sin": lambda o: [f"{o.out} = torch.sin({o.x})"],
-    "cos": lambda o: [f"{o.out} = torch.cos({o.x})"],
-    "floor": lambda o: [f"{o.out} = torch.floor({o.x})"],
-    "ceil": lambda o: [f"{o.out} = torch.ceil({o.x})"],
-})
+@emitter("minimum")
+def _minimum(o: Op) -> list[str]:
+    return [f"{o.out} = torch.minimum({o.args[0]}, {o.args[1]})"]
+
+
+@emitter("maximum")
+def _maximum(o: Op) -> list[str]:
+    return [f"{o.out} = torch.maximum({o.args[0]}, {o.args[1]})"]
+
+
+@emitter("outer")
+def _outer(o: Op) -> list[str]:
+    return [f"{o.out} = torch.outer({o.args[0]}, {o.args[1]})"]
+
+
+@emitter("meshgrid")
+def _meshgrid(o: Op) -> list[str]:
+    return [f'{o.out} = torch.meshgrid({", ".join(o.args)}, indexing="ij"){_only(o)}']
+
+
+@emitter("stack_tensors")
+def _stack_tensors(o: Op) -> list[str]:
+    return [f"{o.out} = torch.stack([{', '.join(o.args)}], dim={o.axis(o.d['dim'], o.s.out.rank)})"]
+
+
 CHAIN_SUFFIX.update({"arange": "pos", "full": "table", "where": "w", "outer": "outer", "stack_tensors": "st"})

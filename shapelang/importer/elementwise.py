@@ -16,16 +16,17 @@ import math
 
 import torch
 
+from ..checker.ops.table import TABLE as OPS
 from .graph import DTYPES, arg, dtype_word, is_tensor, num_text, target_name, tok, val
 from .translate import TABLE, Piece
 
-# functions of one tensor with the same name in the language (docs/language.md)
-UNARY = ("relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt", "rsqrt", "log", "abs", "neg", "softplus",
-         "square", "sin", "cos", "floor", "ceil", "logical_not", "erf", "log1p", "expm1", "log2", "sign",
-         "reciprocal", "trunc", "round", "selu", "mish", "hardswish", "hardsigmoid", "relu6", "isnan", "isinf",
-         "isfinite")
-# the same functions under another ATen name
+# functions of one tensor under another ATen name
 RENAMED = {"log_sigmoid": "logsigmoid"}
+# functions of one tensor with the same name in the language: the table's entries with a
+# PyTorch `function` (docs/language.md)
+UNARY = tuple(name for name, d in OPS.items() if d.function and name not in RENAMED.values())
+# torch.full, torch.ones, torch.zeros: the table's filled tensors (written as `full` writes them)
+FILLED = tuple(name for name, d in OPS.items() if d.emitter_key == "full")
 # bitwise operators: logical on bool masks, bitwise on ints (`(a <= b) & (c < d)`)
 BITWISE = {"&": ("__and__", "bitwise_and"), "|": ("__or__", "bitwise_or"), "^": ("__xor__", "bitwise_xor")}
 # comparisons (`bias == 0`, nanoGPT's causal buffer): bool tensors, as in the language
@@ -392,7 +393,7 @@ TABLE.update({
     "aten.clamp.default": _clamp, "aten.clamp_min.default": _clamp, "aten.clamp_max.default": _clamp,
     "aten.arange.default": _made(_arange), "aten.arange.start": _made(_arange),
     "aten.arange.start_step": _made(_arange),
-    **{f"aten.{op}.default": _made(_filled) for op in ("full", "ones", "zeros")},
+    **{f"aten.{op}.default": _made(_filled) for op in FILLED},
     "aten.tril.default": _triangle, "aten.triu.default": _triangle,
     "aten.outer.default": _outer, "aten.expand_as.default": _expand_as,
 })

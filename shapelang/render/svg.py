@@ -30,8 +30,8 @@ LAYOUT_OPS = moving("regroup", "rearrange")
 MOVE_OPS = moving("move", "rearrange")
 REDUCE_OPS = {name for name, d in TABLE.items() if d.reduces} | {"select"}
 CONTRACT_OPS = {"matmul", "linear", "einsum", "embed"}
-# the operations that normalise along an axis as softmax does (the table's softmax rule)
-SOFTMAX_OPS = {name for name, d in TABLE.items() if d.rule is TABLE["softmax"].rule}
+# the operations that normalise along an axis as softmax does
+SOFTMAX_OPS = {name for name, d in TABLE.items() if d.normalises}
 
 
 class Colours:

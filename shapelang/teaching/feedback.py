@@ -13,6 +13,7 @@ import re
 
 import sympy as sp
 
+from ..checker.ops.table import TABLE
 from ..syntax.diagnostics import Diagnostic
 from .engines import Reference
 from .shapes import Words, attention_roles, dims_phrase
@@ -48,9 +49,13 @@ def with_help(d) -> str:
     return d.message + (f" ({d.help})" if d.help else "")
 
 
+# the operations a learner moves axes with (`transpose`, `movedim`, `swapaxes`, `rearrange`, ..)
+MOVERS = frozenset(name for name, d in TABLE.items() if TABLE[d.ir_name].moves in ("move", "rearrange"))
+
+
 def layout_message(name: str, text: str) -> str:
     """The right shape with the numbers in the wrong places; `text`: the learner's statement."""
-    moves = any(w in text for w in ("transpose", "permute", "rearrange"))
+    moves = any(w in text for w in MOVERS)
     msg = f"`{name}` has the right shape, but its numbers end up in the wrong places"
     if "view" in text or "reshape" in text or "flatten" in text:
         msg += (": `view`, `reshape` and `flatten` only regroup the numbers in memory order; "

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sympy as sp
 
 from ..checker import dims as dimlib
-from ..checker.ops.table import moving
+from ..checker.ops.table import TABLE, moving
 
 MAX_PROBE_ELEMENTS = 50_000
 # steps that only move or copy data: equal shapes mean equal values
@@ -28,6 +28,7 @@ LAYOUT = moving("regroup", "move", "rearrange", "copy", "broadcast", "repeat") |
 PARTS = moving("pick", "cut", "join")           # steps that pick, cut or join parts: moved too
 REGROUP = moving("regroup", "copy")             # the same elements in the same order
 COMMUTATIVE = {"add", "mul"}
+LEARNED = frozenset(d.ir_name for d in TABLE.values() if d.learned)   # each use: its own weights
 
 
 class TooBig(Exception):
@@ -203,7 +204,7 @@ class Probe:
                 if op in COMMUTATIVE:
                     keys = sorted(keys, key=repr)
                 label = (op, detail, tuple(keys), tuple(outs))
-                if s.op in ("linear", "embed", "layernorm", "rmsnorm", "block", "stack"):
+                if s.op in LEARNED:
                     label += (owner, own)    # its own learned weights
                     own += 1
                 if s.block is not None:

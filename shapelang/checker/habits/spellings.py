@@ -42,12 +42,24 @@ def _ops() -> dict[str, tuple[str, list[str]]]:
     return {**{name: (name, list(d.pytorch)) for name, d in TABLE.items() if d.pytorch}, **_RENAMED}
 
 
+@functools.cache
+def _unary() -> frozenset:
+    """The functions of one tensor and no other argument (`torch.tanh(x)`, `x.relu()`): the
+    table's entries with a `function`."""
+    from ..ops.table import TABLE
+    return frozenset(name for name, d in TABLE.items() if d.function)
+
+
+@functools.cache
+def _casts() -> dict[str, str]:
+    """`x.float()` and its kin: the table's casts of the same names; Tensor.int() is int32
+    (shapelang's `int` is int64)."""
+    from ..ops.values import CASTS
+    return {**{name: name for name in CASTS}, "int": "to int32"}
+
+
 SHAPES = {"view", "reshape", "expand", "permute"}   # sizes or axes as varargs or one list
-UNARY = {"relu", "gelu", "silu", "tanh", "sigmoid", "exp", "sqrt", "rsqrt", "log", "abs",
-         "neg", "square", "softplus", "logical_not"}
 MATMUL = {"matmul", "bmm", "mm"}
-CASTS = {"float": "float", "half": "half", "bfloat16": "bfloat16", "double": "double", "long": "long",
-         "bool": "bool", "int": "to int32"}   # Tensor.int() is int32; shapelang's `int` is int64
 MODULES = {"torch", "F", "nn.functional", "torch.nn.functional", "functional"}
 DEFAULT_DIM = {"chunk": "0", "split": "0", "flatten": None}
 
@@ -335,10 +347,10 @@ class Translator:
 
     def op(self, name: str, args: list, keywords: list) -> str:
         """`name(args, keywords)` as a shapelang operation."""
-        if name in UNARY and not args and not keywords:
+        if name in _unary() and not args and not keywords:
             return name
-        if name in CASTS and not args and not keywords:
-            return CASTS[name]
+        if name in _casts() and not args and not keywords:
+            return _casts()[name]
         if name == "gelu" and not args and [k.arg for k in keywords] == ["approximate"]:
             return f"gelu approximate={self._plain(keywords[0].value).text}"
         if name in SHAPES:

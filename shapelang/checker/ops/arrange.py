@@ -223,28 +223,38 @@ def _padded(c, x, shape, pads) -> TensorType:
 
 ENTRIES = [
     OpDef("swapaxes", "swapaxes A B", "the same as `transpose A B` (numpy's name)", transpose,
-          family="layout", provenance="permute", positional=("axis0", "axis1"), axes=True, alias_of="transpose"),
+          family="layout", provenance="permute", positional=("axis0", "axis1"), axes=True, alias_of="transpose",
+          example="x -> swapaxes 1 2"),
     OpDef("swapdims", "swapdims A B", "the same as `transpose A B`", transpose, family="layout",
-          provenance="permute", positional=("dim0", "dim1"), axes=True, alias_of="transpose"),
+          provenance="permute", positional=("dim0", "dim1"), axes=True, alias_of="transpose",
+          example="x -> swapdims 0 1"),
     OpDef("flip", "flip A B .. | flip [A, B]", "reverses the order along the axes given", flip,
-          family="layout", provenance="same", axes=True, values=("dims",)),
+          family="layout", provenance="same", axes=True, values=("dims",),
+          example="x -> flip 1 2"),
     OpDef("roll", "roll SHIFT A | roll [S1, S2] [A, B]", "torch.roll: rotates along axes by shifts "
           "(sizes, negative ones too: `roll -Sh 1`); without axes, the flattened tensor", roll,
-          family="layout", provenance="same", values=("shifts", "dims")),
+          family="layout", provenance="same", values=("shifts", "dims"),
+          example="x -> roll -2 1"),
     OpDef("narrow", "narrow A START LENGTH", "LENGTH positions of axis A from START (a view); START "
           "+ LENGTH proved within the axis", narrow, family="layout", provenance="slice",
           positional=("dim", "start", "length"), values=("dim", "start", "length"),
-          pytorch=("dim", "start", "length")),
+          pytorch=("dim", "start", "length"),
+          example="x -> narrow 1 0 S"),
     OpDef("unflatten", "unflatten A [S1, S2, ..]", "cuts axis A into several (one size may be -1), a "
-          "view", unflatten, family="layout", provenance="regroup", positional=("dim", "sizes"), moves="regroup"),
+          "view", unflatten, family="layout", provenance="regroup", positional=("dim", "sizes"), moves="regroup",
+          example="x -> concat -1 x -> unflatten -1 [2, -1]"),
     OpDef("unbind", "unbind [A]", "one tensor per position of axis A (0 by default; a fixed size), "
           "bound to several names: `q, k, v: qkv -> unbind 0`", unbind, family="layout",
-          provenance="unbind", positional=("dim",), axes=True, values=("dim",)),
+          provenance="unbind", positional=("dim",), axes=True, values=("dim",),
+          example="v, y: x -> concat -1 x -> unflatten -1 [2, -1] -> unbind -2"),
     OpDef("expand_as", "expand_as T", "broadcasts size-1 axes to T's shape (a view)", expand_as,
-          family="layout", provenance="expand", positional=("other",)),
+          family="layout", provenance="expand", positional=("other",),
+          example="x -> amax -1 keepdim -> expand_as x"),
     OpDef("tile", "tile [R1, R2, ..]", "torch.tile: repeats the whole tensor R times along each axis "
-          "(counts line up from the right)", tile, family="layout", provenance="new", values=("reps",)),
+          "(counts line up from the right)", tile, family="layout", provenance="new", values=("reps",),
+          example="x -> tile [2, 1]"),
     OpDef("pad", "pad [L, R, ..] [value=V]", "F.pad: pairs (before, after) of sizes from the last "
           "axis (negative ones crop), filled with V (0 by default; `-inf` allowed); mode \"constant\"",
-          pad, family="layout", kwargs=("mode", "value"), dtype="fill", values=("pads", "value")),
+          pad, family="layout", kwargs=("mode", "value"), dtype="fill", values=("pads", "value"),
+          example="x -> pad [1, 1]"),
 ]

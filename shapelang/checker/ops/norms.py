@@ -81,19 +81,22 @@ def batchnorm(c, x, a):
 
 ENTRIES = [
     *[OpDef(name, f"{name} [dtype=int]", f"a new tensor of {what} of the input's shape and dtype (or "
-            "`dtype=`)", like, family="tables", provenance="same", kwargs=("dtype",), values=("dtype",))
+            "`dtype=`)", like, emitter="like", family="tables", provenance="same", kwargs=("dtype",), values=("dtype",))
       for name, what in (("zeros_like", "zeros"), ("ones_like", "ones"))],
     OpDef("full_like", "full_like V [dtype=int]", "a new tensor of the input's shape and dtype filled "
-          "with V (`-inf` allowed where the dtype holds it)", like, family="tables", provenance="same",
-          positional=("fill_value",), kwargs=("dtype",), dtype="like", values=("value", "dtype")),
+          "with V (`-inf` allowed where the dtype holds it)", like, emitter="like", family="tables", provenance="same",
+          positional=("fill_value",), kwargs=("dtype",), dtype="like", values=("value", "dtype"),
+          example="x -> full_like 0.5"),
     OpDef("eye", "eye(N) | eye(N, M)", "the identity matrix [N, N] (or [N, M]), float", call_only,
-          family="tables", provenance="new", kwargs=("dtype",)),
+          family="tables", provenance="new", kwargs=("dtype",),
+          example="eye(S)"),
     OpDef("groupnorm", "groupnorm G [eps=1e-05] [affine=false]", "nn.GroupNorm(G, C) on [B, C, ..]: "
-          "C proved divisible by G; 2*C parameters (none with `affine=false`)", groupnorm,
+          "C proved divisible by G; 2*C parameters (none with `affine=false`)", groupnorm, learned=True,
           provenance="same", positional=("num_groups",), kwargs=("eps", "affine"), dtype="channel_norm",
-          values=("groups", "eps", "affine")),
+          values=("groups", "eps", "affine"),
+          example="x -> groupnorm 1"),
     OpDef("batchnorm", "batchnorm [eps=1e-05] [momentum=0.1]", "nn.BatchNorm1d/2d/3d on [B, C, ..] "
           "(eval mode: running mean and variance, buffers of C each); 2*C parameters",
-          batchnorm, provenance="same", kwargs=("eps", "momentum", "affine"), dtype="channel_norm",
+          batchnorm, learned=True, provenance="same", kwargs=("eps", "momentum", "affine"), dtype="channel_norm",
           values=("eps", "affine")),
 ]

@@ -12,7 +12,8 @@ class OpDef:
     doc: str                        # one line for docs/language.md
     rule: Callable | None           # (checker context, tensor, Args) -> Result; None: the checker's own
     flops: str = ""                 # what the FLOP count is; empty: none
-    emitter: str | None = None      # key in shapelang.codegen.emit.EMITTERS (default: the name)
+    emitter: str | None = None      # its emitter's registered name in shapelang.codegen.registry
+                                    # (default: its name; `rmsnorm` names `layernorm`'s to share it)
     family: str = "values"          # docs section: layout, values, combine, blocks
     provenance: str | None = None   # key in shapelang.checker.provenance's rules (None: unknown)
     kwargs: tuple = ()              # keywords it takes besides its positional ones (`eps`, `bias`)
@@ -28,6 +29,15 @@ class OpDef:
     # new axes), move (transpose, permute: axes reordered), rearrange (both), copy, broadcast,
     # repeat, pick (one part of an axis), cut (into several tensors), join; "": it computes
     moves: str = ""
+    # one valid use, on `x: [B, S, D]` (float), `ids: [B, S]` (int) or `m: [B, 1, S]` (bool),
+    # with the sizes F and V (`v, y: ..` when it gives two tensors); empty: `x -> NAME`. The
+    # tests run every operation through it (keywords, every dtype against PyTorch).
+    example: str = ""
+    # the PyTorch function of one tensor it is, with no other argument (`torch.tanh`, `F.relu`;
+    # `-` for neg): the code generator writes it, and `torch.tanh(x)` in a spec reads as it
+    function: str = ""
+    learned: bool = False           # it owns learned weights: each use is another layer
+    normalises: bool = False        # a softmax along its axis (softmax, softmin; log_softmax's log)
 
     @property
     def emitter_key(self) -> str:
@@ -37,3 +47,8 @@ class OpDef:
     def ir_name(self) -> str:
         """The operation name in the checked IR (an alias is its original's)."""
         return self.alias_of or self.name
+
+    @property
+    def use(self) -> str:
+        """`example`, or `x -> NAME` when the operation needs no argument."""
+        return self.example or f"x -> {self.name}"

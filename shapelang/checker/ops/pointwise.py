@@ -112,6 +112,18 @@ class _Kw:
         self.value, self.span = value, value.span
 
 
+def softcap(c, x, a):
+    """`softcap C`: tanh(x / C) * C, Gemma-2's logit soft-capping (every value kept inside
+    (-C, C)); C a number or size expression, proved positive."""
+    a.count(1, usage="softcap 30.0")
+    cap = a.scalar_at(0)
+    if cap.is_number and not cap > 0:
+        raise a.fail(f"`softcap` divides by its cap, which must be above 0, not {c.sz(cap)}",
+                     "Gemma-2 caps attention logits at 50.0 and final logits at 30.0", span=a.pos[0].span)
+    c.need_positive(cap, a.pos[0].span, what=lambda: f"the cap {c.sz(cap)}")
+    return _pointwise(c, x, cap=cap)
+
+
 def glu(c, x, a):
     """F.glu: halves axis A (-1 by default), which must be even: the first half times the
     sigmoid of the second."""
@@ -171,37 +183,48 @@ _SAME = {"provenance": "same"}
 ENTRIES = [
     OpDef("masked_fill", "masked_fill M V", "V (a number: `-inf`, `0.0`, `true`) where the bool M is "
           "True; out of place, the input and M broadcast", masked_fill, provenance="expand",
-          positional=("mask", "value"), dtype="fill", values=("value",), pytorch=("mask", "value")),
+          positional=("mask", "value"), dtype="fill", values=("value",), pytorch=("mask", "value"),
+          example="x -> transpose 1 2 -> masked_fill m -inf"),
     *[OpDef(name, name + "".join(f" [{k}={v}]" for k, v in kws.items()), f"F.{name}, elementwise"
-            + ("" if name == "relu6" else "; float only"), activation, kwargs=tuple(kws),
-            dtype="no_bool" if name == "relu6" else "float_only", values=tuple(kws), **_SAME)
+            + ("" if name == "relu6" else "; float only"), activation, emitter="functional", kwargs=tuple(kws),
+            dtype="no_bool" if name == "relu6" else "float_only", values=tuple(kws),
+            function="" if kws else f"F.{name}", **_SAME)
       for name, kws in ACTIVATIONS.items()],
+    OpDef("softcap", "softcap C", "tanh(x / C) * C: Gemma-2's soft-capping of logits into (-C, C); "
+          "C a positive number or size expression; int and bool give float", softcap,
+          positional=("cap",), dtype="to_float", values=("cap",), example="x -> softcap 30.0", **_SAME),
     OpDef("glu", "glu [A]", "F.glu: halves axis A (-1 by default; proved even): the first half times "
-          "the sigmoid of the second; float only", glu, provenance="slice", positional=("dim",),
-          dtype="float_only", axes=True, values=("dim",)),
+          "the sigmoid of the second; float only", glu, emitter="functional", provenance="slice", positional=("dim",),
+          dtype="float_only", axes=True, values=("dim",),
+          example="x -> concat -1 x -> glu"),
     *[OpDef(name, name + (" [decimals=N]" if name == "round" else ""), f"torch.{name}, elementwise"
             + {"sign": "", "trunc": " (bool refused)", "round": " (bool refused; `decimals=` float only)"}
-            .get(name, " (int and bool give float)"), math, kwargs=("decimals",) if name == "round" else (),
+            .get(name, " (int and bool give float)"), math, emitter="math", kwargs=("decimals",) if name == "round" else (),
             dtype={"sign": "same", "trunc": "no_bool", "round": "rounding"}.get(name, "to_float"),
-            values=("decimals",) if name == "round" else (), **_SAME)
+            values=("decimals",) if name == "round" else (), function=f"torch.{name}", **_SAME)
       for name in MATH],
-    OpDef("clamp_min", "clamp_min LO", "the same as `clamp min=LO`", clamp_bound, family="tables",
-          provenance="where", positional=("min",), pytorch=("min",)),
-    OpDef("clamp_max", "clamp_max HI", "the same as `clamp max=HI`", clamp_bound, family="tables",
-          provenance="where", positional=("max",), pytorch=("max",)),
-    *[OpDef(name, name, f"True where an element is {name[2:]} (bool)", test, family="tables", dtype="bool",
+    OpDef("clamp_min", "clamp_min LO", "the same as `clamp min=LO`", clamp_bound, emitter="clamp", family="tables",
+          provenance="where", positional=("min",), pytorch=("min",),
+          example="x -> clamp_min 0"),
+    OpDef("clamp_max", "clamp_max HI", "the same as `clamp max=HI`", clamp_bound, emitter="clamp", family="tables",
+          provenance="where", positional=("max",), pytorch=("max",),
+          example="x -> clamp_max 1"),
+    *[OpDef(name, name, f"True where an element is {name[2:]} (bool)", test, emitter="math", family="tables", dtype="bool", function=f"torch.{name}",
             **_SAME) for name in TESTS],
     OpDef("nan_to_num", "nan_to_num [nan=0.0] [posinf=V] [neginf=V]", "NaN and the infinities "
           "replaced by numbers (by default 0 and the dtype's largest and smallest)", nan_to_num,
           kwargs=("nan", "posinf", "neginf"), values=("nan", "posinf", "neginf"), **_SAME),
     *[OpDef(name, f"{name} M", f"torch.{name} of the piped tensor and M (the shapes broadcast): bool",
-            logical, family="tables", provenance="where", dtype="bool", pytorch=("other",))
+            logical, emitter="logical", family="tables", provenance="where", dtype="bool", pytorch=("other",),
+            example=f"m -> {name} m")
       for name in LOGICAL],
     OpDef("normalize", "normalize [A] [p=2] [eps=1e-12]", "F.normalize: divides by the p-norm along "
-          "axis A (PyTorch's default axis is 1); float only", normalize, positional=("dim",),
-          kwargs=("p", "eps"), dtype="float_only", axes=True, values=("dim", "p", "eps"), **_SAME),
+          "axis A (PyTorch's default axis is 1); float only", normalize, emitter="functional", positional=("dim",),
+          kwargs=("p", "eps"), dtype="float_only", axes=True, values=("dim", "p", "eps"), **_SAME,
+          example="x -> normalize -1"),
     OpDef("cosine_similarity", "cosine_similarity Y [A] [eps=1e-8]", "F.cosine_similarity of the piped "
           "tensor and Y (broadcast) along axis A (default 1), which goes; float only",
-          cosine_similarity, positional=("x2", "dim"), kwargs=("eps",),
-          values=("dim", "eps")),
+          cosine_similarity, emitter="functional", positional=("x2", "dim"), kwargs=("eps",),
+          values=("dim", "eps"),
+          example="x -> cosine_similarity x -1"),
 ]

@@ -214,15 +214,16 @@ ENTRIES = [
     *[OpDef(f"{kind}_pool{n}d", f"{kind}_pool{n}d K", _POOL_DOC.format(
         what="maximum" if kind == "max" else "mean", layout="[B, C, L]" if n == 1 else "[B, C, H, W]",
         reach="d(K - 1)" if kind == "max" else "K",
-        dil=", `dilation=`" if kind == "max" else ""), window_pool, family="pooling", provenance="pool", positional=("kernel_size",), kwargs=_WINDOW_KW[kind == "max"], dtype=_DTYPE_RULE,
-        values=("kernel", "stride", "padding", "dilation", "ceil_mode", "count_include_pad"))
+        dil=", `dilation=`" if kind == "max" else ""), window_pool, emitter="pool", family="pooling", provenance="pool", positional=("kernel_size",), kwargs=_WINDOW_KW[kind == "max"], dtype=_DTYPE_RULE,
+        values=("kernel", "stride", "padding", "dilation", "ceil_mode", "count_include_pad"),
+        example=f"x -> {'unsqueeze 1 -> ' * (n - 1)}{kind}_pool{n}d 1")
       for kind in ("max", "avg") for n in (1, 2)],
     *[OpDef(f"adaptive_{kind}_pool{n}d", f"adaptive_{kind}_pool{n}d OUT",
             f"adaptive {'mean' if kind == 'avg' else 'maximum'} pool to the output size OUT "
             f"({'a size' if n == 1 else 'a size or a pair `[OH, OW]`'}): "
             f"{'[B, C, OUT]' if n == 1 else '[B, C, OH, OW]'}, whatever the input size",
-            adaptive_pool, family="pooling", provenance="pool", positional=("output_size",), dtype=_DTYPE_RULE,
-            values=("output_size",))
+            adaptive_pool, emitter="pool", family="pooling", provenance="pool", positional=("output_size",), dtype=_DTYPE_RULE,
+            values=("output_size",), example=f"x -> {'unsqueeze 1 -> ' * (n - 1)}adaptive_{kind}_pool{n}d 1")
       for kind in ("avg", "max") for n in (1, 2)],
     OpDef("interpolate", 'interpolate size=[H2, W2] | interpolate scale_factor=2 mode="bilinear"',
           "F.interpolate of [B, C, L] or [B, C, H, W] (bilinear: 4-d only) to `size=`, or by "
@@ -230,5 +231,6 @@ ENTRIES = [
           "a factor such as 0.3, which floating point does not hold, at sizes written as numbers only); "
           '`mode="nearest"` (default) or `"bilinear"`, `align_corners=` with bilinear', interpolate, family="pooling", provenance="pool",
           kwargs=("size", "scale_factor", "mode", "align_corners"), dtype=_DTYPE_RULE,
-          values=("size", "scale", "mode", "align_corners")),
+          values=("size", "scale", "mode", "align_corners"),
+          example="x -> interpolate scale_factor=2"),
 ]

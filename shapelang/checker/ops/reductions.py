@@ -120,37 +120,48 @@ def _reduction(name, doc, dtype, kwargs=("keepdim",), whole=True, **more):
     return OpDef(name, usage + "".join(f" [{k}=..]" for k in kwargs if k != "keepdim"), doc, reduce,
                  provenance="reduce", positional=("dim",), kwargs=kwargs, dtype=dtype, reduces=True,
                  axes=True, values=("dim", "keepdim") + tuple(k for k in kwargs if k != "keepdim"),
-                 pytorch=("dim?", "keepdim?"), **more)
+                 pytorch=("dim?", "keepdim?"), emitter="reduction", **more)
 
 
 ENTRIES = [
     _reduction("std", "standard deviation over axis A (`correction=0`: the biased one); float only",
-               "float_only", ("keepdim", "correction")),
+               "float_only", ("keepdim", "correction"),
+          example="x -> std -1"),
     _reduction("prod", "product over axis A; int and bool give int64 (`dtype=` to choose)", "accumulate",
-               ("keepdim", "dtype")),
+               ("keepdim", "dtype"),
+          example="x -> prod -1"),
     _reduction("argmax", "the int64 position of the maximum along axis A (of the flattened tensor "
-               "without A); bool refused", "index"),
+               "without A); bool refused", "index",
+          example="x -> argmax -1"),
     _reduction("argmin", "the int64 position of the minimum along axis A", "index"),
     _reduction("logsumexp", "log of the sum of exps over axis A, computed stably; int gives float",
-               "to_float", whole=False),
+               "to_float", whole=False,
+          example="x -> logsumexp -1"),
     OpDef("norm", "norm [A] [p=2] [keepdim]", "torch.linalg.vector_norm over axis A (every axis "
           "without A); `p=` a number, `inf` or `-inf`; float only", norm, provenance="reduce",
           positional=("dim",), kwargs=("p", "keepdim"), dtype="float_only", reduces=True, axes=True,
-          values=("dim", "keepdim", "p")),
-    _reduction("any", "True where any element along axis A is nonzero (bool)", "bool"),
+          values=("dim", "keepdim", "p"),
+          example="x -> norm -1 p=1"),
+    _reduction("any", "True where any element along axis A is nonzero (bool)", "bool",
+          example="x -> any -1"),
     _reduction("all", "True where every element along axis A is nonzero (bool)", "bool"),
-    _reduction("nansum", "sum over axis A counting NaN as 0; int and bool give int64", "sum"),
-    _reduction("nanmean", "mean over axis A of the elements that are not NaN; float only", "float_only"),
+    _reduction("nansum", "sum over axis A counting NaN as 0; int and bool give int64", "sum",
+          example="x -> nansum 1"),
+    _reduction("nanmean", "mean over axis A of the elements that are not NaN; float only", "float_only",
+          example="x -> nanmean 1"),
     _reduction("median", "the median along axis A (the values; `median` alone: of every element); "
-               "bool refused", "no_bool"),
+               "bool refused", "no_bool",
+          example="x -> median -1"),
     OpDef("kthvalue", "kthvalue K [A] [keepdim]", "the K-th smallest value along axis A (-1 by "
-          "default); K proved between 1 and the axis size", kthvalue, provenance="reduce",
+          "default); K proved between 1 and the axis size", kthvalue, emitter="reduction", provenance="reduce",
           positional=("k", "dim"), kwargs=("keepdim",), dtype="no_bool", reduces=True,
-          values=("k", "dim", "keepdim"), pytorch=("k", "dim?", "keepdim?")),
+          values=("k", "dim", "keepdim"), pytorch=("k", "dim?", "keepdim?"),
+          example="x -> kthvalue 1 -1"),
     *[OpDef(name, f"{name} A" + (" [dtype=float64]" if name in ("cumsum", "cumprod") else ""), doc, scan,
+            emitter="functional" if name == "softmin" else "reduction", normalises=name == "softmin",
             provenance="same", positional=("dim",), kwargs=("dtype",) if name in ("cumsum", "cumprod") else (),
             dtype=dtype, axes=True, values=("dim", "dtype"),
-            pytorch=("dim", "dtype?") if name in ("cumsum", "cumprod") else ("dim",))
+            pytorch=("dim", "dtype?") if name in ("cumsum", "cumprod") else ("dim",), example=f"x -> {name} 1")
       for name, doc, dtype in (
           ("cumsum", "running sum along axis A; int and bool give int64 (`dtype=` to choose)", "accumulate"),
           ("cumprod", "running product along axis A; int and bool give int64", "accumulate"),
@@ -161,8 +172,10 @@ ENTRIES = [
     OpDef("sort", "sort [A] [descending=true]", "the values sorted along axis A (-1 by default) and "
           "their int indices (two tensors: `vals, idx: x -> sort -1`)", sort, provenance="each",
           positional=("dim",), kwargs=("descending", "stable"), axes=True,
-          values=("dim", "descending", "stable")),
+          values=("dim", "descending", "stable"),
+          example="v, y: x -> sort -1"),
     OpDef("argsort", "argsort [A] [descending=true]", "the int indices that sort axis A",
-          sort, provenance="each", positional=("dim",), kwargs=("descending", "stable"), axes=True,
-          values=("dim", "descending", "stable")),
+          sort, emitter="sort", provenance="each", positional=("dim",), kwargs=("descending", "stable"), axes=True,
+          values=("dim", "descending", "stable"),
+          example="x -> argsort 1"),
 ]

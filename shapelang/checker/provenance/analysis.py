@@ -40,6 +40,7 @@ from .layers import LayerRules
 from .regroup import Regrouper
 
 _COMPARISONS = frozenset(COMPARISONS.values())
+_SOFTMAX = frozenset(d.ir_name for d in TABLE.values() if d.normalises)
 _PICKS = frozenset({"topk", "argmax", "argmin", "max", "min", "sort", "argsort", "kthvalue"})
 
 
@@ -258,7 +259,7 @@ class Provenance(LayerRules, ContractRules):
     # ------------------------------------------------------------ value ops
     def p_same(self, s, x: TP, ins):
         op = s.op
-        if op in ("softmax", "log_softmax", "softmin"):
+        if op in _SOFTMAX:
             return [self.softmax_out(s, x)]
         if op == "normalize" and s.detail.get("dim") is not None:
             self.single_statistic(s, x, s.detail["dim"])
