@@ -387,3 +387,20 @@ def test_rearrange_layout_then_view(data):
     t = t.reshape(final) if final != list(t.shape) else t
     if not errors:   # sound: a view the checker accepts runs at these sizes
         t.view(-1)
+
+
+def test_a_layout_counterexample_names_every_size_torch_needs():
+    """The layout that refuses this view needs H=1 and lambda=1, and N of 2 or more: at the
+    example's N=1 torch runs it. The counterexample must be sizes where torch refuses."""
+    text = ("dim N, I, lambda, C, H\nexample N=1, I=2, lambda=1, C=5, H=1\n"
+            "input t0: [N*lambda, I + C, I, H]\n"
+            'y: t0 -> einsum "abcd->dab" -> rearrange "a0 (b0 h0) w0 -> (a0 w0 h0) b0" b0=N h0=lambda'
+            " -> view [H*(I + C)*lambda*N, 1, 1]\n")
+    (d,) = check(text).errors()
+    assert d.code == "E106" and d.counterexample["N"] >= 2, d
+    s = d.counterexample
+    t = torch.zeros(s["N"] * s["lambda"], s["I"] + s["C"], s["I"], s["H"])
+    x = torch.einsum("abcd->dab", t).reshape(s["H"], s["N"], s["lambda"], s["I"] + s["C"])
+    x = x.permute(0, 3, 2, 1).reshape(-1, s["N"])
+    with pytest.raises(RuntimeError):
+        x.view(-1, 1, 1)

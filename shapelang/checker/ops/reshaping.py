@@ -42,8 +42,8 @@ def _reshape(c, x: TensorType, a: Args, *, view: bool) -> Result:
         if refused and not copies:
             notes.insert(0, f"{x.why}: the view is legal for one of these layouts, not for all")
             sub = next((s for s in refused if s), None)
-            if sub:
-                cex = {str(k): 1 for k, v in sub.items() if v == 1}
+            cex = _refusal_sizes(c, x, target, sub) if sub else None
+            if cex:
                 notes.insert(1, "counterexample: " + ", ".join(f"{k}={v}" for k, v in cex.items()))
         raise ShapeError(
             "E106", f"`view` cannot give {c.show(x)} the shape {c.show_shape(target)} without copying",
@@ -51,6 +51,26 @@ def _reshape(c, x: TensorType, a: Args, *, view: bool) -> Result:
                  f"permute); use `reshape {_shape_src(c, target, infer)}`, or add `-> contiguous` first",
             notes=tuple(notes), counterexample=cex, span=a.op.span)
     return Result((out,), detail={"shape": tuple(target), "infer": infer, "copies": copies})
+
+
+def _refusal_sizes(c, x: TensorType, target, sub: dict) -> dict | None:
+    """Sizes at which a layout that refuses the view is the one torch has: the sizes `sub`
+    sets to 1 at 1, and every other free size of the shapes at 2 or more (a layout rule holds
+    a size it has not proved to be 1 above 1), the example's value where it is one of those,
+    with every assumption holding. Shown for the sizes of the shapes; None where the bounded
+    search finds none, so that no counterexample is shown rather than a wrong one."""
+    p = c.prover
+    free = set(p.free_vars())
+    ones = {k for k, v in sub.items() if v == 1 and k in free}
+    shown = sorted({s for d in (*x.shape, *target) for s in d.free_symbols} | set(ones), key=str)
+    rest = sorted({s for d in (*x.shape, *target) for s in p.canon(d).free_symbols} & free - ones, key=str)
+    base = {**p._canon_example(), **{o: 1 for o in ones}}
+    choices = [list(dict.fromkeys(([base[v]] if base.get(v, 0) >= 2 else []) + [2, 3, 4])) for v in rest]
+    for values in itertools.islice(itertools.product(*choices), 256):
+        env = p._to_user({**base, **dict(zip(rest, values))})
+        if env is not None:
+            return {str(s): int(env[s]) for s in shown if s in env}
+    return None
 
 
 def regroup(c, x: TensorType, target, *, size_one: bool = True):
