@@ -19,6 +19,7 @@ from ..checker.ir import BlockIR, CheckedSpec, Step
 from ..checker.ops.table import moving
 from ..syntax import brackets
 from . import attention as attention_pattern
+from . import generic as generic_sizes
 from . import hoist, precision, steps_layers, steps_more, steps_tables  # noqa: F401  (they register their emitters in EMITTERS)
 from .attrs import AttrTree
 from .layout import WIDTH, comment_line, comments_above, trailing_comment
@@ -73,6 +74,7 @@ class Emitter:
         self.uses_causal = False
         self.scope: Scope | None = None
         self.follow: set = set()           # refs whose float values follow the module's dtype
+        self.varying: dict | None = None   # block -> dims its calls bind otherwise (generic.py)
 
     def top(self, label: str) -> Unit:
         """The unit of the whole spec, named `label`, and every block unit it uses."""
@@ -91,9 +93,12 @@ class Emitter:
 
     def unit_for(self, ir: BlockIR, stacked: bool = False) -> Unit:
         generic = self.spec.generic_blocks.get(ir.name)
-        if generic is not None and not self.instrument and ir.size_args \
-                and set(ir.binding_of_dims) <= set(ir.size_args):
-            ir = generic      # one class for every size given: `Mlp(cfg, F)`
+        bound = []
+        if generic is not None and not self.instrument:
+            ir = generic      # one class for every call: `Mlp(cfg, F)`, `Attention(cfg, NH, C)`
+            if self.varying is None:
+                self.varying = generic_sizes.varying(self.spec)
+            bound = [s for s in self.varying.get(ir.name, ()) if s not in ir.size_args]
         key = id(ir)
         if key in self.units:
             return self.units[key]
@@ -131,10 +136,16 @@ class Emitter:
                     ir.buffers, ir.bindings, rename, size_rename,
                     {loc: sp.sympify(ir.size_args[loc]) for loc in size_rename.values()},
                     stacked=stacked)
+        unit.size_args.update((s, s) for s in bound)
+        unit.bound_args = set(bound)
+        unit.generic = ir is generic
         self.units[key] = unit
         saved = (self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped, self.follow,
                  self.gqa)
         self._build(unit)
+        if unit.block is not None:
+            self.sizes.readable(unit)
+            generic_sizes.settle(unit, unit.readable, self.sizes.bound_dims)
         (self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped, self.follow,
          self.gqa) = saved
         self.order.append(unit)
