@@ -20,7 +20,7 @@ from ..checker.ops.table import moving
 from ..syntax import brackets
 from . import attention as attention_pattern
 from . import generic as generic_sizes
-from . import hoist, precision, steps_layers, steps_more, steps_tables  # noqa: F401  (they register their emitters in EMITTERS)
+from . import hoist, precision, steps_layers, steps_more, steps_tables, tables  # noqa: F401  (they register their emitters in EMITTERS)
 from .attrs import AttrTree
 from .layout import WIDTH, comment_line, comments_above, trailing_comment
 from .naming import CodegenError, Namer, _snake, _symbols_in, comment_text, py_str
@@ -75,6 +75,8 @@ class Emitter:
         self.scope: Scope | None = None
         self.follow: set = set()           # refs whose float values follow the module's dtype
         self.varying: dict | None = None   # block -> dims its calls bind otherwise (generic.py)
+        self.table_sizes: dict = {}        # unit key -> {table ref: (sizes, inputs)} (tables.py)
+        self.eligible: dict | None = None  # unit key -> the table refs built in __init__
 
     def top(self, label: str) -> Unit:
         """The unit of the whole spec, named `label`, and every block unit it uses."""
@@ -213,6 +215,7 @@ class Emitter:
                 unit.arg_names.append(py)
         if unit.stacked and not self.instrument:     # built once, not in every layer
             self._hoist(unit, binding_names, result_ref)
+        fixed = [] if unit.stacked or self.instrument else tables.build_once(self, unit, binding_names)
         source = self.spec.source.split("\n")
         for d in unit.params:
             unit.init += [comment_line(comment_text(c)) for c in comments_above(source, d.span.line)]
@@ -226,6 +229,7 @@ class Emitter:
                               f"{self.sizes.shape_comment(unit, d.type.shape)}, not learned: set its values"))
         for b in unit.bindings:
             self._binding(unit, b, binding_names)
+        unit.init += fixed        # tables fixed when it is built: buffers (tables.py)
         if is_top:
             sinks = []
             for k, b in enumerate(unit.bindings):

@@ -38,6 +38,7 @@ class Sizes:
         self.init_asserts: list = []
         self.forward_asserts: list = []
         self.uses_math = False
+        self.in_init = False          # writing __init__: every size is a hyper-parameter (tables.py)
         # the size parameters declared by blocks alone (not config fields)
         self.block_sizes = {self.syms[n] for n in getattr(spec, "size_params", {}) if n in self.syms}
         # and the dims bound only at block calls (`block Stage(x: [B, R, R, C])`): an assumption
@@ -90,6 +91,8 @@ class Sizes:
         `operand`: it is the right operand of `*` or another binary operator (parenthesised
         unless it is an atom or a power).
         """
+        if self.in_init and not compact:
+            return self.cfg(unit, e, real=real, operand=operand)
         e = self.fold(renamed(sp.sympify(e), unit.rename) if unit.rename else e)
         p = Printer(lambda s: self._py(s) if not compact else str(s), real=real, compact=compact)
         text = p(e)
@@ -107,9 +110,9 @@ class Sizes:
                                "`masked_select`); the generated code cannot name it here")
         return self.dim_py[s]
 
-    def cfg(self, unit: Unit, e, prefix="cfg.") -> str:
+    def cfg(self, unit: Unit, e, prefix="cfg.", *, real=False, operand=False) -> str:
         """Print a size of __init__ (a hyper-parameter) as `cfg.D`; a size parameter of the
-        block is its constructor argument (`F`)."""
+        block is its constructor argument (`F`). `real`, `operand`: as for `local`."""
         if unit.size_rename:
             e = renamed(sp.sympify(e), unit.size_rename)
         e = self.fold(e)
@@ -120,10 +123,15 @@ class Sizes:
                 if s not in unit.size_args:
                     unit.size_args[s] = s
                     unit.bound_args.add(s)
-                    unit.passed[s] = s
+                    if not unit.generic:
+                        unit.passed[s] = s
         own = set(unit.size_args)
-        p = Printer(lambda s: self.dim_py[s] if s in own else prefix + self.dim_py[s])
+        p = Printer(lambda s: self.dim_py[s] if s in own else prefix + self.dim_py[s], real=real)
         text = p(e)
+        if operand and p.prec <= MUL:
+            text = f"({text})"
+        if "math." in text:
+            self.uses_math = True
         unit.init_syms |= p.used - own
         unit.init_own |= p.used & own
         return text

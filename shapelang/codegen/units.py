@@ -63,3 +63,4 @@ class Generated:
     args: list            # (python name, TensorType, ref) of the top forward, in order
     outputs: list         # (name, ref) returned by the top forward
     returns_dict: bool
+    built_tables: bool = False   # it builds buffers in __init__ that no state dict holds (tables.py)
