@@ -218,7 +218,7 @@ def test_a_block_called_at_several_widths_is_one_class_that_takes_the_width():
         _mod, model = runner.build(g, {"B": 2, "S": 3, "D": D})
 
         # the same computation by hand, from the module's own weights
-        def reference(x):
+        def reference(model, x):
             lin = torch.nn.functional.linear
             gelu, ln = torch.nn.functional.gelu, torch.nn.functional.layer_norm
 
@@ -238,7 +238,7 @@ def test_a_block_called_at_several_widths_is_one_class_that_takes_the_width():
         assert tuple(model.c_layer.out_mlp.out_linear1.weight.shape) == (8 * D, 2 * D)
         x = torch.randn(2, 3, D)
         with torch.no_grad():
-            torch.testing.assert_close(model(x), reference(x), rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(model(x), reference(model, x), rtol=1e-5, atol=1e-5)
     # the module of `run`, one class per call, agrees step by step with the proved shapes
     report = runner.run_spec(spec, runner.resolve_sizes(spec, {"B": 2, "S": 3, "D": 6}))
     assert report.ok and report.clean_same, report.error

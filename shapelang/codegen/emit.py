@@ -23,7 +23,7 @@ from . import generic as generic_sizes
 from . import hoist, precision, steps_layers, steps_more, steps_tables, tables  # noqa: F401  (they register their emitters in EMITTERS)
 from .attrs import AttrTree
 from .layout import WIDTH, comment_line, comments_above, trailing_comment
-from .naming import CodegenError, Namer, _snake, _symbols_in, comment_text, py_str
+from .naming import CodegenError, Namer, _snake, comment_text, py_str
 from .sizes import Sizes
 from .steps import BINARY, CHAIN_SUFFIX, EMITTERS, FUNCTIONAL, STEPS, UNARY, Op, _module_name
 from .units import Unit
@@ -98,42 +98,12 @@ class Emitter:
         bound = []
         if generic is not None and not self.instrument:
             ir = generic      # one class for every call: `Mlp(cfg, F)`, `Attention(cfg, NH, C)`
-            if self.varying is None:
-                self.varying = generic_sizes.varying(self.spec)
+            self.varying = self.varying or generic_sizes.varying(self.spec)
             bound = [s for s in self.varying.get(ir.name, ()) if s not in ir.size_args]
         key = id(ir)
         if key in self.units:
             return self.units[key]
-        # forward uses the block's own dims: `x: [B, S, D]` called with [B, T, D] reads S
-        rename, taken = {}, set()
-        for local_sym, outer in ir.binding_of_dims.items():
-            if local_sym in ir.size_args:
-                continue
-            # a dim bound to a number (N = 1) keeps the number: renaming every 1 of the
-            # block to N would print `c: [N, N, S, Dr]` for a [1, 1, S, Dr] input
-            if outer not in rename and local_sym not in taken and not sp.sympify(outer).is_Number:
-                rename[outer] = local_sym
-                taken.add(local_sym)
-        # ... unless the block also uses the outer size of that name
-        present = set()
-        for d in ir.inputs + ir.params + ir.buffers:
-            for x in d.type.shape:
-                present |= sp.sympify(x).free_symbols
-        for b in ir.bindings:
-            for s in b.steps:
-                for t in s.outputs:
-                    for x in t.shape:
-                        present |= sp.sympify(x).free_symbols
-                present |= _symbols_in(s.detail)
-        rename = {o: loc for o, loc in rename.items() if loc not in present}
-        # a size parameter is its own name in the class (`self.F`), whatever the call gave
-        size_rename = {}
-        for local_sym, outer in ir.size_args.items():
-            outer = sp.sympify(outer)
-            if outer in rename or outer in size_rename or outer.is_Number:
-                continue      # a number stays a number (`3` may be any 3 of the block)
-            size_rename[outer] = local_sym
-        rename.update(size_rename)
+        rename, size_rename = generic_sizes.renames(ir)
         unit = Unit(key, ir.name, ir, [(d.name, d.type, False) for d in ir.inputs], ir.params,
                     ir.buffers, ir.bindings, rename, size_rename,
                     {loc: sp.sympify(ir.size_args[loc]) for loc in size_rename.values()},

@@ -25,6 +25,7 @@ import re
 import tempfile
 
 from ..checker.ir import CheckedSpec
+from . import tables
 from .attrs import NAMING
 from .config_checks import config_checks, post_init
 from .emit import FUNCTIONAL, Emitter
@@ -41,7 +42,6 @@ from .naming import (
     module_name,
     py_str,
 )
-from . import tables
 from .sizes import Sizes
 from .units import Generated, Unit
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import sympy as sp
 
 from ..checker.ir import BlockIR, CheckedSpec
+from .naming import _symbols_in
 
 
 def instances(spec: CheckedSpec) -> list[BlockIR]:
@@ -90,3 +91,40 @@ def settle(unit, readable: dict, block_sizes: set) -> None:
 def call_sizes(ir: BlockIR, child) -> list:
     """The sizes one call gives the class's constructor arguments, in the caller's dims."""
     return [child.passed[k] if k in child.passed else given(ir, k) for k in child.size_args]
+
+
+def renames(ir: BlockIR) -> tuple[dict, dict]:
+    """(rename, size_rename): the caller's sizes as the block's own names in its class.
+    `rename` (outer size -> the block's dim) is for forward, which reads the block's own
+    dims (`x: [B, S, D]` called with [B, T, D] reads S); `size_rename` (outer size -> size
+    parameter) for __init__ too: a size parameter is its own name (`self.F`)."""
+    rename, taken = {}, set()
+    for local_sym, outer in ir.binding_of_dims.items():
+        if local_sym in ir.size_args:
+            continue
+        # a dim bound to a number (N = 1) keeps the number: renaming every 1 of the
+        # block to N would print `c: [N, N, S, Dr]` for a [1, 1, S, Dr] input
+        if outer not in rename and local_sym not in taken and not sp.sympify(outer).is_Number:
+            rename[outer] = local_sym
+            taken.add(local_sym)
+    # ... unless the block also uses the outer size of that name
+    present = set()
+    for d in ir.inputs + ir.params + ir.buffers:
+        for x in d.type.shape:
+            present |= sp.sympify(x).free_symbols
+    for b in ir.bindings:
+        for s in b.steps:
+            for t in s.outputs:
+                for x in t.shape:
+                    present |= sp.sympify(x).free_symbols
+            present |= _symbols_in(s.detail)
+    rename = {o: loc for o, loc in rename.items() if loc not in present}
+    # a size parameter is its own name in the class (`self.F`), whatever the call gave
+    size_rename = {}
+    for local_sym, outer in ir.size_args.items():
+        outer = sp.sympify(outer)
+        if outer in rename or outer in size_rename or outer.is_Number:
+            continue      # a number stays a number (`3` may be any 3 of the block)
+        size_rename[outer] = local_sym
+    rename.update(size_rename)
+    return rename, size_rename
