@@ -87,3 +87,42 @@ def test_only_unambiguous_renames_are_made():
     assert legacy_renames(["q_linear.weight"], ["q.weight", "q_linear.weight"]) == {}
     assert legacy_renames(["a_b_linear.weight"], ["a.weight", "a_b.weight"]) == {}
     assert legacy_renames(["z_linear.weight"], ["q.weight"]) == {}
+
+
+# the one block call or stack among several layers of a binding takes its name: until then it
+# was `<binding>_<snake block name>` (`block_sparse_moe_sparse_moe`, `hidden_llama_layers`)
+CALLS = """\
+dim B, S, D
+dim L = 2
+example B=2, S=3, D=8
+
+input x: [B, S, D]
+
+block Mlp(x: [B, S, D]):
+  up: x -> linear 2*D -> relu
+  return up -> linear D
+end
+
+moe: x -> rmsnorm -> Mlp
+hidden: moe -> stack L Mlp -> layernorm
+"""
+
+
+def test_a_state_dict_saved_before_block_calls_took_the_binding_name_loads():
+    spec = api.check(CALLS, "calls.shape")
+    assert spec.ok
+    gen = api.codegen(spec)
+    _m, saved = runner.build(gen, dict(spec.example), seed=1)
+    keys = list(saved.state_dict())
+    assert "moe.up.weight" in keys and "moe_norm.weight" in keys and "hidden.1.out_linear.weight" in keys
+    # the old rule, written out: the block call `moe_mlp`, the stack `hidden_mlps`
+    old = {k.replace("moe.", "moe_mlp.", 1).replace("hidden.", "hidden_mlps.", 1): v
+           for k, v in saved.state_dict().items()}
+    assert "moe_mlp.up.weight" in old and "hidden_mlps.0.up.weight" in old
+    _m, fresh = runner.build(gen, dict(spec.example), seed=2)
+    with pytest.raises(RuntimeError):
+        fresh.load_state_dict(old)
+    fresh.load_state_dict(upgrade_state_dict(old, fresh))          # strict
+    x = torch.randn(2, 3, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(fresh(x), saved(x), rtol=0, atol=0)

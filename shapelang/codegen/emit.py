@@ -320,6 +320,10 @@ class Emitter:
         # module attributes: the binding's name for its one module with weights (`c_attn`),
         # else <binding>_<kind>, numbered (`m_linear1`); see attrs.py
         weighted = [s for s in steps if _module_name(s) and s.op != "dropout" and s.id not in self.skipped]
+        # ... or the one block call or stack among several (`block_sparse_moe: x -> rmsnorm ->
+        # SparseMoe` is `self.block_sparse_moe` beside `self.block_sparse_moe_norm`)
+        calls = [s for s in weighted if s.op in ("block", "stack")]
+        main = weighted[0] if len(weighted) == 1 else calls[0] if len(calls) == 1 else None
         module_count: dict[str, int] = {}
         for s in steps:
             short = _module_name(s)
@@ -328,7 +332,7 @@ class Emitter:
         seen: dict[str, int] = {}
         early: dict = {}                # step id -> its attribute, claimed before it is written
         # a block or stack giving several tensors is named by the first name (`h, k, v:
-        # n -> Attention(..)` is `self.h`); a scan's layers are `h_layers`, as in `h: x ->
+        # n -> Attention(..)` is `self.h`); a scan's layers are `self.h`, as in `h: x ->
         # stack L Layer -> ...`, so that a step spec's weights are its full spec's
         scan = len(b.names) > 1 and final.op in ("stack", "block")
         out_lines: list = []            # [code, comment, step] per emitted statement
@@ -345,8 +349,7 @@ class Emitter:
             def claim(s):
                 short = _module_name(s)
                 seen[short] = seen.get(short, 0) + 1
-                if len(weighted) == 1 and s is weighted[0] and b.names != ("return",) \
-                        and not (scan and s.op == "stack"):
+                if s is main and b.names != ("return",):
                     want = b.names[0] if scan else prefix
                 else:
                     want = f"{b.names[0] if scan else prefix}_{short}" \

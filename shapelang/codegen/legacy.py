@@ -3,7 +3,9 @@
 Until the rule "a binding that owns exactly one layer gives it the binding's name" (docs/codegen.md,
 "Names and state-dict keys"), every layer was named `<binding>_<kind>`: `q: x -> linear D` was
 `self.q_linear` (keys `q_linear.weight`), `h: x -> layernorm` was `self.h_ln`, an RMSNorm
-`self.h_norm`, a block call `self.attn_causal_self_attention`. `legacy_renames` pairs such old
+`self.h_norm`, a block call `self.attn_causal_self_attention`; until the one block call or
+stack among several layers took the binding's name, `moe: x -> rmsnorm -> SparseMoe` was
+`self.moe_sparse_moe` and `h: x -> stack L Layer -> rmsnorm` `self.h_layers`. `legacy_renames` pairs such old
 keys with the keys of the module generated now, by that rule alone: a key segment `X_<kind>` is
 `X` when the new module has that key and the old dict does not already give it. Nothing else is
 guessed, and a key that fits no rule is left for `load_state_dict` to report. No torch needed.
