@@ -126,3 +126,29 @@ def test_a_state_dict_saved_before_block_calls_took_the_binding_name_loads():
     x = torch.randn(2, 3, 8)
     with torch.no_grad():
         torch.testing.assert_close(fresh(x), saved(x), rtol=0, atol=0)
+
+
+def test_a_gpt2_small_state_dict_saved_before_it_took_nanogpts_names_loads():
+    """specs/gpt2_small.shape named its layers h, qkv, y, m (`hidden_gpt2_blocks.0.h.weight`);
+    they are nanoGPT's now (`hidden.0.ln_1.weight`, `hidden.0.attn.c_attn.weight`, ...)."""
+    import tiers
+
+    spec = tiers.checked(tiers.ROOT / "specs" / "gpt2_small.shape")
+    gen = api.codegen(spec)
+    sizes = {"V": 50, "Ctx": 16, "D": 16, "H": 2, "L": 2, "B": 1, "S": 5}
+    _m, saved = runner.build(gen, sizes, seed=1)
+    old_layer = {"ln_1": "h", "attn.c_attn": "qkv", "attn.c_proj": "y", "ln_2": "m_ln",
+                 "mlp.c_fc": "m_linear1", "mlp.c_proj": "m_linear2"}
+    old = {}
+    for key, value in saved.state_dict().items():
+        if key.startswith("hidden."):
+            head, tensor = key.rsplit(".", 1)
+            _, index, layer = head.split(".", 2)
+            key = f"hidden_gpt2_blocks.{index}.{old_layer[layer]}.{tensor}"
+        old[key] = value
+    assert "hidden_gpt2_blocks.1.qkv.weight" in old and "hidden_gpt2_blocks.0.m_linear2.bias" in old
+    _m, fresh = runner.build(gen, sizes, seed=2)
+    fresh.load_state_dict(upgrade_state_dict(old, fresh))          # strict
+    ids = torch.randint(0, 50, (1, 5))
+    with torch.no_grad():
+        torch.testing.assert_close(fresh(ids), saved(ids), rtol=0, atol=0)
