@@ -232,10 +232,10 @@ def test_a_block_called_at_several_widths_is_one_class_that_takes_the_width():
 
             a = mlp(model.a, x)
             b = mlp(model.b, torch.cat([a, a], dim=-1))
-            c = lin(layer(model.c_layer, b), model.c_linear.weight, model.c_linear.bias)
+            c = lin(layer(model.c, b), model.c_linear.weight, model.c_linear.bias)
             return layer(model.d, c)
 
-        assert tuple(model.c_layer.out_mlp.out_linear1.weight.shape) == (8 * D, 2 * D)
+        assert tuple(model.c.out_mlp.out_linear1.weight.shape) == (8 * D, 2 * D)
         x = torch.randn(2, 3, D)
         with torch.no_grad():
             torch.testing.assert_close(model(x), reference(model, x), rtol=1e-5, atol=1e-5)
@@ -254,3 +254,12 @@ def test_swin_tiny_has_one_class_per_block_definition():
     assert sorted(classes) == sorted(list(spec.blocks) + ["SwinTiny"])
     assert "self.qkv = nn.Linear(C, 3 * C)" in src
     assert "SwinPair(cfg, 2 * cfg.Nh, 2 * cfg.D)" in src and "PatchMerging(cfg, 4 * cfg.D)" in src
+
+
+def test_t5_small_has_one_attention_class():
+    """T5Attention, T5Attention_2 and _3 were the same code at three pairs of lengths."""
+    import tiers
+
+    spec = tiers.checked(tiers.ROOT / "specs" / "t5_small.shape")
+    classes = re.findall(r"^class (\w+)\(nn.Module\)", generate(spec).source, re.MULTILINE)
+    assert classes.count("T5Attention") == 1 and not [c for c in classes if c.startswith("T5Attention_")]
