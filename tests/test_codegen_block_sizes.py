@@ -175,3 +175,91 @@ def test_run_and_the_generated_module_agree_at_two_size_sets(name):
     for sizes in ({}, {"B": 1, "S": 2, "D": 4}):
         report = runner.run_spec(spec, runner.resolve_sizes(spec, sizes))
         assert report.ok, (sizes, report.error, [r for r in report.rows if not r.ok])
+
+
+# A block with no size parameter, called at two widths (and passed on by a block that is
+# itself called at two widths): one class, the width a constructor argument.
+WIDTHS = """dim B, S, C
+dim D = 16
+example B=2, S=3
+
+input x: [B, S, D]
+
+block Mlp(h: [B, S, C]):
+  return h -> linear 4*C -> gelu -> linear C
+end
+
+block Layer(h: [B, S, C]):
+  return h + (h -> layernorm -> Mlp)
+end
+
+a: x -> Mlp
+b: concat(-1, a, a) -> Mlp
+c: b -> Layer -> linear 3*D
+d: c -> Layer
+"""
+
+
+def test_a_block_called_at_several_widths_is_one_class_that_takes_the_width():
+    torch = pytest.importorskip("torch")
+    spec = check(WIDTHS, "widths.shape")
+    assert spec.ok, [(d.code, d.message) for d in spec.diagnostics]
+    assert len(spec.blocks["Mlp"]) > 1          # the checker made one instance per width
+    g = generate(spec)
+    src = g.source
+    assert re.findall(r"^class (\w+)\(nn.Module\)", src, re.MULTILINE) == ["Mlp", "Layer", "Widths"]
+    assert "def __init__(self, cfg: WidthsConfig, C: int):" in src
+    assert "nn.Linear(C, 4 * C)" in src and "self.out_mlp = Mlp(cfg, C)" in src
+    assert "Mlp(cfg, cfg.D)" in src and "Mlp(cfg, 2 * cfg.D)" in src and "Layer(cfg, 2 * cfg.D)" in src
+    assert "Layer(cfg, 3 * cfg.D)" in src
+    assert not re.search(r"^\s+C: int", src, re.MULTILINE)          # C is no config field
+
+    for D in (16, 6):
+        _mod, model = runner.build(g, {"B": 2, "S": 3, "D": D})
+
+        # the same computation by hand, from the module's own weights
+        def reference(model, x):
+            lin = torch.nn.functional.linear
+            gelu, ln = torch.nn.functional.gelu, torch.nn.functional.layer_norm
+
+            def mlp(m, h):
+                (w1, b1), (w2, b2) = [(p.weight, p.bias) for p in m.children()]
+                return lin(gelu(lin(h, w1, b1)), w2, b2)
+
+            def layer(m, h):
+                norm, inner = m.children()
+                return h + mlp(inner, ln(h, h.shape[-1:], norm.weight, norm.bias))
+
+            a = mlp(model.a, x)
+            b = mlp(model.b, torch.cat([a, a], dim=-1))
+            c = lin(layer(model.c, b), model.c_linear.weight, model.c_linear.bias)
+            return layer(model.d, c)
+
+        assert tuple(model.c.out_mlp.out_linear1.weight.shape) == (8 * D, 2 * D)
+        x = torch.randn(2, 3, D)
+        with torch.no_grad():
+            torch.testing.assert_close(model(x), reference(model, x), rtol=1e-5, atol=1e-5)
+    # the module of `run`, one class per call, agrees step by step with the proved shapes
+    report = runner.run_spec(spec, runner.resolve_sizes(spec, {"B": 2, "S": 3, "D": 6}))
+    assert report.ok and report.clean_same, report.error
+
+
+def test_swin_tiny_has_one_class_per_block_definition():
+    """Seven WindowAttention classes that differed only in width were one per call site."""
+    import tiers
+
+    spec = tiers.checked(next(p for p in tiers.LIBRARY if p.name == "swin_tiny.shape"))
+    src = generate(spec).source
+    classes = re.findall(r"^class (\w+)\(nn.Module\)", src, re.MULTILINE)
+    assert sorted(classes) == sorted(list(spec.blocks) + ["SwinTiny"])
+    assert "self.qkv = nn.Linear(C, 3 * C)" in src
+    assert "SwinPair(cfg, 2 * cfg.Nh, 2 * cfg.D)" in src and "PatchMerging(cfg, 4 * cfg.D)" in src
+
+
+def test_t5_small_has_one_attention_class():
+    """T5Attention, T5Attention_2 and _3 were the same code at three pairs of lengths."""
+    import tiers
+
+    spec = tiers.checked(tiers.ROOT / "specs" / "t5_small.shape")
+    classes = re.findall(r"^class (\w+)\(nn.Module\)", generate(spec).source, re.MULTILINE)
+    assert classes.count("T5Attention") == 1 and not [c for c in classes if c.startswith("T5Attention_")]

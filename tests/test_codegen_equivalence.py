@@ -159,7 +159,7 @@ def test_any_binding_names_load_by_shape_and_role():
                                                  norm_first=True))
     report = torch_compat.load_transformer_encoder_layer(model, layer)
     text = str(report)
-    assert "attn_out_self_attention.c_attn.weight" in text and "self_attn.in_proj_weight" in text
+    assert "attn_out.c_attn.weight" in text and "self_attn.in_proj_weight" in text
     assert "attn_out_ln.weight" in text and "norm1.weight" in text
     x = inputs(B, S, D)
     with torch.no_grad():

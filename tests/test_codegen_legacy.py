@@ -87,3 +87,68 @@ def test_only_unambiguous_renames_are_made():
     assert legacy_renames(["q_linear.weight"], ["q.weight", "q_linear.weight"]) == {}
     assert legacy_renames(["a_b_linear.weight"], ["a.weight", "a_b.weight"]) == {}
     assert legacy_renames(["z_linear.weight"], ["q.weight"]) == {}
+
+
+# the one block call or stack among several layers of a binding takes its name: until then it
+# was `<binding>_<snake block name>` (`block_sparse_moe_sparse_moe`, `hidden_llama_layers`)
+CALLS = """\
+dim B, S, D
+dim L = 2
+example B=2, S=3, D=8
+
+input x: [B, S, D]
+
+block Mlp(x: [B, S, D]):
+  up: x -> linear 2*D -> relu
+  return up -> linear D
+end
+
+moe: x -> rmsnorm -> Mlp
+hidden: moe -> stack L Mlp -> layernorm
+"""
+
+
+def test_a_state_dict_saved_before_block_calls_took_the_binding_name_loads():
+    spec = api.check(CALLS, "calls.shape")
+    assert spec.ok
+    gen = api.codegen(spec)
+    _m, saved = runner.build(gen, dict(spec.example), seed=1)
+    keys = list(saved.state_dict())
+    assert "moe.up.weight" in keys and "moe_norm.weight" in keys and "hidden.1.out_linear.weight" in keys
+    # the old rule, written out: the block call `moe_mlp`, the stack `hidden_mlps`
+    old = {k.replace("moe.", "moe_mlp.", 1).replace("hidden.", "hidden_mlps.", 1): v
+           for k, v in saved.state_dict().items()}
+    assert "moe_mlp.up.weight" in old and "hidden_mlps.0.up.weight" in old
+    _m, fresh = runner.build(gen, dict(spec.example), seed=2)
+    with pytest.raises(RuntimeError):
+        fresh.load_state_dict(old)
+    fresh.load_state_dict(upgrade_state_dict(old, fresh))          # strict
+    x = torch.randn(2, 3, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(fresh(x), saved(x), rtol=0, atol=0)
+
+
+def test_a_gpt2_small_state_dict_saved_before_it_took_nanogpts_names_loads():
+    """specs/gpt2_small.shape named its layers h, qkv, y, m (`hidden_gpt2_blocks.0.h.weight`);
+    they are nanoGPT's now (`hidden.0.ln_1.weight`, `hidden.0.attn.c_attn.weight`, ...)."""
+    import tiers
+
+    spec = tiers.checked(tiers.ROOT / "specs" / "gpt2_small.shape")
+    gen = api.codegen(spec)
+    sizes = {"V": 50, "Ctx": 16, "D": 16, "H": 2, "L": 2, "B": 1, "S": 5}
+    _m, saved = runner.build(gen, sizes, seed=1)
+    old_layer = {"ln_1": "h", "attn.c_attn": "qkv", "attn.c_proj": "y", "ln_2": "m_ln",
+                 "mlp.c_fc": "m_linear1", "mlp.c_proj": "m_linear2"}
+    old = {}
+    for key, value in saved.state_dict().items():
+        if key.startswith("hidden."):
+            head, tensor = key.rsplit(".", 1)
+            _, index, layer = head.split(".", 2)
+            key = f"hidden_gpt2_blocks.{index}.{old_layer[layer]}.{tensor}"
+        old[key] = value
+    assert "hidden_gpt2_blocks.1.qkv.weight" in old and "hidden_gpt2_blocks.0.m_linear2.bias" in old
+    _m, fresh = runner.build(gen, sizes, seed=2)
+    fresh.load_state_dict(upgrade_state_dict(old, fresh))          # strict
+    ids = torch.randint(0, 50, (1, 5))
+    with torch.no_grad():
+        torch.testing.assert_close(fresh(ids), saved(ids), rtol=0, atol=0)

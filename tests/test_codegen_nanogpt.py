@@ -72,7 +72,7 @@ def test_the_config_has_typed_fields_and_builds_a_smaller_model():
     sizes = {"D": 64, "H": 4, "L": 2, "V": 100, "Ctx": 64}
     want = runner.value_at(spec.total_params, spec, {**spec.example, **sizes, "Dh": 16})
     assert sum(p.numel() for p in model.parameters()) == want
-    assert len(model.hidden_gpt2_blocks) == 2
+    assert len(model.hidden) == 2
     assert "self.cfg" not in gen.source and "nn.Dropout(cfg.dropout)" in gen.source
     d = Config(dropout=0.3)
     m = getattr(mod, gen.top_class)(dataclasses.replace(d, D=64, H=4, L=1, V=50, Ctx=16))

@@ -59,13 +59,13 @@ def test_the_scan_runs_in_pytorch_with_the_proved_shapes(sizes):
 def test_the_scan_gives_layer_i_its_slice_and_collects_the_results():
     spec = api.check(SCAN)
     gen = api.codegen(spec)
-    assert "for i, layer in enumerate(self.h_layers):" in gen.source
+    assert "for i, layer in enumerate(self.h):" in gen.source
     _mod, model = runner.build(gen, runner.resolve_sizes(spec, {}))
     x, past = torch.randn(2, 3, 4), torch.randn(3, 2, 2, 4)
     with torch.no_grad():
         out = model(x, past)
         h = x
-        for i, layer in enumerate(model.h_layers):   # by hand: one layer at a time
+        for i, layer in enumerate(model.h):   # by hand: one layer at a time
             k = torch.cat([past[i], layer.k(h)], dim=1)
             torch.testing.assert_close(out["ks"][i], k)
             h = torch.relu(h + k[:, :1])

@@ -15,7 +15,7 @@ SPEC = Path(__file__).resolve().parent.parent / "specs" / "bloom_560m.shape"
 SIZES = [{"V": 97, "D": 32, "H": 4, "L": 2},
          {"V": 61, "D": 64, "H": 8, "L": 1}]
 NAMES = [(r"^W_embed$", "transformer.word_embeddings.weight"), (r"^x\.", "transformer.word_embeddings_layernorm."),
-         (r"\.h\.", ".input_layernorm."), (r"^hidden_bloom_blocks\.", "transformer.h."),
+         (r"\.h\.", ".input_layernorm."), (r"^hidden\.", "transformer.h."),
          (r"\.fused\.", ".self_attention.query_key_value."), (r"\.x2\.", ".self_attention.dense."),
          (r"\.m_ln\.", ".post_attention_layernorm."), (r"\.m_linear1\.", ".mlp.dense_h_to_4h."),
          (r"\.m_linear2\.", ".mlp.dense_4h_to_h."), (r"^hidden_ln\.", "transformer.ln_f.")]

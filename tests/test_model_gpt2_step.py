@@ -34,7 +34,7 @@ def test_the_step_checks_for_all_sizes_and_has_the_full_models_parameters():
 
 def test_the_step_with_a_cache_is_a_loop_over_the_layers():
     source = api.codegen(api.check_file(str(SPECS / "gpt2_small_step.shape"))).source
-    assert "for i, layer in enumerate(self.hidden_gpt2_blocks):" in source
+    assert "for i, layer in enumerate(self.hidden):" in source
     assert "layer(hidden, past_k[i], past_v[i], hide)" in source
     assert "present_k = torch.stack(present_k_list)" in source
 

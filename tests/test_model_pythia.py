@@ -14,7 +14,7 @@ SPEC = Path(__file__).resolve().parent.parent / "specs" / "pythia_160m.shape"
 SIZES = [{"V": 97, "D": 64, "H": 4, "L": 2},      # Dh = 16: 4 rotated features a head
          {"V": 61, "D": 48, "H": 2, "L": 1}]      # Dh = 24: 6 rotated
 # the generated module's parameter names -> HF's
-NAMES = [(r"^x\.", "gpt_neox.embed_in."), (r"^hidden_neo_x_layers\.", "gpt_neox.layers."),
+NAMES = [(r"^x\.", "gpt_neox.embed_in."), (r"^hidden\.", "gpt_neox.layers."),
          (r"\.h\.", ".input_layernorm."), (r"\.fused\.", ".attention.query_key_value."),
          (r"\.attn\.", ".attention.dense."), (r"\.mlp_ln\.", ".post_attention_layernorm."),
          (r"\.mlp_linear1\.", ".mlp.dense_h_to_4h."), (r"\.mlp_linear2\.", ".mlp.dense_4h_to_h."),

@@ -55,6 +55,6 @@ def test_generated_module_matches_the_reference(sizes):
     ids = torch.randint(0, sizes["V"], (2, 9), generator=torch.Generator().manual_seed(5))
     outputs_match(model, ref, ids, (2, 9, sizes["V"]))
     with torch.no_grad():                 # the q/k/v biases are used: without them the logits move
-        for layer in model.hidden_qwen2_layers:
+        for layer in model.hidden:
             layer.k.bias.zero_()
         assert (model(ids) - ref(ids)).abs().max().item() > 1e-3

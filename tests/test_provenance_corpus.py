@@ -181,8 +181,10 @@ def run_specs(paths: list[Path], sizes: dict[str, int]):
         assert [a[0] for a in g.args] == [a[0] for a in gens[0].args], "the twin must take the same inputs"
     models = [runner.build(g, sizes, seed=0)[1].double() for g in gens]
     g = torch.Generator().manual_seed(1)
+    held = set(models[0].state_dict())
     for name, table in models[0].named_buffers():   # fixed tables (RoPE cos/sin) start at zero
-        if table.is_floating_point():
+        # (a table the module builds itself, a buffer outside the state dict, keeps its values)
+        if table.is_floating_point() and name in held:
             table.copy_(torch.randn(table.shape, generator=g, dtype=table.dtype))
             if name.endswith("running_var"):        # a variance is positive
                 table.abs_().add_(0.1)

@@ -301,9 +301,9 @@ def _row(out: str, op: str) -> list[str]:
 def test_shape_in_shows_block_inputs_and_both_operands():
     out = render.trace_text(checked(GPT2), width=0)
     block = out[out.index("block GPT2Block"):]
-    assert _row(block, "layernorm eps=1e-5")[3] == "[B, S, D]"  # h: x -> layernorm, x the block's input
-    assert _row(block, "x + y")[3] == "[B, S, D] + [B, S, D]"  # x is the block's input
-    assert _row(block, "x2 + m")[3] == "[B, S, D] + [B, S, D]"
+    assert _row(block, "layernorm eps=1e-5")[3] == "[B, S, D]"  # ln_1: x -> layernorm, x the block's input
+    assert _row(block, "x + attn__c_proj")[3] == "[B, S, D] + [B, S, D]"  # x is the block's input
+    assert _row(block, "x2 + mlp__c_proj")[3] == "[B, S, D] + [B, S, D]"
     assert _row(block, "att @ vh")[3] == "[B, H, S, S] @ [B, H, S, Dh]"
     assert _row(out, "tok + pos")[3] == "[B, S, D] + [S, D]"
     rows = block.split("\n")[4:]

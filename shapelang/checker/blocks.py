@@ -324,11 +324,13 @@ class BlockCalls:
         return c.emit("block", text, first.span, [ref] + [r for _, r in extra], res, block=ir)[0]
 
     def generic(self, block: Block) -> None:
-        """A block with size parameters that is called, checked once more with its own dims
-        and sizes free, silently: if that checks (its assumptions suffice), codegen writes
-        one class for every call (`Mlp(cfg, F)`)."""
+        """A block with size parameters, or one called at several sizes, checked once more
+        with its own dims and sizes free, silently: if that checks (its assumptions suffice),
+        codegen writes one class for every call (`Mlp(cfg, F)`, `WindowAttention(cfg, NH, C)`)."""
         c = self.c
-        if not block.sizes or not any(k[0] == block.name for k in c.block_cache):
+        if not any(k[0] == block.name for k in c.block_cache):
+            return
+        if not block.sizes and len(c.out.blocks.get(block.name, ())) < 2:
             return
         n, seen = len(c.out.diagnostics), set(c.seen)
         counts = {name: len(insts) for name, insts in c.out.blocks.items()}

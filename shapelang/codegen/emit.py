@@ -19,10 +19,11 @@ from ..checker.ir import BlockIR, CheckedSpec, Step
 from ..checker.ops.table import moving
 from ..syntax import brackets
 from . import attention as attention_pattern
-from . import hoist, precision, steps_layers, steps_more, steps_tables  # noqa: F401  (they register their emitters in EMITTERS)
+from . import generic as generic_sizes
+from . import hoist, precision, steps_layers, steps_more, steps_tables, tables  # noqa: F401  (they register their emitters in EMITTERS)
 from .attrs import AttrTree
 from .layout import WIDTH, comment_line, comments_above, trailing_comment
-from .naming import CodegenError, Namer, _snake, _symbols_in, comment_text, py_str
+from .naming import CodegenError, Namer, _snake, comment_text, py_str
 from .sizes import Sizes
 from .steps import BINARY, CHAIN_SUFFIX, EMITTERS, FUNCTIONAL, STEPS, UNARY, Op, _module_name
 from .units import Unit
@@ -73,6 +74,9 @@ class Emitter:
         self.uses_causal = False
         self.scope: Scope | None = None
         self.follow: set = set()           # refs whose float values follow the module's dtype
+        self.varying: dict | None = None   # block -> dims its calls bind otherwise (generic.py)
+        self.table_sizes: dict = {}        # unit key -> {table ref: (sizes, inputs)} (tables.py)
+        self.eligible: dict | None = None  # unit key -> the table refs built in __init__
 
     def top(self, label: str) -> Unit:
         """The unit of the whole spec, named `label`, and every block unit it uses."""
@@ -91,50 +95,29 @@ class Emitter:
 
     def unit_for(self, ir: BlockIR, stacked: bool = False) -> Unit:
         generic = self.spec.generic_blocks.get(ir.name)
-        if generic is not None and not self.instrument and ir.size_args \
-                and set(ir.binding_of_dims) <= set(ir.size_args):
-            ir = generic      # one class for every size given: `Mlp(cfg, F)`
+        bound = []
+        if generic is not None and not self.instrument:
+            ir = generic      # one class for every call: `Mlp(cfg, F)`, `Attention(cfg, NH, C)`
+            self.varying = self.varying or generic_sizes.varying(self.spec)
+            bound = [s for s in self.varying.get(ir.name, ()) if s not in ir.size_args]
         key = id(ir)
         if key in self.units:
             return self.units[key]
-        # forward uses the block's own dims: `x: [B, S, D]` called with [B, T, D] reads S
-        rename, taken = {}, set()
-        for local_sym, outer in ir.binding_of_dims.items():
-            if local_sym in ir.size_args:
-                continue
-            # a dim bound to a number (N = 1) keeps the number: renaming every 1 of the
-            # block to N would print `c: [N, N, S, Dr]` for a [1, 1, S, Dr] input
-            if outer not in rename and local_sym not in taken and not sp.sympify(outer).is_Number:
-                rename[outer] = local_sym
-                taken.add(local_sym)
-        # ... unless the block also uses the outer size of that name
-        present = set()
-        for d in ir.inputs + ir.params + ir.buffers:
-            for x in d.type.shape:
-                present |= sp.sympify(x).free_symbols
-        for b in ir.bindings:
-            for s in b.steps:
-                for t in s.outputs:
-                    for x in t.shape:
-                        present |= sp.sympify(x).free_symbols
-                present |= _symbols_in(s.detail)
-        rename = {o: loc for o, loc in rename.items() if loc not in present}
-        # a size parameter is its own name in the class (`self.F`), whatever the call gave
-        size_rename = {}
-        for local_sym, outer in ir.size_args.items():
-            outer = sp.sympify(outer)
-            if outer in rename or outer in size_rename or outer.is_Number:
-                continue      # a number stays a number (`3` may be any 3 of the block)
-            size_rename[outer] = local_sym
-        rename.update(size_rename)
+        rename, size_rename = generic_sizes.renames(ir)
         unit = Unit(key, ir.name, ir, [(d.name, d.type, False) for d in ir.inputs], ir.params,
                     ir.buffers, ir.bindings, rename, size_rename,
                     {loc: sp.sympify(ir.size_args[loc]) for loc in size_rename.values()},
                     stacked=stacked)
+        unit.size_args.update((s, s) for s in bound)
+        unit.bound_args = set(bound)
+        unit.generic = ir is generic
         self.units[key] = unit
         saved = (self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped, self.follow,
                  self.gqa)
         self._build(unit)
+        if unit.block is not None:
+            self.sizes.readable(unit)
+            generic_sizes.settle(unit, unit.readable, self.sizes.bound_dims)
         (self.scope, self.uses, self.producers, self.attention, self.relaid, self.skipped, self.follow,
          self.gqa) = saved
         self.order.append(unit)
@@ -202,6 +185,7 @@ class Emitter:
                 unit.arg_names.append(py)
         if unit.stacked and not self.instrument:     # built once, not in every layer
             self._hoist(unit, binding_names, result_ref)
+        fixed = [] if unit.stacked or self.instrument else tables.build_once(self, unit, binding_names)
         source = self.spec.source.split("\n")
         for d in unit.params:
             unit.init += [comment_line(comment_text(c)) for c in comments_above(source, d.span.line)]
@@ -215,6 +199,7 @@ class Emitter:
                               f"{self.sizes.shape_comment(unit, d.type.shape)}, not learned: set its values"))
         for b in unit.bindings:
             self._binding(unit, b, binding_names)
+        unit.init += fixed        # tables fixed when it is built: buffers (tables.py)
         if is_top:
             sinks = []
             for k, b in enumerate(unit.bindings):
@@ -335,6 +320,10 @@ class Emitter:
         # module attributes: the binding's name for its one module with weights (`c_attn`),
         # else <binding>_<kind>, numbered (`m_linear1`); see attrs.py
         weighted = [s for s in steps if _module_name(s) and s.op != "dropout" and s.id not in self.skipped]
+        # ... or the one block call or stack among several (`block_sparse_moe: x -> rmsnorm ->
+        # SparseMoe` is `self.block_sparse_moe` beside `self.block_sparse_moe_norm`)
+        calls = [s for s in weighted if s.op in ("block", "stack")]
+        main = weighted[0] if len(weighted) == 1 else calls[0] if len(calls) == 1 else None
         module_count: dict[str, int] = {}
         for s in steps:
             short = _module_name(s)
@@ -343,7 +332,7 @@ class Emitter:
         seen: dict[str, int] = {}
         early: dict = {}                # step id -> its attribute, claimed before it is written
         # a block or stack giving several tensors is named by the first name (`h, k, v:
-        # n -> Attention(..)` is `self.h`); a scan's layers are `h_layers`, as in `h: x ->
+        # n -> Attention(..)` is `self.h`); a scan's layers are `self.h`, as in `h: x ->
         # stack L Layer -> ...`, so that a step spec's weights are its full spec's
         scan = len(b.names) > 1 and final.op in ("stack", "block")
         out_lines: list = []            # [code, comment, step] per emitted statement
@@ -360,8 +349,7 @@ class Emitter:
             def claim(s):
                 short = _module_name(s)
                 seen[short] = seen.get(short, 0) + 1
-                if len(weighted) == 1 and s is weighted[0] and b.names != ("return",) \
-                        and not (scan and s.op == "stack"):
+                if s is main and b.names != ("return",):
                     want = b.names[0] if scan else prefix
                 else:
                     want = f"{b.names[0] if scan else prefix}_{short}" \

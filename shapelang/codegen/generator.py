@@ -25,6 +25,7 @@ import re
 import tempfile
 
 from ..checker.ir import CheckedSpec
+from . import tables
 from .attrs import NAMING
 from .config_checks import config_checks, post_init
 from .emit import FUNCTIONAL, Emitter
@@ -93,20 +94,38 @@ class Generator:
         self._class_names = Namer(RESERVED | {self.top_name, self.config_name})
         taken = (RESERVED | set(self.sizes.dim_py.values()) | {self.top_name, self.config_name}
                  | self.block_names)
+        self._taken, self._names, self._attention = taken, names, attention
         self.emitter = Emitter(spec, self.sizes, instrument=instrument, taken=taken, names=names,
                                attention=attention)
 
     # -------------------------------------------------------------- driver
     def generate(self) -> Generated:
-        top = self.emitter.top(self.top_name)
-        self.units = [top] + self.emitter.order
-        self.sizes.classify(self.units)
+        top = self._units()
+        # tables whose sizes turn out fixed when the module is built: write it again with
+        # them in __init__ (tables.py); the config fields stay the same
+        # (a block with no state stays a function: its tables stay in it)
+        eligible = {u.key: tables.eligible(u, self.emitter.table_sizes[u.key], self.sizes)
+                    for u in self.units if u.key in self.emitter.table_sizes
+                    and (u.block is None or any(not str(x).startswith("\x00I") for x in u.init))}
+        eligible = {k: v for k, v in eligible.items() if v}
+        if eligible:
+            self.sizes = Sizes(self.spec)
+            self.emitter = Emitter(self.spec, self.sizes, instrument=self.instrument, taken=self._taken,
+                                   names=self._names, attention=self._attention)
+            self.emitter.eligible = eligible
+            top = self._units()
         self.alias = self._functional_alias()
         self.uses_functional = False
         for unit in self.emitter.order:          # children before parents
             self._finish(unit)
         self._finish(top)
         return self._assemble(top)
+
+    def _units(self) -> Unit:
+        top = self.emitter.top(self.top_name)
+        self.units = [top] + self.emitter.order
+        self.sizes.classify(self.units)
+        return top
 
     # -------------------------------------------------------------- pass 2: text
     def _finish(self, unit: Unit) -> None:
@@ -302,7 +321,8 @@ class Generator:
         source = source.replace(FUNCTIONAL, alias)
         outputs = [(n, r) for n, _py, r in top.returns]
         return Generated(source, module_name(os.path.splitext(self.file_name)[0]), self.top_name,
-                         self.config_name, ordered, args, outputs, len(top.returns) > 1)
+                         self.config_name, ordered, args, outputs, len(top.returns) > 1,
+                         bool(self.emitter.eligible))
 
     def _functional_alias(self) -> str:
         """`F` for torch.nn.functional, unless the module uses that name for something else

@@ -7,7 +7,8 @@ inputs, only on sizes. Computed inside the block, a `stack L Block` would rebuil
 in every layer on every call. Instead the caller computes them once, before the layer
 loop, and passes them as extra arguments of the stacked block's `forward`; all layers
 share them. Nothing changes in the state dict: no buffer is added. A block called once
-(not stacked) keeps computing its own.
+(not stacked) computes its own: in `__init__`, as buffers, when their sizes are fixed when
+it is built (tables.py), else in `forward`.
 
 The constant steps are those with no tensor inputs that create a tensor from sizes
 (CREATORS), and every step whose inputs are all constant, except steps that own

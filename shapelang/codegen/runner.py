@@ -362,7 +362,9 @@ def run_spec(spec: CheckedSpec, sizes: dict[str, int], *, seed: int = 0, check_c
             mod, model = build(gen_i, sizes, seed=seed)
             clean = None
             if gen_c is not None:
-                _mod, clean = build(gen_c, sizes, meta=True)
+                # built on the meta device and given the weights, unless it builds tables of
+                # its own in __init__ (buffers no state dict holds): then built for real
+                _mod, clean = build(gen_c, sizes, meta=not gen_c.built_tables)
                 clean.load_state_dict(model.state_dict(), assign=True)
             cache[key] = (mod, model, clean)
         mod, model, clean = cache[key]

@@ -38,11 +38,15 @@ class Sizes:
         self.init_asserts: list = []
         self.forward_asserts: list = []
         self.uses_math = False
+        self.in_init = False          # writing __init__: every size is a hyper-parameter (tables.py)
         # the size parameters declared by blocks alone (not config fields)
         self.block_sizes = {self.syms[n] for n in getattr(spec, "size_params", {}) if n in self.syms}
         # and the dims bound only at block calls (`block Stage(x: [B, R, R, C])`): an assumption
         # about them is the blocks', proved at each call, not a check of the config
         self.block_sizes |= {self.syms[n] for n in getattr(spec, "call_bound", ()) if n in self.syms}
+        # of which those a call binds (a derived size is computed, never bound): a class written
+        # for every call takes the ones it needs as constructor arguments (generic.py)
+        self.bound_dims = self.block_sizes - {self.syms[n] for n in spec.definitions if n in self.syms}
 
     # -------------------------------------------------------------- helpers
     def hparam(self, kind: str, value, typ: str = "float") -> str:
@@ -87,6 +91,8 @@ class Sizes:
         `operand`: it is the right operand of `*` or another binary operator (parenthesised
         unless it is an atom or a power).
         """
+        if self.in_init and not compact:
+            return self.cfg(unit, e, real=real, operand=operand)
         e = self.fold(renamed(sp.sympify(e), unit.rename) if unit.rename else e)
         p = Printer(lambda s: self._py(s) if not compact else str(s), real=real, compact=compact)
         text = p(e)
@@ -104,15 +110,30 @@ class Sizes:
                                "`masked_select`); the generated code cannot name it here")
         return self.dim_py[s]
 
-    def cfg(self, unit: Unit, e, prefix="cfg.") -> str:
+    def cfg(self, unit: Unit, e, prefix="cfg.", *, real=False, operand=False) -> str:
         """Print a size of __init__ (a hyper-parameter) as `cfg.D`; a size parameter of the
-        block is its constructor argument (`F`)."""
-        own = set(unit.size_args)
+        block is its constructor argument (`F`). `real`, `operand`: as for `local`."""
         if unit.size_rename:
             e = renamed(sp.sympify(e), unit.size_rename)
-        p = Printer(lambda s: self.dim_py[s] if s in own else prefix + self.dim_py[s])
-        text = p(self.fold(e))
+        e = self.fold(e)
+        if unit.block is not None:
+            # a dim bound at the calls of an outer block (its constructor argument) is never a
+            # config field: it is passed on (`WindowAttention(cfg, NH, C)` inside `SwinBlock`)
+            for s in sorted(sp.sympify(e).free_symbols & self.bound_dims, key=str):
+                if s not in unit.size_args:
+                    unit.size_args[s] = s
+                    unit.bound_args.add(s)
+                    if not unit.generic:
+                        unit.passed[s] = s
+        own = set(unit.size_args)
+        p = Printer(lambda s: self.dim_py[s] if s in own else prefix + self.dim_py[s], real=real)
+        text = p(e)
+        if operand and p.prec <= MUL:
+            text = f"({text})"
+        if "math." in text:
+            self.uses_math = True
         unit.init_syms |= p.used - own
+        unit.init_own |= p.used & own
         return text
 
     def shape_comment(self, unit: Unit, shape) -> str:
@@ -196,7 +217,7 @@ class Sizes:
                 return
             # a hyper-parameter is read from the first input (`B, S, D = x.shape`), else from the config
             in_config = self._in_config(s, fields)
-            if s in unit.size_args:
+            if s in unit.size_args and not (s in unit.bound_args and s in unit.readable):
                 plan[s] = "config"      # `F = self.F`, set from the constructor argument
             elif s in unit.readable and (unit.readable[s][0] == 0 or not in_config):
                 plan[s] = "input"

@@ -17,6 +17,7 @@ import sympy as sp
 from ..checker import arith, dtypes
 from ..checker.ir import Step
 from ..checker.ops.table import TABLE
+from . import generic
 from .naming import CodegenError, _snake, py_str
 from .registry import EMITTERS, emitter
 from .units import Unit
@@ -314,8 +315,7 @@ def _block(o: Op) -> list[str]:
 def _sizes_given(o: Op, child) -> str:
     """The sizes a call gives the block's size parameters, as constructor arguments in the
     caller's terms: `Mlp(cfg, 4 * cfg.D)`, `Mlp(cfg, F)` inside a block that takes F."""
-    given = o.s.block.size_args
-    return "".join(f", {o.cfg(given[k])}" for k in child.size_args)
+    return "".join(f", {o.cfg(x)}" for x in generic.call_sizes(o.s.block, child))
 
 
 @emitter("stack")
@@ -328,7 +328,7 @@ def _stack(o: Op) -> list[str]:
     if o.d.get("first"):          # `stack L Moe first=Dense`: one list, layer 0 the first block
         first = o.em.producers[o.d["first"]]
         head = o.em.unit_for(first.block)
-        given = "".join(f", {o.cfg(first.block.size_args[k])}" for k in head.size_args)
+        given = "".join(f", {o.cfg(x)}" for x in generic.call_sizes(first.block, head))
         layers, rest = f"[\x00C{head.key}\x00(cfg{given})] + {layers}", "[1:]"
     shared = o.d.get("shared")
     if shared:      # `shared=true`: one module (after the first one) applied count times

@@ -16,7 +16,11 @@ TORCH_DTYPES = {"float": "torch.float32", "int": "torch.long", "bool": "torch.bo
 
 
 def _device(o: Op) -> str:
-    return f", device={o.unit.arg_names[0]}.device" if o.unit.arg_names else ""
+    """On the device of the first input; in `__init__` (a buffer, tables.py) on the default
+    one: the buffer moves with the module."""
+    if o.em.sizes.in_init or not o.unit.arg_names:
+        return ""
+    return f", device={o.unit.arg_names[0]}.device"
 
 
 def _torch(dtype: str) -> str:

@@ -22,6 +22,12 @@ class Unit:
     # argument (`Mlp(cfg, F)`), and F -> the outer size at this call
     size_rename: dict = field(default_factory=dict)
     size_args: dict = field(default_factory=dict)
+    # the dims bound at calls that are constructor arguments too (generic.py), and the
+    # constructor arguments __init__ uses
+    bound_args: set = field(default_factory=set)
+    init_own: set = field(default_factory=set)
+    passed: dict = field(default_factory=dict)    # such an argument -> what its one call gives
+    generic: bool = False                         # written once for every call (generic.py)
     # pass 1 (the emitter)
     arg_names: list = field(default_factory=list)
     init: list = field(default_factory=list)      # __init__ lines after super().__init__()
@@ -57,3 +63,4 @@ class Generated:
     args: list            # (python name, TensorType, ref) of the top forward, in order
     outputs: list         # (name, ref) returned by the top forward
     returns_dict: bool
+    built_tables: bool = False   # it builds buffers in __init__ that no state dict holds (tables.py)

@@ -62,7 +62,7 @@ def ref_patch_embed(i, w, sz):
 
 
 def ref_encdec_cross_einsum(i, w, sz):
-    tgt, mem, h, p = i["tgt"], i["mem"], sz["H"], "out_cross_attention."
+    tgt, mem, h, p = i["tgt"], i["mem"], sz["H"], "out."
     q = _heads(tgt @ w[p + "W_q"], h)
     k, v = (_heads(mem @ w[p + n], h) for n in ("W_k", "W_v"))
     return _ln(tgt + _merge(_sdpa(q, k, v)), w, "out_ln")

@@ -249,8 +249,8 @@ def ref_vit_block_positions(i, w, sz):
     """Patches plus learned positions 0..N-1 (a block's table), LayerNorm, a linear."""
     F = _F()
     x = i["patches"]
-    h = x + w["out_embed.W_pos"][: x.shape[1]]
-    h = F.layer_norm(h, h.shape[-1:], w["out_embed.out_ln.weight"], w["out_embed.out_ln.bias"], eps=1e-5)
+    h = x + w["out.W_pos"][: x.shape[1]]
+    h = F.layer_norm(h, h.shape[-1:], w["out.out_ln.weight"], w["out.out_ln.bias"], eps=1e-5)
     return _proj(h, w, "out_linear")
 
 
