@@ -25,8 +25,7 @@ SOLUTION = ROOT / "exercises" / "solutions" / "02_split_heads.shape"
 WRITTEN_OUT = {
     "checker/checker.py": 1,
     "checker/provenance/analysis.py": 1, "checker/provenance/contracts.py": 3,
-    "checker/habits/spellings.py": 3, "codegen/attention.py": 1, "codegen/hoist.py": 2, "codegen/steps.py": 2,
-    "codegen/steps_layers.py": 2, "codegen/steps_more.py": 2, "codegen/steps_tables.py": 1,
+    "checker/habits/spellings.py": 3, "codegen/attention.py": 1, "codegen/hoist.py": 2,
     "importer/reductions.py": 1, "render/svg.py": 3,
     "teaching/feedback.py": 1,
 }
@@ -182,3 +181,19 @@ def test_the_layout_feedback_knows_every_way_to_move_axes(move):
 
     msg = layout_message("Qh", f"Qh: Q -> view [B, H, S, Dh] -> {move}")
     assert "check which axes are swapped" in msg
+
+
+def test_generated_names_and_value_pairs_come_from_the_table():
+    """The names generated code gives layers and results, and the ops whose PyTorch form
+    returns (values, indices), are table fields: a module uses them as the entry says."""
+    from shapelang.codegen.steps import CHAIN_SUFFIX, MODULE_OPS
+
+    assert MODULE_OPS == {d.ir_name: d.layer for d in TABLE.values() if d.layer}
+    assert {k: v for k, v in CHAIN_SUFFIX.items() if k in TABLE} == \
+        {d.ir_name: d.short for d in TABLE.values() if d.short}
+    # every op that owns a layer gets one named by its entry
+    # every op that owns weights of its own (not a table or a block) names its layer
+    assert all(d.layer for d in TABLE.values() if d.learned and d.name not in ("embed", "block", "stack"))
+    source = api.codegen(api.check("dim B, S, D\ninput x: [B, S, D]\n"
+                                   "y: x -> layernorm -> linear D -> cummax 1\n")).source
+    assert f"self.y_{TABLE['layernorm'].layer} = nn.LayerNorm" in source and ".cummax(dim=1)[0]" in source

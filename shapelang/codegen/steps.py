@@ -27,9 +27,9 @@ FUNCTIONAL = "\x00F\x00"   # placeholder for the torch.nn.functional alias (F un
 UNARY = {d.name: "-{}" if d.function == "-" else d.function + "({})"
          for d in TABLE.values() if d.emitter_key == "unary"}
 BINARY = arith.SYMBOLS
-MODULE_OPS = {"linear": "linear", "layernorm": "ln", "rmsnorm": "norm", "dropout": "drop"}
-CHAIN_SUFFIX = {"transpose": "t", "permute": "p", "linear": "proj", "layernorm": "ln", "rmsnorm": "norm",
-                "embed": "emb", "matmul": "mm", "contiguous": "c"}
+# the names of the layers operations own and of their results, from their table entries
+MODULE_OPS = {d.ir_name: d.layer for d in TABLE.values() if d.layer}
+CHAIN_SUFFIX = {"matmul": "mm", **{d.ir_name: d.short for d in TABLE.values() if d.short}}
 
 
 

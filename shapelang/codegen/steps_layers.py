@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..checker import dtypes
 from ..checker.ops import pooling
 from .registry import emitter
-from .steps import CHAIN_SUFFIX, FUNCTIONAL, MODULE_OPS, Op
+from .steps import FUNCTIONAL, Op
 
 
 @emitter("attention")
@@ -35,7 +35,6 @@ def _attention(o: Op) -> list[str]:
     return [f"{o.out} = {FUNCTIONAL}.scaled_dot_product_attention({', '.join(args)})"]
 
 
-CHAIN_SUFFIX.update({"attention": "attn"})
 
 
 def _pair(o: Op, sizes, text=None) -> str:
@@ -70,8 +69,6 @@ def _conv(o: Op) -> list[str]:
     return [f"{o.out} = self.{o.attr}({o.x})"]
 
 
-MODULE_OPS.update({"conv1d": "conv", "conv2d": "conv"})
-CHAIN_SUFFIX.update({"conv1d": "conv", "conv2d": "conv"})
 
 
 @emitter("index_select")
@@ -99,7 +96,6 @@ def _one_hot(o: Op) -> list[str]:
     return [f"{o.out} = {FUNCTIONAL}.one_hot({o.x}, {o.local(o.d['classes'])})"]
 
 
-CHAIN_SUFFIX.update({"index_select": "sel", "gather": "g", "take_along_dim": "g", "one_hot": "oh"})
 
 
 @emitter("index_add")
@@ -116,7 +112,6 @@ def _scatter(o: Op) -> list[str]:
     return [f"{o.out} = {o.x}.{o.s.op}({o.axis(o.d['dim'])}, {o.args[1]}, {src})"]
 
 
-CHAIN_SUFFIX.update({"index_add": "acc", "scatter_add": "acc", "scatter": "sc"})
 
 
 @emitter("nonzero")
@@ -134,7 +129,6 @@ def _masked_select(o: Op) -> list[str]:
     return [f"{o.out} = {o.x}.masked_select({o.args[1]})"]
 
 
-CHAIN_SUFFIX.update({"nonzero": "nz", "masked_select": "sel"})
 
 
 def _sizes(o: Op, sizes) -> str:
@@ -175,4 +169,3 @@ def _interpolate(o: Op) -> list[str]:
 
 
 POOLS = [d.name for d in pooling.ENTRIES if d.rule in (pooling.window_pool, pooling.adaptive_pool)]
-CHAIN_SUFFIX.update({**dict.fromkeys(POOLS, "pooled"), "interpolate": "resized"})

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import sympy as sp
 
+from ..checker.ops.table import TABLE
 from .registry import emitter
-from .steps import CHAIN_SUFFIX, FUNCTIONAL, MODULE_OPS, Op, _keywords, _module, _only, _torch_dtype
+from .steps import FUNCTIONAL, Op, _keywords, _module, _only, _torch_dtype
 from .steps_tables import _device, _torch, _value
-
-# the ones that give values and indices in PyTorch, of which shapelang keeps the values
-_VALUES_OF_PAIR = {"median", "kthvalue", "cummax", "cummin"}
 
 
 def _float(o: Op, v) -> str:
@@ -40,7 +38,7 @@ def _reduction(o: Op) -> list[str]:
                  keepdim="True" if d.get("keepdim") else None,
                  correction=None if correction == 1 else correction,
                  dtype=_torch_dtype(d.get("dtype")) or None)
-    pick = "[0]" if o.s.op in _VALUES_OF_PAIR and d.get("dim") is not None else ""
+    pick = "[0]" if TABLE[o.s.op].pair and d.get("dim") is not None else ""
     return [f"{o.out} = {o.x}.{o.s.op}({args}){pick}"]
 
 
@@ -184,6 +182,3 @@ def _tile(o: Op) -> list[str]:
     return [f"{o.out} = {o.x}.tile({_ints(o, o.d['reps'])})"]
 
 
-MODULE_OPS.update({"groupnorm": "gn", "batchnorm": "bn"})
-CHAIN_SUFFIX.update({"groupnorm": "gn", "batchnorm": "bn", "masked_fill": "filled", "pad": "padded",
-                     "flip": "flipped", "roll": "rolled", "sort": "sorted", "cumsum": "cum"})

@@ -9,7 +9,7 @@ import sympy as sp
 
 from ..checker import dtypes
 from .registry import emitter
-from .steps import CHAIN_SUFFIX, Op, _only
+from .steps import Op, _only
 
 COMPARE = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 TORCH_DTYPES = {"float": "torch.float32", "int": "torch.long", "bool": "torch.bool"}
@@ -132,4 +132,3 @@ def _stack_tensors(o: Op) -> list[str]:
     return [f"{o.out} = torch.stack([{', '.join(o.args)}], dim={o.axis(o.d['dim'], o.s.out.rank)})"]
 
 
-CHAIN_SUFFIX.update({"arange": "pos", "full": "table", "where": "w", "outer": "outer", "stack_tensors": "st"})

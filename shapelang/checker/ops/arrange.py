@@ -230,11 +230,11 @@ ENTRIES = [
           example="x -> swapdims 0 1"),
     OpDef("flip", "flip A B .. | flip [A, B]", "reverses the order along the axes given", flip,
           family="layout", provenance="same", axes=True, values=("dims",),
-          example="x -> flip 1 2"),
+          example="x -> flip 1 2", short='flipped'),
     OpDef("roll", "roll SHIFT A | roll [S1, S2] [A, B]", "torch.roll: rotates along axes by shifts "
           "(sizes, negative ones too: `roll -Sh 1`); without axes, the flattened tensor", roll,
           family="layout", provenance="same", values=("shifts", "dims"),
-          example="x -> roll -2 1"),
+          example="x -> roll -2 1", short='rolled'),
     OpDef("narrow", "narrow A START LENGTH", "LENGTH positions of axis A from START (a view); START "
           "+ LENGTH proved within the axis", narrow, family="layout", provenance="slice",
           positional=("dim", "start", "length"), values=("dim", "start", "length"),
@@ -256,5 +256,5 @@ ENTRIES = [
     OpDef("pad", "pad [L, R, ..] [value=V]", "F.pad: pairs (before, after) of sizes from the last "
           "axis (negative ones crop), filled with V (0 by default; `-inf` allowed); mode \"constant\"",
           pad, family="layout", kwargs=("mode", "value"), dtype="fill", values=("pads", "value"),
-          example="x -> pad [1, 1]"),
+          example="x -> pad [1, 1]", short='padded'),
 ]

@@ -94,9 +94,9 @@ ENTRIES = [
           "C proved divisible by G; 2*C parameters (none with `affine=false`)", groupnorm, learned=True,
           provenance="same", positional=("num_groups",), kwargs=("eps", "affine"), dtype="channel_norm",
           values=("groups", "eps", "affine"),
-          example="x -> groupnorm 1"),
+          example="x -> groupnorm 1", layer='gn', short='gn'),
     OpDef("batchnorm", "batchnorm [eps=1e-05] [momentum=0.1]", "nn.BatchNorm1d/2d/3d on [B, C, ..] "
           "(eval mode: running mean and variance, buffers of C each); 2*C parameters",
           batchnorm, learned=True, provenance="same", kwargs=("eps", "momentum", "affine"), dtype="channel_norm",
-          values=("eps", "affine")),
+          values=("eps", "affine"), layer='bn', short='bn'),
 ]

@@ -38,6 +38,11 @@ class OpDef:
     function: str = ""
     learned: bool = False           # it owns learned weights: each use is another layer
     normalises: bool = False        # a softmax along its axis (softmax, softmin; log_softmax's log)
+    pair: bool = False              # along an axis PyTorch gives (values, indices); it is the values
+    # the names generated code gives it: the stem of the attribute of a layer it owns (`ln` for
+    # layernorm's nn.LayerNorm), and the suffix of the variable holding its result (`proj`)
+    layer: str = ""
+    short: str = ""
 
     @property
     def emitter_key(self) -> str:

@@ -184,7 +184,7 @@ ENTRIES = [
     OpDef("masked_fill", "masked_fill M V", "V (a number: `-inf`, `0.0`, `true`) where the bool M is "
           "True; out of place, the input and M broadcast", masked_fill, provenance="expand",
           positional=("mask", "value"), dtype="fill", values=("value",), pytorch=("mask", "value"),
-          example="x -> transpose 1 2 -> masked_fill m -inf"),
+          example="x -> transpose 1 2 -> masked_fill m -inf", short='filled'),
     *[OpDef(name, name + "".join(f" [{k}={v}]" for k, v in kws.items()), f"F.{name}, elementwise"
             + ("" if name == "relu6" else "; float only"), activation, emitter="functional", kwargs=tuple(kws),
             dtype="no_bool" if name == "relu6" else "float_only", values=tuple(kws),

@@ -216,14 +216,15 @@ ENTRIES = [
         reach="d(K - 1)" if kind == "max" else "K",
         dil=", `dilation=`" if kind == "max" else ""), window_pool, emitter="pool", family="pooling", provenance="pool", positional=("kernel_size",), kwargs=_WINDOW_KW[kind == "max"], dtype=_DTYPE_RULE,
         values=("kernel", "stride", "padding", "dilation", "ceil_mode", "count_include_pad"),
-        example=f"x -> {'unsqueeze 1 -> ' * (n - 1)}{kind}_pool{n}d 1")
+        example=f"x -> {'unsqueeze 1 -> ' * (n - 1)}{kind}_pool{n}d 1", short="pooled")
       for kind in ("max", "avg") for n in (1, 2)],
     *[OpDef(f"adaptive_{kind}_pool{n}d", f"adaptive_{kind}_pool{n}d OUT",
             f"adaptive {'mean' if kind == 'avg' else 'maximum'} pool to the output size OUT "
             f"({'a size' if n == 1 else 'a size or a pair `[OH, OW]`'}): "
             f"{'[B, C, OUT]' if n == 1 else '[B, C, OH, OW]'}, whatever the input size",
             adaptive_pool, emitter="pool", family="pooling", provenance="pool", positional=("output_size",), dtype=_DTYPE_RULE,
-            values=("output_size",), example=f"x -> {'unsqueeze 1 -> ' * (n - 1)}adaptive_{kind}_pool{n}d 1")
+            values=("output_size",), example=f"x -> {'unsqueeze 1 -> ' * (n - 1)}adaptive_{kind}_pool{n}d 1",
+            short="pooled")
       for kind in ("avg", "max") for n in (1, 2)],
     OpDef("interpolate", 'interpolate size=[H2, W2] | interpolate scale_factor=2 mode="bilinear"',
           "F.interpolate of [B, C, L] or [B, C, H, W] (bilinear: 4-d only) to `size=`, or by "
@@ -232,5 +233,5 @@ ENTRIES = [
           '`mode="nearest"` (default) or `"bilinear"`, `align_corners=` with bilinear', interpolate, family="pooling", provenance="pool",
           kwargs=("size", "scale_factor", "mode", "align_corners"), dtype=_DTYPE_RULE,
           values=("size", "scale", "mode", "align_corners"),
-          example="x -> interpolate scale_factor=2"),
+          example="x -> interpolate scale_factor=2", short='resized'),
 ]

@@ -151,17 +151,18 @@ ENTRIES = [
           example="x -> nanmean 1"),
     _reduction("median", "the median along axis A (the values; `median` alone: of every element); "
                "bool refused", "no_bool",
-          example="x -> median -1"),
+          example="x -> median -1", pair=True),
     OpDef("kthvalue", "kthvalue K [A] [keepdim]", "the K-th smallest value along axis A (-1 by "
           "default); K proved between 1 and the axis size", kthvalue, emitter="reduction", provenance="reduce",
           positional=("k", "dim"), kwargs=("keepdim",), dtype="no_bool", reduces=True,
           values=("k", "dim", "keepdim"), pytorch=("k", "dim?", "keepdim?"),
-          example="x -> kthvalue 1 -1"),
+          example="x -> kthvalue 1 -1", pair=True),
     *[OpDef(name, f"{name} A" + (" [dtype=float64]" if name in ("cumsum", "cumprod") else ""), doc, scan,
             emitter="functional" if name == "softmin" else "reduction", normalises=name == "softmin",
             provenance="same", positional=("dim",), kwargs=("dtype",) if name in ("cumsum", "cumprod") else (),
             dtype=dtype, axes=True, values=("dim", "dtype"),
-            pytorch=("dim", "dtype?") if name in ("cumsum", "cumprod") else ("dim",), example=f"x -> {name} 1")
+            pytorch=("dim", "dtype?") if name in ("cumsum", "cumprod") else ("dim",), example=f"x -> {name} 1",
+            short="cum" if name == "cumsum" else "", pair=name in ("cummax", "cummin"))
       for name, doc, dtype in (
           ("cumsum", "running sum along axis A; int and bool give int64 (`dtype=` to choose)", "accumulate"),
           ("cumprod", "running product along axis A; int and bool give int64", "accumulate"),
@@ -173,7 +174,7 @@ ENTRIES = [
           "their int indices (two tensors: `vals, idx: x -> sort -1`)", sort, provenance="each",
           positional=("dim",), kwargs=("descending", "stable"), axes=True,
           values=("dim", "descending", "stable"),
-          example="v, y: x -> sort -1"),
+          example="v, y: x -> sort -1", short='sorted'),
     OpDef("argsort", "argsort [A] [descending=true]", "the int indices that sort axis A",
           sort, emitter="sort", provenance="each", positional=("dim",), kwargs=("descending", "stable"), axes=True,
           values=("dim", "descending", "stable"),

@@ -55,10 +55,10 @@ _ENTRIES = [
           example="x -> reshape [B, S, D]"),
     OpDef("transpose", "transpose A B", "swaps two axes", reshaping.transpose, family="layout",
           provenance="permute", positional=("dim0", "dim1"), axes=True, moves="move",
-          example="x -> transpose 1 2"),
+          example="x -> transpose 1 2", short='t'),
     OpDef("permute", "permute A B C ..", "reorders all axes", reshaping.permute, family="layout",
           provenance="permute", axes=True, moves="move",
-          example="x -> permute 0 2 1"),
+          example="x -> permute 0 2 1", short='p'),
     OpDef("unsqueeze", "unsqueeze A", "inserts an axis of size 1 at A", reshaping.unsqueeze,
           family="layout", provenance="unsqueeze", positional=("dim",), axes=True, pytorch=('dim',), moves="regroup",
           example="x -> unsqueeze 1"),
@@ -82,7 +82,7 @@ _ENTRIES = [
           provenance="rearrange", moves="rearrange",
           example='x -> rearrange "b s d -> b d s"'),
     OpDef("contiguous", "contiguous", "copies into a contiguous layout", values.contiguous,
-          family="layout", provenance="same", moves="copy"),
+          family="layout", provenance="same", moves="copy", short='c'),
     # values: the same shape, new values
     OpDef("softmax", "softmax A [dtype=float32]", "softmax along axis A (computed in `dtype` when "
           "given)", values.softmax, normalises=True, provenance="same", positional=("dim",), kwargs=("dtype",), axes=True, values=('dim', 'dtype'), pytorch=('dim', 'dtype?'),
@@ -98,7 +98,7 @@ _ENTRIES = [
           example="x -> transpose 1 2 -> mask m", dtype="mask"),
     OpDef("dropout", "dropout P", "zeroes elements with probability P while training", values.dropout,
           provenance="same", positional=("p",), axes=True, values=('p',), pytorch=('p',),
-          example="x -> dropout 0.1", dtype="float_only"),
+          example="x -> dropout 0.1", dtype="float_only", layer='drop'),
     *[OpDef(name, name, "elementwise", values.elementwise, emitter="unary", provenance="same",
             kwargs=UNARY_KWARGS.get(name, ()), values=UNARY_KWARGS.get(name, ()), function=function, dtype=dtype)
       for name, (function, dtype) in UNARY.items()],
@@ -118,10 +118,10 @@ _ENTRIES = [
           example='x -> opaque "f" [B, S, D]'),
     OpDef("layernorm", "layernorm [eps=1e-05] [bias=false]", "normalises the last axis; learned "
           "gamma and beta (2*D parameters, D without bias, none with `elementwise_affine=false`)",
-          values.norm, learned=True, provenance="norm", kwargs=("eps", "bias", "elementwise_affine"), axes=True, values=('bias', 'eps', 'affine'), dtype="norm"),
+          values.norm, learned=True, provenance="norm", kwargs=("eps", "bias", "elementwise_affine"), axes=True, values=('bias', 'eps', 'affine'), dtype="norm", layer='ln', short='ln'),
     OpDef("rmsnorm", "rmsnorm [eps=1e-06]", "RMS-normalises the last axis; learned gamma (D "
           "parameters); eps defaults to the dtype's machine epsilon, as in nn.RMSNorm",
-          values.norm, emitter="layernorm", learned=True, provenance="norm", kwargs=("eps", "elementwise_affine"), axes=True, values=('eps', 'affine'), dtype="norm"),
+          values.norm, emitter="layernorm", learned=True, provenance="norm", kwargs=("eps", "elementwise_affine"), axes=True, values=('eps', 'affine'), dtype="norm", layer='norm', short='norm'),
     OpDef("sum", "sum A [keepdim]", "sums over axis A (kept as size 1 with `keepdim`)",
           values.reduce, emitter="reduce", provenance="reduce", positional=("dim",), kwargs=("keepdim",), reduces=True, axes=True, values=('dim', 'keepdim'), pytorch=('dim', 'keepdim?'),
           example="x -> sum -1", dtype="sum"),
@@ -147,11 +147,11 @@ _ENTRIES = [
           "in-features inferred; `dtype` of its weights (float32 by default)",
           combine.linear, flops="out elements × in-features", family="combine", learned=True, provenance="linear",
           positional=("out_features",), kwargs=("bias", "dtype"), values=('bias', 'dtype'),
-          example="x -> linear F", dtype="learned"),
+          example="x -> linear F", dtype="learned", layer='linear', short='proj'),
     OpDef("embed", "embed W | embed V D", "token ids [..] with a table W: [V, D] give [.., D]; "
           "`embed V D` owns its table (`dtype=` of the table, `padding_idx=`)", combine.embed, learned=True,
           family="combine", provenance="embed", kwargs=("dtype", "padding_idx"), values=('dtype', 'padding_idx'),
-          example="ids -> embed V D", dtype="embed"),
+          example="ids -> embed V D", dtype="embed", short='emb'),
     OpDef("concat", "concat A T1 T2 ..", "joins the piped tensor with T1, T2, .. along axis A",
           combine.concat, family="combine", provenance="concat", axes=True, values=('dim',), moves="join",
           example="x -> concat -1 x"),
@@ -184,59 +184,59 @@ _ENTRIES += [
           "`enable_gqa=true`, `dropout_p=P`", attention.attention,
           flops="batch × L × S × (E + Ev)", family="combine", provenance="attention",
           kwargs=("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"), dtype="attention",
-          example="x -> attention x x"),
+          example="x -> attention x x", short='attn'),
     OpDef("conv1d", "conv1d OUT K", "nn.Conv1d on [B, C, L] (or [C, L]): [B, OUT, L'] with L' = "
           "floor((L + 2p - d(K - 1) - 1) / s) + 1; keywords `stride=`, `padding=` (a size, "
           '`"same"`, `"valid"`), `dilation=`, `groups=`, `bias=false`, `dtype=` of the weights (float32 by default); OUT*C/groups*K (+ OUT) parameters',
           conv.conv, emitter="conv", learned=True, flops="out elements × C/groups × K", family="combine", provenance="conv",
           kwargs=("stride", "padding", "dilation", "groups", "bias", "dtype"), dtype="learned",
-          example="x -> transpose 1 2 -> conv1d F 3 padding=1"),
+          example="x -> transpose 1 2 -> conv1d F 3 padding=1", layer='conv', short='conv'),
     OpDef("conv2d", "conv2d OUT K", "nn.Conv2d on [B, C, H, W]: K, `stride=`, `padding=`, "
           "`dilation=` are sizes or pairs `[KH, KW]`; each spatial size as for `conv1d`",
           conv.conv, emitter="conv", learned=True, flops="out elements × C/groups × KH × KW", family="combine", provenance="conv",
           kwargs=("stride", "padding", "dilation", "groups", "bias", "dtype"), dtype="learned",
-          example="x -> unsqueeze 1 -> conv2d 2 [1, 1]"),
+          example="x -> unsqueeze 1 -> conv2d 2 [1, 1]", layer='conv', short='conv'),
     OpDef("index_select", "index_select A idx", "the entries of axis A at the int indices idx [N]: "
           "axis A becomes N", indexing.index_select, family="indexing", provenance="index",
-          example="x -> index_select 0 arange(B)"),
+          example="x -> index_select 0 arange(B)", short='sel'),
     OpDef("gather", "gather A idx", "torch.gather: int indices with the input's rank (no dim larger than "
           "the input's, except A) give a result of their shape", indexing.gather, family="indexing", provenance="index",
-          example="x -> gather -1 (ids -> unsqueeze -1)"),
+          example="x -> gather -1 (ids -> unsqueeze -1)", short='g'),
     OpDef("take_along_dim", "take_along_dim idx A", "torch.take_along_dim: indices along axis A; the "
           "other axes broadcast", indexing.take_along_dim, family="indexing", provenance="index",
-          example="x -> take_along_dim (ids -> unsqueeze -1) -1"),
+          example="x -> take_along_dim (ids -> unsqueeze -1) -1", short='g'),
     OpDef("topk", "topk K A", "the K largest entries along axis A and their int indices (two tensors: "
           "`vals, idx: x -> topk K -1`); K may be a size, proved at most the axis", indexing.topk,
           family="indexing", provenance="index", dtype="values_and_indices",
           example="v, y: x -> topk 1 -1"),
     OpDef("one_hot", "one_hot V", "int class indices [..] give int [.., V]", indexing.one_hot,
           family="indexing", provenance="one_hot",
-          example="ids -> one_hot V"),
+          example="ids -> one_hot V", short='oh'),
     OpDef("index_add", "index_add A idx src [alpha=S]", "torch.index_add: adds the rows of src "
           "[.., N, ..] into the input at the int indices idx [N] along axis A; the input's shape",
           indexing.index_add, family="indexing", provenance="write", kwargs=("alpha",), values=('dim', 'alpha'),
-          example="x -> index_add 0 arange(B) x"),
+          example="x -> index_add 0 arange(B) x", short='acc'),
     OpDef("scatter_add", "scatter_add A idx src", "torch.scatter_add: adds src[i] at position idx[i] "
           "of axis A; idx, src and the input have one rank, idx no larger than src (nor than the "
           "input off axis A)", indexing.scatter_add, emitter="scatter", family="indexing", provenance="write", values=('dim',),
-          example="x -> scatter_add -1 (ids -> unsqueeze -1) x"),
+          example="x -> scatter_add -1 (ids -> unsqueeze -1) x", short='acc'),
     OpDef("scatter", "scatter A idx src", "torch.scatter: writes src (a tensor or a number) at the "
           "int indices idx along axis A; rules as `scatter_add`", indexing.scatter_add, emitter="scatter", family="indexing", provenance="write", values=('dim', 'value'),
-          example="x -> scatter -1 (ids -> unsqueeze -1) 0.5"),
+          example="x -> scatter -1 (ids -> unsqueeze -1) 0.5", short='sc'),
     OpDef("nonzero", "nonzero [as_tuple=true] | where(M)", "the indices of the nonzero entries: "
           "[N, rank] int, or one [N] int per axis (`as_tuple=true`, and `where(M)` as torch.where); "
           "N depends on the values: a fresh size, 0 <= N <= numel (see Data-dependent sizes)",
           indexing.nonzero, family="indexing", provenance="data", kwargs=("as_tuple",), values=('as_tuple',),
-          example="ids -> nonzero"),
+          example="ids -> nonzero", short='nz'),
     OpDef("masked_select", "masked_select M", "the entries where the bool M (broadcast with the "
           "input) is True, as a vector [N]; N is a fresh data-dependent size", indexing.masked_select,
           family="indexing", provenance="data",
-          example="x -> masked_select (x > 0)"),
+          example="x -> masked_select (x > 0)", short='sel'),
     OpDef("arange", "arange(END) | arange(START, END, STEP)", "the whole numbers START..END-1 (int; "
           "float with a decimal argument such as `arange(0.0, D, 2)`): ceil((END - START) / STEP) "
           "elements", tables.call_only, family="tables", provenance="new",
           kwargs=("dtype",),
-          example="arange(S)"),
+          example="arange(S)", short='pos'),
     OpDef("linspace", "linspace(START, END, N)", "N evenly spaced floats from START to END",
           tables.call_only, family="tables", provenance="new",
           kwargs=("dtype",),
@@ -252,13 +252,13 @@ _ENTRIES += [
     OpDef("full", "full([S1, S2, ..], V)", "a tensor filled with V (`true`/`false`: bool, a whole "
           "number: int, else float; `-inf` allowed)", tables.call_only, family="tables", provenance="new",
           kwargs=("dtype",),
-          example="full([S, 1], 2)"),
+          example="full([S, 1], 2)", short='table'),
     OpDef("where", "where(M, A, B) | where A B", "A where the bool M is True, else B (tensors or "
           "numbers; the shapes broadcast)", tables.where, family="tables", provenance="where",
-          example="x > 0 -> where x 0"),
+          example="x > 0 -> where x 0", short='w'),
     OpDef("outer", "outer(A, B) | outer B", "the outer product of two vectors [N] and [M]: [N, M]",
           tables.outer, flops="N × M", family="tables", provenance="outer",
-          example="arange(S) -> outer arange(D)"),
+          example="arange(S) -> outer arange(D)", short='outer'),
     OpDef("triu", "triu [K]", "keeps the upper triangle of the last two axes, from diagonal K "
           "(default 0; a size expression, e.g. `triu (P + 1)`)", tables.triangle, emitter="triangle", family="tables",
           provenance="same"),
@@ -285,7 +285,7 @@ _ENTRIES += [
     OpDef("stack_tensors", "stack_tensors(A, T1, T2, ..) | stack_tensors A T1 ..", "torch.stack: tensors "
           "of one shape joined along a new axis A (`stack N Block` repeats a block instead)",
           combine.stack_tensors, family="combine", provenance="stack_tensors",
-          example="x -> stack_tensors -1 x"),
+          example="x -> stack_tensors -1 x", short='st'),
 ]
 
 # elementwise minimum and maximum, clamp, and the reductions that go with amax
