@@ -37,6 +37,7 @@ from .layout import TensorType, fresh
 from .lazysympy import sympy as sp
 from .provenance import Provenance
 from .prover import Prover
+from .rulememo import RuleMemo
 from .scope import Poisoned, Scope
 from .suggest import Suggestions
 
@@ -111,6 +112,7 @@ class Checker(Facts):
         self.data_names: dict = {}   # data-dependent sizes by name, while an `expect` is read
         self.fresh_blocks: dict = {}  # block keys that make data-dependent sizes -> called yet
         self.stale = None   # asked between statements: a newer text makes this check moot
+        self.rules = RuleMemo()   # shape rules applied, kept for the same operation on the same type
 
     # ------------------------------------------------------------ reporting
     def report(self, diag: Diagnostic | None) -> None:
@@ -119,6 +121,7 @@ class Checker(Facts):
         if self.calls:   # inside a block: show where it was called from, with what
             diag = replace(diag, labels=tuple(diag.labels) + tuple(
                 c for c in reversed(self.calls) if c[0].line != diag.span.line))
+        self.rules.reported += 1
         key = (diag.code, diag.span, diag.message)
         if key not in self.seen:
             self.seen.add(key)
@@ -339,7 +342,7 @@ class Checker(Facts):
         rule = ops.RULES.get(op.name)
         if rule is not None:
             try:
-                result = ops.apply(self.ctx, op, x)     # the shape rule, keywords, dtypes
+                result = self.rules.apply(self, op, x)   # the shape rule, keywords, dtypes
             except Poisoned:
                 raise
             except ShapeError as err:
@@ -361,6 +364,7 @@ class Checker(Facts):
                          fixes=self._close_fix(op.name, known, op.name_span))
 
     def _is_tensor_arg(self, a) -> bool:
+        self.rules.read += 1
         if isinstance(a, Name):
             return self.scope.values.get(a.name) is not None
         return isinstance(a, (Pipeline, BinOp, Call)) and self._mentions_tensor(a)
@@ -388,6 +392,7 @@ class Checker(Facts):
 
     def value(self, node):
         """A tensor (TensorType, ref) or a size (sympy expression)."""
+        self.rules.read += 1
         if isinstance(node, Name):
             if node.name in self.scope.values:
                 v = self.scope.values[node.name]
@@ -468,6 +473,7 @@ class Checker(Facts):
         return d is not None and d.reduces
 
     def is_tensor_name(self, name: str) -> bool:
+        self.rules.read += 1
         return self.scope.values.get(name) is not None
 
 def _anon_decl(node: ShapeLit) -> TensorDecl:

@@ -1,0 +1,58 @@
+"""Shape rules applied once per operation and input type.
+
+A shape rule (checker/ops) is a function of the operation as written, the input's type
+and what the checker knows about sizes: the same `view [B, S, H, Dh]` on the same
+`[B, S, D]` float tensor gives the same result wherever it is written, and a spec that
+repeats its layers (an unrolled GPT: 48 times the same 20 operations) need not prove the
+same conditions 48 times. The result is kept when nothing else was read:
+
+- no tensor was looked up by name (`embed W_te`, `mul Q`: the name's binding may change
+  between statements), and no value was read at all (`Checker.value`);
+- nothing was reported (a warning belongs to the place it is reported at, so the rule
+  runs again there and reports it);
+- no data-dependent size was made (`nonzero`: a new one each time);
+- the operation is at the top level of the spec (inside a block the dims are bound to the
+  call's sizes) and not in an `expect`.
+
+An error is never kept: the rule raises, and runs again the next time. The result given
+back is a copy (the checker names the outputs' sizes on the result it emits).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from . import ops
+
+_KEEP = 4096   # results kept per check
+
+
+class RuleMemo:
+    def __init__(self):
+        self.kept: dict = {}
+        self.read = 0       # values read through the checker (tensors by name)
+        self.reported = 0   # diagnostics reported
+        self.hits = 0       # rules answered from `kept`: what tests count
+
+    def apply(self, c, op, x):
+        """`ops.apply(c, op, x)`, answered from an earlier identical application where it is pure."""
+        return self.result(c, (op.name, op.text, op.tuple_kwargs, x, x.why), lambda: ops.apply(c, op, x))
+
+    def result(self, c, key, compute):
+        """`compute()` (an `ops.Result`), or a copy of the one kept for `key`: what decides the
+        result besides the sizes the checker knows (the operation as written, the input types)."""
+        if c.scope is not c.top or c.calls or c.data_names:
+            return compute()
+        try:
+            hit = self.kept.get(key)
+        except TypeError:   # an unhashable part (a list in a type): no memo
+            return compute()
+        if hit is not None:
+            self.hits += 1
+            return replace(hit, detail=dict(hit.detail))
+        read, reported, unbacked = self.read, self.reported, len(c.prover.unbacked)
+        result = compute()
+        if (self.read, self.reported, len(c.prover.unbacked)) == (read, reported, unbacked):
+            if len(self.kept) >= _KEEP:
+                self.kept.clear()
+            self.kept[key] = replace(result, detail=dict(result.detail))
+        return result
