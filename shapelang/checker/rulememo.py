@@ -10,7 +10,8 @@ same conditions 48 times. The result is kept when nothing else was read:
   between statements), and no value was read at all (`Checker.value`);
 - nothing was reported (a warning belongs to the place it is reported at, so the rule
   runs again there and reports it);
-- no data-dependent size was made (`nonzero`: a new one each time);
+- no data-dependent size was made (`nonzero`: a new one each time), nor strides of their
+  own (an `einsum` whose layout is not modelled: `unique`);
 - the operation is at the top level of the spec (inside a block the dims are bound to the
   call's sizes) and not in an `expect`.
 
@@ -32,6 +33,11 @@ class RuleMemo:
         self.read = 0       # values read through the checker (tensors by name)
         self.reported = 0   # diagnostics reported
         self.hits = 0       # rules answered from `kept`: what tests count
+
+    def unique(self) -> None:
+        """The result being made must not be reused (it has sizes or strides of its own,
+        new each time: an `einsum` whose layout is not modelled)."""
+        self.read += 1
 
     def apply(self, c, op, x):
         """`ops.apply(c, op, x)`, answered from an earlier identical application where it is pure."""

@@ -275,6 +275,7 @@ def _einsum_layout(c, spec, operands, sizes, shape, dtype) -> TensorType:
     summed = {s for ch in set("".join(spec.inputs)) - {"."} - set(spec.output)
               for s in c.prover.canon(sizes[ch]).free_symbols}
     if strides is None or solo or len(ones) > MAX_ONES:
+        c.rules.unique()   # strides of its own each time: the result is not reused
         unknown = tuple(sp.Dummy("stride", positive=True, integer=True) for _ in shape)
         return TensorType(shape, unknown, dtype, ((unknown, ()),), UNKNOWN_LAYOUT)
     alt = []
