@@ -12,15 +12,13 @@ same conditions 48 times. The result is kept when nothing else was read:
   runs again there and reports it);
 - no data-dependent size was made (`nonzero`: a new one each time), nor strides of their
   own (an `einsum` whose layout is not modelled: `unique`);
-- the operation is at the top level of the spec (inside a block the dims are bound to the
-  call's sizes) and not in an `expect`.
+- the operation is not in an `expect` (which names data-dependent sizes). Inside a block,
+  the sizes the call binds and the block's size parameters are part of the key.
 
 An error is never kept: the rule raises, and runs again the next time. The result given
 back is a copy (the checker names the outputs' sizes on the result it emits).
 """
 from __future__ import annotations
-
-from dataclasses import replace
 
 from . import ops
 
@@ -46,19 +44,25 @@ class RuleMemo:
     def result(self, c, key, compute):
         """`compute()` (an `ops.Result`), or a copy of the one kept for `key`: what decides the
         result besides the sizes the checker knows (the operation as written, the input types)."""
-        if c.scope is not c.top or c.calls or c.data_names:
+        if c.data_names:
             return compute()
+        if c.scope is not c.top:   # in a block: its dims are bound to this call's sizes
+            key = key + (tuple(c.scope.subst.items()), frozenset(c.scope.sizes))
         try:
             hit = self.kept.get(key)
         except TypeError:   # an unhashable part (a list in a type): no memo
             return compute()
         if hit is not None:
             self.hits += 1
-            return replace(hit, detail=dict(hit.detail))
+            return _copy(hit)
         read, reported, unbacked = self.read, self.reported, len(c.prover.unbacked)
         result = compute()
         if (self.read, self.reported, len(c.prover.unbacked)) == (read, reported, unbacked):
             if len(self.kept) >= _KEEP:
                 self.kept.clear()
-            self.kept[key] = replace(result, detail=dict(result.detail))
+            self.kept[key] = _copy(result)
         return result
+
+
+def _copy(result: ops.Result) -> ops.Result:
+    return ops.Result(result.outputs, result.params, result.flops, dict(result.detail))
