@@ -317,9 +317,7 @@ class Checker(Facts):
 
     def emit(self, op, text, span, inputs, result: ops.Result, block=None) -> list:
         if op not in ("view", "reshape", "expand", "input"):
-            named = self.prover.name_of
-            result.outputs = tuple(t.with_shape([named(d) for d in t.shape], t.strides)
-                                   for t in result.outputs)
+            result.outputs = tuple(self.rules.named(self.prover, t) for t in result.outputs)
         step = Step(self.next_id, op, text, span, tuple(inputs), tuple(result.outputs),
                     sp.Integer(result.params) if isinstance(result.params, int) else result.params,
                     result.flops, result.detail, block)

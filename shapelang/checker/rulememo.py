@@ -16,7 +16,8 @@ same conditions 48 times. The result is kept when nothing else was read:
   the sizes the call binds and the block's size parameters are part of the key.
 
 An error is never kept: the rule raises, and runs again the next time. The result given
-back is a copy (the checker names the outputs' sizes on the result it emits).
+back is a copy (the checker names the outputs' sizes on the result it emits). The named
+types are kept too (`named`): the kept results come back as the same types again and again.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class RuleMemo:
         self.read = 0       # values read through the checker (tensors by name)
         self.reported = 0   # diagnostics reported
         self.hits = 0       # rules answered from `kept`: what tests count
+        self.names: dict = {}   # (type, why) -> the type with its sizes named
 
     def unique(self) -> None:
         """The result being made must not be reused (it has sizes or strides of its own,
@@ -62,6 +64,19 @@ class RuleMemo:
                 self.kept.clear()
             self.kept[key] = _copy(result)
         return result
+
+    def named(self, prover, t):
+        """`t` with each computed size shown as the declared dim it equals (`prover.name_of`)."""
+        key = (t, t.why)
+        try:
+            hit = self.names.get(key)
+        except TypeError:   # an unhashable part: named anew
+            hit, key = None, None
+        if hit is None:
+            hit = t.with_shape([prover.name_of(d) for d in t.shape], t.strides)
+            if key is not None:
+                self.names[key] = hit
+        return hit
 
 
 def _copy(result: ops.Result) -> ops.Result:
