@@ -6,9 +6,11 @@ that repeats its layers does the work of one layer per repetition no more."""
 from __future__ import annotations
 
 import json
+import re
+from unittest import mock
 
 import pytest
-from tiers import LIBRARY, sample
+from tiers import LIBRARY, examples, sample
 from work import calls
 
 from bench.specgen import gpt_spec
@@ -16,24 +18,24 @@ from shapelang.api import render_check, to_json
 from shapelang.checker import rulememo
 from shapelang.checker.checker import check_text
 
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+
 
 def _seen(spec) -> tuple[str, str]:
     """What a user sees of a check: the printed diagnostics and the JSON of the trace."""
     return render_check(spec), json.dumps(to_json(spec, trace=True), sort_keys=True, default=str)
 
 
-@pytest.fixture
-def anew(monkeypatch):
-    """Checks made inside `anew()` apply every rule again (nothing kept)."""
-    def run(fn):
-        with monkeypatch.context() as m:
-            m.setattr(rulememo.RuleMemo, "result", lambda self, c, key, compute: compute())
-            return fn()
-    return run
+def anew(fn):
+    """fn(), its checks applying every rule again (nothing kept)."""
+    with mock.patch.object(rulememo.RuleMemo, "result", lambda self, c, key, compute: compute()):
+        return fn()
 
 
 @pytest.mark.parametrize("path", sample(LIBRARY, every=16))
-def test_every_spec_checks_as_with_every_rule_applied_anew(path, anew):
+def test_every_spec_checks_as_with_every_rule_applied_anew(path):
     text = path.read_text(encoding="utf-8")
     assert _seen(check_text(text, str(path))) == anew(lambda: _seen(check_text(text, str(path))))
 
@@ -52,9 +54,11 @@ dim B, S, V, D
 input ids: [B, S] int
 param T: [V, D]
 param U: [V, D] bfloat16
-a: ids -> embed T
-T2: U -> relu
-b: ids -> embed U
+block Emb(i: [B, S] int, table: [V, D]):
+  return i -> embed table
+end
+a: ids -> Emb(T)
+b: ids -> Emb(U)
 """,
     "data-dependent sizes, a new one each time": """\
 dim B, C
@@ -62,6 +66,13 @@ input x: [B, C]
 m: x -> sum 1 -> nonzero
 n: x -> sum 1 -> nonzero
 both: m + n
+""",
+    "an einsum whose layout is not modelled, twice": """\
+dim B, I
+input x: [B, I, I]
+a: x -> einsum "bii->bi"
+b: x -> einsum "bii->bi"
+s: a + b -> view [B * I]
 """,
     "an error at each place": """\
 dim B, D, H
@@ -83,7 +94,7 @@ c: x -> Mlp(F=2*D)
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_a_result_is_not_reused_where_it_must_not_be(name, anew):
+def test_a_result_is_not_reused_where_it_must_not_be(name):
     text = CASES[name]
     assert _seen(check_text(text)) == anew(lambda: _seen(check_text(text)))
 
@@ -93,6 +104,18 @@ def test_each_rounding_warning_is_reported_where_it_is():
     assert [d.span.line for d in spec.diagnostics if d.code == "W202"] == [4, 5]
 
 
+def test_two_einsums_of_unknown_layout_get_strides_of_their_own():
+    spec = check_text(CASES["an einsum whose layout is not modelled, twice"])
+    a, b = (b.types[0].strides for b in spec.bindings if b.names[0] in ("a", "b"))
+    assert not set(a) & set(b)
+
+
+def test_the_same_step_on_another_tensor_of_the_same_name_takes_its_dtype():
+    """`embed table` in a block called with a float table, then a bfloat16 one."""
+    spec = check_text(CASES["a tensor argument looked up by name"])
+    assert [b.types[0].dtype for b in spec.bindings] == ["float", "bfloat16"]
+
+
 def test_two_nonzero_give_two_sizes():
     spec = check_text(CASES["data-dependent sizes, a new one each time"])
     m, n = (b.types[0].shape[0] for b in spec.bindings if b.names[0] in ("m", "n"))
@@ -100,7 +123,7 @@ def test_two_nonzero_give_two_sizes():
     assert any(d.code == "E102" for d in spec.diagnostics)   # m + n: the sizes may differ
 
 
-def test_repeated_layers_cost_a_fraction_of_their_first_check(anew):
+def test_repeated_layers_cost_a_fraction_of_their_first_check():
     """4 more identical layers (each its own statements, as an unrolled GPT writes them):
     what they add to a check, counted in calls, with the rules' results kept and without."""
     from sympy.core.cache import clear_cache
@@ -122,3 +145,29 @@ def test_repeated_layers_cost_a_fraction_of_their_first_check(anew):
     anew_cost, anew_seen = anew(added)
     assert seen == anew_seen
     assert kept < 0.6 * anew_cost, f"{kept:,} calls for 4 more layers against {anew_cost:,} with every rule anew"
+
+_SHORT = [p for p in LIBRARY if len(p.read_text(encoding="utf-8").splitlines()) <= 60]
+_BINDING = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*:\s*(?!\s*\[)(.*->.*)$")
+
+
+@settings(max_examples=examples(100), deadline=None, derandomize=True, database=None)
+@given(data=st.data())
+def test_statements_written_again_check_as_with_every_rule_applied_anew(data):
+    """A library spec with some of its top-level pipelines written again under new names, further
+    down (the same operations on the same types, after other statements, where an error, a
+    warning or a data-dependent size must come again)."""
+    path = data.draw(st.sampled_from(_SHORT), label="spec")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    pipelines = [i for i, ln in enumerate(lines) if _BINDING.match(ln)]
+    if not pipelines:
+        return
+    for k in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.sampled_from(pipelines))
+        names, rest = _BINDING.match(lines[i]).groups()
+        copy = ", ".join(f"{n.strip()}_again{k}" for n in names.split(",")) + ": " + rest
+        at = data.draw(st.integers(i + 1, len(lines)))
+        lines.insert(at, copy)
+        pipelines = [j + (j >= at) for j in pipelines]
+    text = "\n".join(lines) + "\n"
+    note(text)
+    assert _seen(check_text(text, str(path))) == anew(lambda: _seen(check_text(text, str(path))))
