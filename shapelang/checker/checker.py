@@ -37,7 +37,7 @@ from .layout import TensorType, fresh
 from .lazysympy import sympy as sp
 from .provenance import Provenance
 from .prover import Prover
-from .rulememo import RuleMemo
+from .rulememo import RuleMemo, facts_key
 from .scope import Poisoned, Scope
 from .suggest import Suggestions
 
@@ -47,13 +47,15 @@ class Stale(Exception):
 
 
 def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True, memo=None,
-               stale=None) -> CheckedSpec:
+               stale=None, rules: RuleMemo | None = None) -> CheckedSpec:
     """Check spec text. Fixes that diagnostics propose are re-checked and shown only when
     proved (`prove_fixes`; off for the re-checks themselves).
 
     `memo`: a `syntax.reuse.ParseMemo` that keeps the statements of the last text, so that
     an edited text parses only what changed (checker/session.py). `stale`: a function
-    asked between statements; when it answers true the check stops with `Stale`."""
+    asked between statements; when it answers true the check stops with `Stale`. `rules`: the
+    shape rules' results of an earlier check (checker/rulememo.py), kept while its sizes'
+    statements are unchanged."""
     if memo is None:
         spec, syntax_errors, skipped = parse_recovering(text, path)
     else:
@@ -64,6 +66,7 @@ def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True, me
         return out
     checker = Checker(spec, skipped)
     checker.stale = stale
+    checker.rules = rules or checker.rules
     checker.out.diagnostics.extend(syntax_errors)
     out = checker.run()
     out.diagnostics[:], out.acknowledged = acknowledged.split(text, out.diagnostics)   # `# allow W302`
@@ -134,6 +137,7 @@ class Checker(Facts):
     def run(self) -> CheckedSpec:
         stmts = self.spec.statements
         self._sizes(stmts)
+        self.rules.facts(facts_key(self.spec, self.skipped))
         self.local_sizes = {sz.name: s.name for s in stmts if isinstance(s, Block) for sz in s.sizes
                             if self.dim_spans.get(sz.name) == sz.span}
         self.out.size_params = dict(self.local_sizes)

@@ -21,6 +21,7 @@ types are kept too (`named`): the kept results come back as the same types again
 """
 from __future__ import annotations
 
+from ..syntax.nodes import Assume, Block, DimDecl, Example
 from . import ops
 
 _KEEP = 4096   # results kept per check
@@ -33,6 +34,15 @@ class RuleMemo:
         self.reported = 0   # diagnostics reported
         self.hits = 0       # rules answered from `kept`: what tests count
         self.names: dict = {}   # (type, why) -> the type with its sizes named
+        self.facts_key = None   # the sizes' statements the kept results were made under
+
+    def facts(self, key) -> None:
+        """Start a check whose sizes are `key` (its dims, assumptions, example and block
+        signatures, as written): what was kept under other facts is dropped."""
+        if key != self.facts_key:
+            self.kept.clear()
+            self.names.clear()
+            self.facts_key = key
 
     def unique(self) -> None:
         """The result being made must not be reused (it has sizes or strides of its own,
@@ -54,15 +64,25 @@ class RuleMemo:
             hit = self.kept.get(key)
         except TypeError:   # an unhashable part (a list in a type): no memo
             return compute()
+        notation = c.prover.notation
         if hit is not None:
             self.hits += 1
-            return _copy(hit)
+            result, spelled = hit
+            for record in spelled:   # the sizes the rule read, as written (first spelling wins)
+                notation.record(*record)
+            return _copy(result)
         read, reported, unbacked = self.read, self.reported, len(c.prover.unbacked)
-        result = compute()
+        outer, notation.log = notation.log, []
+        try:
+            result = compute()
+        finally:
+            spelled, notation.log = notation.log, outer
+            if outer is not None:
+                outer.extend(spelled)
         if (self.read, self.reported, len(c.prover.unbacked)) == (read, reported, unbacked):
             if len(self.kept) >= _KEEP:
                 self.kept.clear()
-            self.kept[key] = _copy(result)
+            self.kept[key] = (_copy(result), tuple(spelled))
         return result
 
     def named(self, prover, t):
@@ -81,3 +101,17 @@ class RuleMemo:
 
 def _copy(result: ops.Result) -> ops.Result:
     return ops.Result(result.outputs, result.params, result.flops, dict(result.detail))
+
+
+def facts_key(spec, skipped) -> tuple:
+    """What the shape rules read of a spec besides their own operation and input: its `dim`,
+    `assume` and `example` lines and its blocks' signatures, as written and in order, and the
+    names left out by syntax errors."""
+    lines = spec.source.split("\n")
+    out = []
+    for s in spec.statements:
+        if isinstance(s, (Assume, DimDecl, Example)):
+            out.append("\n".join(lines[s.span.line - 1:s.span.end_line]))
+        elif isinstance(s, Block):
+            out.append(lines[s.span.line - 1])
+    return tuple(out), tuple(sorted(skipped))
