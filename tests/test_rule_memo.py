@@ -60,6 +60,14 @@ end
 a: ids -> Emb(T)
 b: ids -> Emb(U)
 """,
+    "a word that a tensor is named after later": """\
+dim B, S
+input s: [B, S, S]
+param W: [S, S]
+a: s -> mask causal
+causal: W > 0
+b: s -> mask causal
+""",
     "data-dependent sizes, a new one each time": """\
 dim B, C
 input x: [B, C]
@@ -114,6 +122,12 @@ def test_the_same_step_on_another_tensor_of_the_same_name_takes_its_dtype():
     """`embed table` in a block called with a float table, then a bfloat16 one."""
     spec = check_text(CASES["a tensor argument looked up by name"])
     assert [b.types[0].dtype for b in spec.bindings] == ["float", "bfloat16"]
+
+
+def test_mask_causal_is_the_word_until_a_tensor_is_named_causal():
+    spec = check_text(CASES["a word that a tensor is named after later"])
+    assert [st.detail["kind"] for b in spec.bindings for st in b.steps if st.op == "mask"] == \
+        ["causal", "tensor"]
 
 
 def test_two_nonzero_give_two_sizes():

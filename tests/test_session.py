@@ -133,3 +133,36 @@ def test_a_stale_check_stops_and_leaves_nothing_behind():
         session.check(MHA, stale=stale)
     assert session.checks == 0 and not session.results
     assert _seen(session.check(MHA)) == _seen(check_text(MHA, "a.shape"))
+
+
+def _rules_applied(fn) -> int:
+    """How many shape rules `fn()` applies (not answered from what a check keeps)."""
+    from unittest import mock
+
+    from shapelang.checker import ops
+    with mock.patch.object(ops, "apply", wraps=ops.apply) as applied:
+        fn()
+    return applied.call_count
+
+
+def test_an_edit_applies_again_only_the_rules_of_what_it_changed():
+    text = gpt_spec(8, "unrolled")
+    lines = text.splitlines()
+    k = next(i for i, ln in enumerate(lines) if ln.startswith("m_4:"))
+    lines[k] = lines[k].replace("-> gelu ->", "-> relu ->")
+    edited = "\n".join(lines) + "\n"
+    session = CheckSession("gpt.shape")
+    session.check(text)
+    # checked again unchanged (a blank line more): only a rule that reads a tensor by name
+    # (`embed W_te`) is applied again
+    again = _rules_applied(lambda: session.check(text + "\n"))
+    assert again <= 1
+    assert _rules_applied(lambda: session.check(edited)) == again + 1   # `relu` on that type is new
+    assert _seen(session.check(edited)) == _seen(check_text(edited, "gpt.shape"))
+    fresh = _rules_applied(lambda: check_text(edited, "gpt.shape"))
+    assert fresh > 10   # a fresh check applies each layer's rules once
+    # the sizes' statements edited: nothing kept is valid, every rule is applied again
+    assumed = edited.replace("assume S <= Ctx", "assume S <= Ctx - 1")
+    assert _rules_applied(lambda: session.check(assumed)) == _rules_applied(
+        lambda: check_text(assumed, "gpt.shape"))
+    assert _seen(session.check(assumed)) == _seen(check_text(assumed, "gpt.shape"))

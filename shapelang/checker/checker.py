@@ -475,8 +475,7 @@ class Checker(Facts):
         return d is not None and d.reduces
 
     def is_tensor_name(self, name: str) -> bool:
-        self.rules.read += 1
-        return self.scope.values.get(name) is not None
+        return self.rules.looked(name, self.scope.values.get(name) is not None)
 
 def _anon_decl(node: ShapeLit) -> TensorDecl:
     return TensorDecl(node.span, "input", "", node, None)

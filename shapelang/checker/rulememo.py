@@ -7,7 +7,9 @@ repeats its layers (an unrolled GPT: 48 times the same 20 operations) need not p
 same conditions 48 times. The result is kept when nothing else was read:
 
 - no tensor was looked up by name (`embed W_te`, `mul Q`: the name's binding may change
-  between statements), and no value was read at all (`Checker.value`);
+  between statements), and no value was read at all (`Checker.value`); where a rule only
+  asked whether a name is a tensor (`mask causal`), the answer is kept with the result and
+  the result holds where the answer is the same;
 - nothing was reported (a warning belongs to the place it is reported at, so the rule
   runs again there and reports it);
 - no data-dependent size was made (`nonzero`: a new one each time), nor strides of their
@@ -35,6 +37,7 @@ class RuleMemo:
         self.hits = 0       # rules answered from `kept`: what tests count
         self.names: dict = {}   # (type, why) -> the type with its sizes named
         self.facts_key = None   # the sizes' statements the kept results were made under
+        self._asked: list | None = None   # (name, is a tensor) asked by the rule being applied
 
     def facts(self, key) -> None:
         """Start a check whose sizes are `key` (its dims, assumptions, example and block
@@ -65,25 +68,36 @@ class RuleMemo:
         except TypeError:   # an unhashable part (a list in a type): no memo
             return compute()
         notation = c.prover.notation
-        if hit is not None:
+        if hit is not None and all((c.scope.values.get(n) is not None) == t for n, t in hit[2]):
             self.hits += 1
-            result, spelled = hit
+            result, spelled, _asked = hit
             for record in spelled:   # the sizes the rule read, as written (first spelling wins)
                 notation.record(*record)
             return _copy(result)
         read, reported, unbacked = self.read, self.reported, len(c.prover.unbacked)
         outer, notation.log = notation.log, []
+        outer_asked, self._asked = self._asked, []
         try:
             result = compute()
         finally:
             spelled, notation.log = notation.log, outer
+            asked, self._asked = self._asked, outer_asked
             if outer is not None:
                 outer.extend(spelled)
+            if outer_asked is not None:
+                outer_asked.extend(asked)
         if (self.read, self.reported, len(c.prover.unbacked)) == (read, reported, unbacked):
             if len(self.kept) >= _KEEP:
                 self.kept.clear()
-            self.kept[key] = (_copy(result), tuple(spelled))
+            self.kept[key] = (_copy(result), tuple(spelled), tuple(asked))
         return result
+
+    def looked(self, name: str, is_tensor: bool) -> bool:
+        """A rule asked whether `name` is a tensor (`mask causal`: the word, unless a tensor is
+        named so): a kept result holds where the answer is the same."""
+        if self._asked is not None:
+            self._asked.append((name, is_tensor))
+        return is_tensor
 
     def named(self, prover, t):
         """`t` with each computed size shown as the declared dim it equals (`prover.name_of`)."""
