@@ -34,7 +34,17 @@ SEARCH_BUDGET = 400  # candidate assignments tried per undecided condition
 
 
 def dim_symbol(name: str) -> sp.Symbol:
-    return sp.Symbol(name, positive=True, integer=True)
+    """The symbol of a declared dim: one object per name for the whole process (sympy's own
+    cache may let it go), so that what is kept per shape finds it again by identity."""
+    sym = _DIMS.get(name)
+    if sym is None:
+        if len(_DIMS) >= 4096:
+            _DIMS.clear()
+        sym = _DIMS[name] = sp.Symbol(name, positive=True, integer=True)
+    return sym
+
+
+_DIMS: dict = {}
 
 
 def fresh_symbol(after, name: str) -> sp.Dummy:

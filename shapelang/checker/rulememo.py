@@ -20,13 +20,20 @@ same conditions 48 times. The result is kept when nothing else was read:
 An error is never kept: the rule raises, and runs again the next time. The result given
 back is a copy (the checker names the outputs' sizes on the result it emits). The named
 types are kept too (`named`): the kept results come back as the same types again and again.
+
+A check session (checker/session.py) keeps all this from one check to the next while the
+facts stay as written (`facts`, `facts_key`: the `dim`, `assume` and `example` lines and the
+blocks' signatures). That holds because the prover's own sizes (the quotient `assume D % H
+== 0` brings in) are the same objects for the same assumptions (dims.fresh_symbol), and a
+reused result records again the spellings of sizes its rule read (checker/notation.py), in
+the order the rule recorded them, as applying it would.
 """
 from __future__ import annotations
 
 from ..syntax.nodes import Assume, Block, DimDecl, Example
 from . import ops
 
-_KEEP = 4096   # results kept per check
+_KEEP = 4096   # results (and named types) kept at most
 
 
 class RuleMemo:
@@ -109,6 +116,8 @@ class RuleMemo:
         if hit is None:
             hit = t.with_shape([prover.name_of(d) for d in t.shape], t.strides)
             if key is not None:
+                if len(self.names) >= _KEEP:
+                    self.names.clear()
                 self.names[key] = hit
         return hit
 
