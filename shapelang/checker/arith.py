@@ -51,6 +51,19 @@ def negate(c, node: Neg):
     return c.emit("neg", c.source_of(node), node.span, [v[1]],
                      ops.Result((replace(dense_like(v[0], c.prover.canon), dtype=dt),)))[0]
 
+def _matmul(c, x, y, texts, span) -> ops.Result:
+    res = ops.matmul(c.ctx, x, y, texts, span)
+    dtypes.set_outputs(res, [dtypes.matmul(x, y, span, texts)])
+    return res
+
+
+def _elementwise(c, name: str, x, y, texts, span) -> ops.Result:
+    """Two tensors combined element by element (`a + b`): shapes broadcast, dtypes promote."""
+    shape = ops.broadcast(c.ctx, [x.shape, y.shape], [f"`{texts[0]}`", f"`{texts[1]}`"], span)
+    out = elementwise([x, y], shape, Geometry(c.prover.canon, c.same))
+    return ops.Result((replace(out, dtype=dtypes.binary(name, x, y, span, texts)),))
+
+
 def binop(c, node: BinOp):
     a, b = c.value(node.left), c.value(node.right)
     ta, tb = isinstance(a, tuple), isinstance(b, tuple)
@@ -70,23 +83,19 @@ def binop(c, node: BinOp):
             raise ShapeError("E112", "`@` multiplies two tensors; use `*` or `scale` for a "
                              "number", span=node.span)
         try:
-            res = ops.matmul(c.ctx, a[0], b[0], texts, node.span)
+            res = c.rules.result(c, ("@", a[0], b[0], a[0].why, b[0].why), lambda: _matmul(c, a[0], b[0], texts, node.span))
         except ShapeError as err:
             raise c.suggest.matmul(causes.operands(c, err, node, a, b), node) from None
-        dtypes.set_outputs(res, [dtypes.matmul(a[0], b[0], node.span, texts)])
         ref = c._tensor_refs
         ref[id(node.left)], ref[id(node.right)] = a[1], b[1]
         return c.emit("matmul", text, node.span, [a[1], b[1]], res)[0]
     name = OPERATORS[node.op]
     if ta and tb:
         try:
-            shape = ops.broadcast(c.ctx, [a[0].shape, b[0].shape],
-                                  [f"`{texts[0]}`", f"`{texts[1]}`"], node.span)
+            res = c.rules.result(c, (name, a[0], b[0], a[0].why, b[0].why),
+                                 lambda: _elementwise(c, name, a[0], b[0], texts, node.span))
         except ShapeError as err:
             raise causes.operands(c, err, node, a, b) from None
-        out = elementwise([a[0], b[0]], shape, Geometry(c.prover.canon, c.same))
-        res = ops.Result((replace(out, dtype=dtypes.binary(name, a[0], b[0], node.span,
-                                                           texts)),))
         return c.emit(name, text, node.span, [a[1], b[1]], res)[0]
     t, s = (a, b) if ta else (b, a)
     dt = dtypes.with_scalar(name, t[0], s, not ta, node.span, texts)

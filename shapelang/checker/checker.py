@@ -39,6 +39,7 @@ from .layout import TensorType, fresh
 from .lazysympy import sympy as sp
 from .provenance import Provenance
 from .prover import Prover
+from .rulememo import RuleMemo, facts_key
 from .scope import Poisoned, Scope
 
 
@@ -47,13 +48,15 @@ class Stale(Exception):
 
 
 def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True, memo=None,
-               stale=None) -> CheckedSpec:
+               stale=None, rules: RuleMemo | None = None) -> CheckedSpec:
     """Check spec text. Fixes that diagnostics propose are re-checked and shown only when
     proved (`prove_fixes`; off for the re-checks themselves).
 
     `memo`: a `syntax.reuse.ParseMemo` that keeps the statements of the last text, so that
     an edited text parses only what changed (checker/session.py). `stale`: a function
-    asked between statements; when it answers true the check stops with `Stale`."""
+    asked between statements; when it answers true the check stops with `Stale`. `rules`: the
+    shape rules' results of an earlier check (checker/rulememo.py), kept while its sizes'
+    statements are unchanged."""
     if memo is None:
         spec, syntax_errors, skipped = parse_recovering(text, path)
     else:
@@ -64,6 +67,7 @@ def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True, me
         return out
     checker = Checker(spec, skipped)
     checker.stale = stale
+    checker.rules = rules or checker.rules
     checker.out.diagnostics.extend(syntax_errors)
     out = checker.run()
 
@@ -107,6 +111,7 @@ class Checker(Facts):
         self.data_names: dict = {}   # data-dependent sizes by name, while an `expect` is read
         self.fresh_blocks: dict = {}  # block keys that make data-dependent sizes -> called yet
         self.stale = None   # asked between statements: a newer text makes this check moot
+        self.rules = RuleMemo()   # shape rules applied, kept for the same operation on the same type
 
     # ------------------------------------------------------------ reporting
     def report(self, diag: Diagnostic | None) -> None:
@@ -115,6 +120,7 @@ class Checker(Facts):
         if self.calls:   # inside a block: show where it was called from, with what
             diag = replace(diag, labels=tuple(diag.labels) + tuple(
                 c for c in reversed(self.calls) if c[0].line != diag.span.line))
+        self.rules.reported += 1
         key = (diag.code, diag.span, diag.message)
         if key not in self.seen:
             self.seen.add(key)
@@ -127,6 +133,7 @@ class Checker(Facts):
     def run(self) -> CheckedSpec:
         stmts = self.spec.statements
         self._sizes(stmts)
+        self.rules.facts(facts_key(self.spec, self.skipped))
         self.local_sizes = {sz.name: s.name for s in stmts if isinstance(s, Block) for sz in s.sizes
                             if self.dim_spans.get(sz.name) == sz.span}
         self.out.size_params = dict(self.local_sizes)
@@ -310,9 +317,7 @@ class Checker(Facts):
 
     def emit(self, op, text, span, inputs, result: ops.Result, block=None) -> list:
         if op not in ("view", "reshape", "expand", "input"):
-            named = self.prover.name_of
-            result.outputs = tuple(t.with_shape([named(d) for d in t.shape], t.strides)
-                                   for t in result.outputs)
+            result.outputs = tuple(self.rules.named(self.prover, t) for t in result.outputs)
         step = Step(self.next_id, op, text, span, tuple(inputs), tuple(result.outputs),
                     sp.Integer(result.params) if isinstance(result.params, int) else result.params,
                     result.flops, result.detail, block)
@@ -335,7 +340,7 @@ class Checker(Facts):
         rule = ops.RULES.get(op.name)
         if rule is not None:
             try:
-                result = ops.apply(self.ctx, op, x)     # the shape rule, keywords, dtypes
+                result = self.rules.apply(self, op, x)   # the shape rule, keywords, dtypes
             except Poisoned:
                 raise
             except ShapeError as err:
@@ -357,6 +362,7 @@ class Checker(Facts):
                          fixes=self._close_fix(op.name, known, op.name_span))
 
     def _is_tensor_arg(self, a) -> bool:
+        self.rules.read += 1
         if isinstance(a, Name):
             return self.scope.values.get(a.name) is not None
         return isinstance(a, (Pipeline, BinOp, Call)) and self._mentions_tensor(a)
@@ -384,6 +390,7 @@ class Checker(Facts):
 
     def value(self, node):
         """A tensor (TensorType, ref) or a size (sympy expression)."""
+        self.rules.read += 1
         if isinstance(node, Name):
             if node.name in self.scope.values:
                 v = self.scope.values[node.name]
@@ -464,7 +471,7 @@ class Checker(Facts):
         return d is not None and d.reduces
 
     def is_tensor_name(self, name: str) -> bool:
-        return self.scope.values.get(name) is not None
+        return self.rules.looked(name, self.scope.values.get(name) is not None)
 
 def _anon_decl(node: ShapeLit) -> TensorDecl:
     return TensorDecl(node.span, "input", "", node, None)

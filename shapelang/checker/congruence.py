@@ -196,7 +196,7 @@ def assume_step(prover, x: sp.Expr, m: sp.Expr) -> bool:
         return False
     if found[0] == "step":
         _kind, v, step, r = found
-        k = sp.Dummy(f"{v}_step_{step}", positive=True, integer=True)
+        k = prover.fresh_symbol(f"{v}_step_{step}")
         prover.fresh[k] = (prover.fresh.get(v, v) + r) / step
         prover._substitute(v, step * k - r)
         prover._tighten()

@@ -34,7 +34,34 @@ SEARCH_BUDGET = 400  # candidate assignments tried per undecided condition
 
 
 def dim_symbol(name: str) -> sp.Symbol:
-    return sp.Symbol(name, positive=True, integer=True)
+    """The symbol of a declared dim: one object per name for the whole process (sympy's own
+    cache may let it go), so that what is kept per shape finds it again by identity."""
+    sym = _DIMS.get(name)
+    if sym is None:
+        if len(_DIMS) >= 4096:
+            _DIMS.clear()
+        sym = _DIMS[name] = sp.Symbol(name, positive=True, integer=True)
+    return sym
+
+
+_DIMS: dict = {}
+
+
+def fresh_symbol(after, name: str) -> sp.Dummy:
+    """A size the prover brings in (`D = H*k` for `assume D % H == 0`): the same object for
+    the same name after the same one (`after`, the prover's one before, or None), so that
+    provers built from the same assumptions share them (what a check session keeps of one
+    check stays valid in the next), while one prover's are distinct and ordered as made."""
+    key = (after, name)
+    k = _FRESH.get(key)
+    if k is None:
+        if len(_FRESH) >= 4096:
+            _FRESH.clear()
+        k = _FRESH[key] = sp.Dummy(name, positive=True, integer=True)
+    return k
+
+
+_FRESH: dict = {}
 
 
 def show(e, notation: Notation | None = None, *, code: bool = False) -> str:

@@ -49,6 +49,7 @@ class Notation:
     def __init__(self):
         self.spelled: dict[sp.Expr, tuple[str, int]] = {}
         self.order: dict[sp.Symbol, int] = {}
+        self.log: list | None = None   # every spelling recorded, while a shape rule is kept
 
     # -- what the learner wrote
     def declare(self, sym: sp.Symbol) -> None:
@@ -58,6 +59,8 @@ class Notation:
         """Remember how a composite size was written: the first spelling of it wins. A
         spelling that names dims more often than the simplified size (`2*D + 2*D` for
         `4*D`) is not kept: it reads better simplified."""
+        if self.log is not None:
+            self.log.append((expr, text, prec))
         if not isinstance(expr, sp.Expr) or expr.is_Atom or expr in self.spelled:
             return
         if "…" in text:

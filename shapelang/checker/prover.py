@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import congruence
-from .dims import _CMP, SEARCH_BUDGET, as_int, dim_symbol, evaluate
+from .dims import _CMP, SEARCH_BUDGET, as_int, dim_symbol, evaluate, fresh_symbol
 from .lazysympy import sympy as sp
 from .notation import Notation
 from .polys import (  # noqa: F401
@@ -64,6 +64,11 @@ class Prover:
         self.notation = Notation()   # how the learner writes sizes, for messages
         self.zero_ok: set[sp.Symbol] = set()   # dims that may be 0 (`assume P >= 0`)
         self.work = 0   # conditions decided and sizes tried: what tests bound, not seconds
+        self.last_fresh = None   # the last size brought in (dims.fresh_symbol)
+
+    def fresh_symbol(self, name: str) -> sp.Dummy:
+        self.last_fresh = fresh_symbol(self.last_fresh, name)
+        return self.last_fresh
 
     # -- set up
     def declare(self, name: str) -> sp.Symbol:
@@ -114,7 +119,7 @@ class Prover:
             a, b, left, right = b, a, right, left
         x = a if (cmp, b) == (">=", 0) else b if (cmp, a) == ("<=", 0) else None
         if x is not None and x.is_Symbol and x in self._free_user():   # `P >= 0`: P = k - 1, k >= 1
-            k = sp.Dummy(f"{x}_plus_1", positive=True, integer=True)
+            k = self.fresh_symbol(f"{x}_plus_1")
             self.fresh[k] = x + 1
             self.zero_ok.add(x)
             return self._substitute(x, k - 1)
@@ -125,7 +130,7 @@ class Prover:
                 return   # always true
             if x.is_Symbol and x in self._free() and x not in y.free_symbols:
                 k = sp.Symbol(f"{x}_over_{y}".replace(" ", ""), positive=True, integer=True)
-                k = sp.Dummy(str(k), positive=True, integer=True)
+                k = self.fresh_symbol(str(k))
                 lx, ly = _root_divisor(*left.args) if isinstance(left, sp.Mod) else (x, y)
                 self.fresh[k] = lx / ly
                 self._substitute(x, y * k)
@@ -190,7 +195,7 @@ class Prover:
         return False
 
     def _at_least_two(self, k: sp.Symbol) -> bool:
-        k2 = sp.Dummy(f"{k}_minus_1", positive=True, integer=True)
+        k2 = self.fresh_symbol(f"{k}_minus_1")
         self.fresh[k2] = self.fresh[k] - 1
         self._substitute(k, k2 + 1)
         return True

@@ -272,6 +272,7 @@ def _einsum_layout(c, spec, operands, sizes, shape, dtype) -> TensorType:
     sized = TensorType(tuple(sizes.values()), contiguous(tuple(sizes.values())))
     ones = [sym for sym, _sub in _maybe_one(c, sized) if not c.prover.leq(sp.Integer(2), sym).ok]
     if strides is None or len(ones) > MAX_ONES:
+        c.rules.unique()   # strides of its own each time: the result is not reused
         unknown = tuple(sp.Dummy("stride", positive=True, integer=True) for _ in shape)
         return TensorType(shape, unknown, dtype, ((unknown, ()),), UNKNOWN_LAYOUT)
     alt = []
