@@ -28,7 +28,6 @@ WRITTEN_OUT = {
     "checker/habits/spellings.py": 3, "codegen/attention.py": 1, "codegen/hoist.py": 2, "codegen/steps.py": 2,
     "codegen/steps_layers.py": 2, "codegen/steps_more.py": 2, "codegen/steps_tables.py": 1,
     "importer/reductions.py": 1, "render/svg.py": 3,
-    "teaching/feedback.py": 1,
 }
 
 
