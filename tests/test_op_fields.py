@@ -36,3 +36,49 @@ def test_another_argument_is_not_called_the_wrong_axis(reference, answer, tmp_pa
     does not send the learner to change it."""
     msg = _feedback(tmp_path, SQUARE, reference, answer)
     assert "wrong dim" not in msg and "different arguments" in msg, msg
+
+
+def _torch_call(torch, name: str, x):
+    """torch.NAME along axis 1 (after a count of 1 when it takes one first); None: PyTorch has
+    no such function of a tensor and an axis."""
+    f = getattr(torch, name, None)
+    for args in ((x,), (x, 1)):
+        try:
+            return f(*args, dim=1) if f is not None else None
+        except (TypeError, RuntimeError):
+            continue
+    return None
+
+
+def test_the_ranking_operations_are_the_ones_pytorch_gives_positions_for():
+    """OpDef.ranks: an operation that chooses or orders along its axis by comparing entries is
+    one whose PyTorch function returns the positions it chose (torch.return_types' indices,
+    or argmax's int64 result). median, cummax and cummin are among them."""
+    torch = pytest.importorskip("torch")
+    x = torch.randn(2, 3, 4)
+    for name, d in TABLE.items():
+        r = _torch_call(torch, name, x)
+        if r is None:
+            assert not d.ranks, name
+            continue
+        positions = isinstance(r, tuple) and hasattr(r, "indices") or \
+            isinstance(r, torch.Tensor) and r.dtype == torch.int64
+        assert positions == d.ranks, name
+
+
+def _ranking_use(name: str) -> str:
+    """`NAME 1 -1`: the operation with a count of 1 and the last axis, from its usage."""
+    words = [w.strip("[]") for w in TABLE[name].usage.split()[1:] if "=" not in w]
+    return " ".join([name] + [{"K": "1", "A": "-1"}[w] for w in words if w in ("K", "A")])
+
+
+@pytest.mark.parametrize("name", sorted(n for n, d in TABLE.items() if d.ranks and d.provenance))
+def test_choosing_by_weights_normalised_along_another_axis_is_found(name):
+    """A router's softmax over the tokens, then a choice among the experts: W303, whichever
+    ranking operation chooses (median and a running maximum compare the weights too)."""
+    names = "v, y" if TABLE[name].use.startswith("v, y:") else "y"
+    head = "dim B, S, D, E\nexample B=2, S=5, D=16, E=4\ninput x: [B, S, D]\n"
+    wrong = api.check(head + f"probs: x -> linear E bias=false -> softmax 1\n{names}: probs -> {_ranking_use(name)}\n")
+    assert [d.code for d in wrong.diagnostics] == ["W303"], api.render_check(wrong)
+    right = api.check(head + f"probs: x -> linear E bias=false -> softmax -1\n{names}: probs -> {_ranking_use(name)}\n")
+    assert right.ok and not right.diagnostics, api.render_check(right)

@@ -38,6 +38,9 @@ class OpDef:
     function: str = ""
     learned: bool = False           # it owns learned weights: each use is another layer
     normalises: bool = False        # a softmax along its axis (softmax, softmin; log_softmax's log)
+    # it orders or chooses the entries along its axis by comparing them (sort, topk, argmax,
+    # median...): PyTorch gives the positions it chose, as indices
+    ranks: bool = False
 
     @property
     def emitter_key(self) -> str:

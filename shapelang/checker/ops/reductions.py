@@ -132,8 +132,8 @@ ENTRIES = [
           example="x -> prod -1"),
     _reduction("argmax", "the int64 position of the maximum along axis A (of the flattened tensor "
                "without A); bool refused", "index",
-          example="x -> argmax -1"),
-    _reduction("argmin", "the int64 position of the minimum along axis A", "index"),
+          example="x -> argmax -1", ranks=True),
+    _reduction("argmin", "the int64 position of the minimum along axis A", "index", ranks=True),
     _reduction("logsumexp", "log of the sum of exps over axis A, computed stably; int gives float",
                "to_float", whole=False,
           example="x -> logsumexp -1"),
@@ -151,14 +151,15 @@ ENTRIES = [
           example="x -> nanmean 1"),
     _reduction("median", "the median along axis A (the values; `median` alone: of every element); "
                "bool refused", "no_bool",
-          example="x -> median -1"),
+          example="x -> median -1", ranks=True),
     OpDef("kthvalue", "kthvalue K [A] [keepdim]", "the K-th smallest value along axis A (-1 by "
           "default); K proved between 1 and the axis size", kthvalue, emitter="reduction", provenance="reduce",
           positional=("k", "dim"), kwargs=("keepdim",), dtype="no_bool", reduces=True,
           values=("k", "dim", "keepdim"), pytorch=("k", "dim?", "keepdim?"),
-          example="x -> kthvalue 1 -1"),
+          example="x -> kthvalue 1 -1", ranks=True),
     *[OpDef(name, f"{name} A" + (" [dtype=float64]" if name in ("cumsum", "cumprod") else ""), doc, scan,
             emitter="functional" if name == "softmin" else "reduction", normalises=name == "softmin",
+            ranks=name in ("cummax", "cummin"),
             provenance="same", positional=("dim",), kwargs=("dtype",) if name in ("cumsum", "cumprod") else (),
             dtype=dtype, axes=True, values=("dim", "dtype"),
             pytorch=("dim", "dtype?") if name in ("cumsum", "cumprod") else ("dim",), example=f"x -> {name} 1")
@@ -173,9 +174,9 @@ ENTRIES = [
           "their int indices (two tensors: `vals, idx: x -> sort -1`)", sort, provenance="each",
           positional=("dim",), kwargs=("descending", "stable"), axes=True,
           values=("dim", "descending", "stable"),
-          example="v, y: x -> sort -1"),
+          example="v, y: x -> sort -1", ranks=True),
     OpDef("argsort", "argsort [A] [descending=true]", "the int indices that sort axis A",
           sort, emitter="sort", provenance="each", positional=("dim",), kwargs=("descending", "stable"), axes=True,
           values=("dim", "descending", "stable"),
-          example="x -> argsort 1"),
+          example="x -> argsort 1", ranks=True),
 ]

@@ -208,7 +208,7 @@ _ENTRIES += [
     OpDef("topk", "topk K A", "the K largest entries along axis A and their int indices (two tensors: "
           "`vals, idx: x -> topk K -1`); K may be a size, proved at most the axis", indexing.topk,
           family="indexing", provenance="index", dtype="values_and_indices",
-          example="v, y: x -> topk 1 -1"),
+          example="v, y: x -> topk 1 -1", ranks=True),
     OpDef("one_hot", "one_hot V", "int class indices [..] give int [.., V]", indexing.one_hot,
           family="indexing", provenance="one_hot",
           example="ids -> one_hot V"),
@@ -311,11 +311,11 @@ _ENTRIES += [
     OpDef("max", "max A [keepdim]", "torch.max over axis A: the maxima and their int indices (two "
           "tensors: `vals, idx: x -> max -1`; for the maxima alone use `amax`)", values.reduce, emitter="reduce",
           positional=("dim",), kwargs=("keepdim",), reduces=True,
-          example="v, y: x -> max -1"),
+          example="v, y: x -> max -1", ranks=True),
     OpDef("min", "min A [keepdim]", "torch.min over axis A: the minima and their int indices (two "
           "tensors; for the minima alone use `amin`)", values.reduce, emitter="reduce",
           positional=("dim",), kwargs=("keepdim",), reduces=True,
-          example="v, y: x -> min 0 keepdim"),
+          example="v, y: x -> min 0 keepdim", ranks=True),
 ]
 
 # rounding, as YaRN's rotary tables need it

@@ -41,7 +41,8 @@ from .regroup import Regrouper
 
 _COMPARISONS = frozenset(COMPARISONS.values())
 _SOFTMAX = frozenset(d.ir_name for d in TABLE.values() if d.normalises)
-_PICKS = frozenset({"topk", "argmax", "argmin", "max", "min", "sort", "argsort", "kthvalue"})
+# the operations that choose along their axis by comparing the entries there (OpDef.ranks)
+_PICKS = frozenset(name for name, d in TABLE.items() if d.ranks)
 
 
 class Provenance(LayerRules, ContractRules):
