@@ -4,6 +4,9 @@ grader's feedback, the pictures, the checker's findings)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tiers import examples
 
 from shapelang import api
 from shapelang.checker.ops.table import TABLE
@@ -82,3 +85,51 @@ def test_choosing_by_weights_normalised_along_another_axis_is_found(name):
     assert [d.code for d in wrong.diagnostics] == ["W303"], api.render_check(wrong)
     right = api.check(head + f"probs: x -> linear E bias=false -> softmax -1\n{names}: probs -> {_ranking_use(name)}\n")
     assert right.ok and not right.diagnostics, api.render_check(right)
+
+
+def _reduce_twice(torch, name: str, x):
+    """(NAME over axes 1 and 2 at once, NAME over axis 2 then axis 1), every result of each."""
+    f = torch.linalg.vector_norm if name == "norm" else getattr(torch, name)
+    k = (1,) if "k" in TABLE[name].positional else ()
+    x = x > 0 if TABLE[name].dtype == "bool" else x
+
+    def results(r):
+        return list(r) if isinstance(r, tuple) else [r]
+
+    once = results(f(x.flatten(1, 2), *k, dim=1))
+    inner = results(f(x, *k, dim=2))
+    twice = results(f(inner[0], *k, dim=1))
+    return once, twice
+
+
+def _same(torch, a: list, b: list) -> bool:
+    return len(a) == len(b) and all(u.shape == v.shape and torch.allclose(
+        u.double(), v.double(), equal_nan=True) for u, v in zip(a, b))
+
+
+REDUCTIONS = sorted(n for n, d in TABLE.items() if d.reduces)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(data=st.data())
+def test_a_composing_reduction_over_two_axes_is_itself_once_per_axis(data):
+    """OpDef.composes, against PyTorch: `sum` over two axes is `sum` over one, then the other
+    (the importer writes `x.sum((1, 2))` so), for any values, NaN included."""
+    torch = pytest.importorskip("torch")
+    name = data.draw(st.sampled_from([n for n in REDUCTIONS if TABLE[n].composes]))
+    values = data.draw(st.lists(st.sampled_from([-2.0, -0.5, 0.0, 1.0, 3.0, float("nan")]),
+                                min_size=24, max_size=24))
+    x = torch.tensor(values, dtype=torch.float64).reshape(2, 3, 4)
+    once, twice = _reduce_twice(torch, name, x)
+    assert _same(torch, once, twice), name
+
+
+@pytest.mark.parametrize("name", [n for n in REDUCTIONS if not TABLE[n].composes])
+def test_a_reduction_that_does_not_compose_differs_once_per_axis(name):
+    """The other reductions (var, median, argmax, max with its indices...) give another result
+    when applied axis by axis, so the importer keeps them whole."""
+    torch = pytest.importorskip("torch")
+    x = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    x[0, 1, 2] = float("nan")
+    once, twice = _reduce_twice(torch, name, x)
+    assert not _same(torch, once, twice), name

@@ -41,6 +41,9 @@ class OpDef:
     # it orders or chooses the entries along its axis by comparing them (sort, topk, argmax,
     # median...): PyTorch gives the positions it chose, as indices
     ranks: bool = False
+    # over several axes it is itself once per axis (sum, mean, amax, a p-norm for p != 0; not var,
+    # median): the importer writes `x.sum((1, 2))` as `sum 2 -> sum 1`
+    composes: bool = False
 
     @property
     def emitter_key(self) -> str:
