@@ -133,3 +133,30 @@ def test_a_reduction_that_does_not_compose_differs_once_per_axis(name):
     x[0, 1, 2] = float("nan")
     once, twice = _reduce_twice(torch, name, x)
     assert not _same(torch, once, twice), name
+
+
+# for each operation that sums products over an axis (or looks rows up): a use, and the axis
+# of its inputs that the picture shows gone
+CONTRACTING = {
+    "linear": ("y: x -> linear F", "D"),
+    "einsum": ('y: x -> einsum "bsd,btd->bst" x', "D"),
+    "embed": ("y: ids -> embed W", "V"),
+    "attention": ("y: q -> attention x x", "S"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(n for n, d in TABLE.items() if d.contracts))
+def test_the_picture_shows_the_axis_an_operation_contracts(name):
+    """OpDef.contracts: the trace's picture tags the axis the step sums products over (or
+    whose rows it looks up) as gone, in the table's word; attention's keys axis too."""
+    import re
+
+    from shapelang.render.html import trace_html
+
+    line, axis = CONTRACTING[name]
+    spec = api.check("dim B, S, L, D, F, V\nexample B=2, S=5, L=3, D=8, F=16, V=11\ninput x: [B, S, D]\n"
+                     "input q: [B, L, D]\ninput ids: [B, S] int\nparam W: [V, D]\n" + line + "\n")
+    assert spec.ok, api.render_check(spec)
+    page = trace_html(spec)
+    step = page[page.index(f'data-step="{spec.bindings[-1].steps[-1].ref}"'):]
+    assert re.search(f'<g data-axis="{axis}" data-tag="{TABLE[name].contracts}">', step), step[:3000]

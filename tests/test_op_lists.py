@@ -27,7 +27,6 @@ WRITTEN_OUT = {
     "checker/provenance/contracts.py": 3,
     "checker/habits/spellings.py": 3, "codegen/attention.py": 1, "codegen/hoist.py": 2, "codegen/steps.py": 2,
     "codegen/steps_layers.py": 2, "codegen/steps_more.py": 2, "codegen/steps_tables.py": 1,
-    "render/svg.py": 3,
 }
 
 

@@ -44,6 +44,9 @@ class OpDef:
     # over several axes it is itself once per axis (sum, mean, amax, a p-norm for p != 0; not var,
     # median): the importer writes `x.sum((1, 2))` as `sum 2 -> sum 1`
     composes: bool = False
+    # what becomes of the input axes it sums products over, in the pictures' words: "contracted"
+    # (linear, einsum), "looked up" (embed: the rows of its table); empty: none
+    contracts: str = ""
 
     @property
     def emitter_key(self) -> str:

@@ -147,11 +147,11 @@ _ENTRIES = [
           "in-features inferred; `dtype` of its weights (float32 by default)",
           combine.linear, flops="out elements × in-features", family="combine", learned=True, provenance="linear",
           positional=("out_features",), kwargs=("bias", "dtype"), values=('bias', 'dtype'),
-          example="x -> linear F", dtype="learned"),
+          example="x -> linear F", dtype="learned", contracts="contracted"),
     OpDef("embed", "embed W | embed V D", "token ids [..] with a table W: [V, D] give [.., D]; "
           "`embed V D` owns its table (`dtype=` of the table, `padding_idx=`)", combine.embed, learned=True,
           family="combine", provenance="embed", kwargs=("dtype", "padding_idx"), values=('dtype', 'padding_idx'),
-          example="ids -> embed V D", dtype="embed"),
+          example="ids -> embed V D", dtype="embed", contracts="looked up"),
     OpDef("concat", "concat A T1 T2 ..", "joins the piped tensor with T1, T2, .. along axis A",
           combine.concat, family="combine", provenance="concat", axes=True, values=('dim',), moves="join",
           example="x -> concat -1 x"),
@@ -164,7 +164,7 @@ _ENTRIES = [
           example="x -> chunk 1 -1"),
     OpDef("einsum", 'einsum "bhqd,bhkd->bhqk" K', "the piped tensor is the first operand",
           combine.einsum, flops="product of all index sizes", family="combine", provenance="einsum",
-          example='x -> einsum "bsd->bds"'),
+          example='x -> einsum "bsd->bds"', contracts="contracted"),
     # blocks
     OpDef("block", "Block | Block(A, B)", "applies a block; the piped tensor is its first input",
           None, family="blocks", provenance="block", learned=True, values=('block',)),
@@ -184,7 +184,7 @@ _ENTRIES += [
           "`enable_gqa=true`, `dropout_p=P`", attention.attention,
           flops="batch × L × S × (E + Ev)", family="combine", provenance="attention",
           kwargs=("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"), dtype="attention",
-          example="x -> attention x x"),
+          example="x -> attention x x", contracts="contracted"),
     OpDef("conv1d", "conv1d OUT K", "nn.Conv1d on [B, C, L] (or [C, L]): [B, OUT, L'] with L' = "
           "floor((L + 2p - d(K - 1) - 1) / s) + 1; keywords `stride=`, `padding=` (a size, "
           '`"same"`, `"valid"`), `dilation=`, `groups=`, `bias=false`, `dtype=` of the weights (float32 by default); OUT*C/groups*K (+ OUT) parameters',
