@@ -160,3 +160,49 @@ def test_the_picture_shows_the_axis_an_operation_contracts(name):
     page = trace_html(spec)
     step = page[page.index(f'data-step="{spec.bindings[-1].steps[-1].ref}"'):]
     assert re.search(f'<g data-axis="{axis}" data-tag="{TABLE[name].contracts}">', step), step[:3000]
+
+
+def test_the_statistics_are_the_reductions_pytorch_computes_them_with():
+    """OpDef.statistic, against PyTorch: the reductions whose result is the mean, the sum or a
+    spread (the variance or its root) of their axis, on values with no NaN (so nanmean is a
+    mean); every other reduction is none of these."""
+    torch = pytest.importorskip("torch")
+    x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64) + 0.5
+    for name in REDUCTIONS:
+        r = torch.linalg.vector_norm(x, dim=1) if name == "norm" else _torch_call(torch, name, x)
+        r = (r[0] if isinstance(r, tuple) else r).double()
+        kind = "mean" if torch.allclose(r, x.mean(1)) else "sum" if torch.allclose(r, x.sum(1)) else \
+            "var" if torch.allclose(r, x.var(1)) or torch.allclose(r * r, x.var(1)) else ""
+        assert kind == TABLE[name].statistic, name
+
+
+@pytest.mark.parametrize("name", sorted(n for n, d in TABLE.items() if d.statistic == "mean"))
+def test_a_mean_along_another_axis_than_the_variance_is_found(name):
+    """A hand-written layer norm whose mean runs over the tokens (W304, with the fix moving it
+    to the features), whichever reduction of the table computes the mean."""
+    head = "dim B, S, D\nexample B=1, S=4, D=512\ninput x: [B, S, D]\n"
+    tail = "sigma2: x -> var -1 keepdim\nout: (x - mu) / (sigma2 + 1e-5 -> sqrt)\n"
+    wrong = api.check(head + f"mu: x -> {name} 1 keepdim\n" + tail)
+    assert [(d.code, d.span.line) for d in wrong.diagnostics] == [("W304", 4)], api.render_check(wrong)
+    assert wrong.diagnostics[0].fix[1] == f"{name} -1 keepdim"
+    assert not api.check(head + f"mu: x -> {name} -1 keepdim\n" + tail).diagnostics
+
+
+# a PyTorch module for each operation whose result holds features, mapping 8 features to 16
+FEATURE_MODULES = {
+    "linear": ("Linear", (8, 16), (2, 5, 8)), "embed": ("Embedding", (8, 16), (2, 5)),
+    "layernorm": ("LayerNorm", (16,), (2, 5, 16)), "rmsnorm": ("RMSNorm", (16,), (2, 5, 16)),
+    "conv1d": ("Conv1d", (8, 16, 3), (2, 8, 7)), "conv2d": ("Conv2d", (8, 16, 3), (2, 8, 7, 7)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(n for n, d in TABLE.items() if d.features is not None))
+def test_the_features_axis_is_where_pytorch_puts_the_layers_width(name):
+    """OpDef.features, against PyTorch: the layer's 16 features sit at that axis of its result,
+    batched or not (an unbatched Conv1d's channels are axis -2 as well)."""
+    torch = pytest.importorskip("torch")
+    cls, args, shape = FEATURE_MODULES[name]
+    module = getattr(torch.nn, cls)(*args)
+    for batch in (shape, shape[1:]):
+        x = torch.randint(0, 8, batch) if name == "embed" else torch.randn(batch)
+        assert module(x).shape[TABLE[name].features] == 16, (name, batch)

@@ -47,6 +47,12 @@ class OpDef:
     # what becomes of the input axes it sums products over, in the pictures' words: "contracted"
     # (linear, einsum), "looked up" (embed: the rows of its table); empty: none
     contracts: str = ""
+    # the statistic of its axis it is, for normalisations: "mean", "var" (std too: a spread),
+    # "sum"; `x - mean`, `x / std` read as centring and scaling
+    statistic: str = ""
+    # the axis of its result that holds features, a width of the spec's layers (-1: linear,
+    # embed, layernorm; a convolution's channels, -2 for conv1d); None: no width
+    features: int | None = None
 
     @property
     def emitter_key(self) -> str:

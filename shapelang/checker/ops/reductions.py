@@ -126,7 +126,7 @@ def _reduction(name, doc, dtype, kwargs=("keepdim",), whole=True, **more):
 ENTRIES = [
     _reduction("std", "standard deviation over axis A (`correction=0`: the biased one); float only",
                "float_only", ("keepdim", "correction"),
-          example="x -> std -1"),
+          example="x -> std -1", statistic="var"),
     _reduction("prod", "product over axis A; int and bool give int64 (`dtype=` to choose)", "accumulate",
                ("keepdim", "dtype"),
           example="x -> prod -1", composes=True),
@@ -146,9 +146,9 @@ ENTRIES = [
           example="x -> any -1", composes=True),
     _reduction("all", "True where every element along axis A is nonzero (bool)", "bool", composes=True),
     _reduction("nansum", "sum over axis A counting NaN as 0; int and bool give int64", "sum",
-          example="x -> nansum 1", composes=True),
+          example="x -> nansum 1", composes=True, statistic="sum"),
     _reduction("nanmean", "mean over axis A of the elements that are not NaN; float only", "float_only",
-          example="x -> nanmean 1"),
+          example="x -> nanmean 1", statistic="mean"),
     _reduction("median", "the median along axis A (the values; `median` alone: of every element); "
                "bool refused", "no_bool",
           example="x -> median -1", ranks=True),

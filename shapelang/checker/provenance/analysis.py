@@ -294,7 +294,7 @@ class Provenance(LayerRules, ContractRules):
 
     def p_reduce(self, s, x: TP, ins):
         d = s.detail["dim"]
-        if x.marks.get("weighted") and s.op in ("sum", "mean") and d < len(x.axes):
+        if x.marks.get("weighted") and TABLE[s.op].statistic in ("sum", "mean") and d < len(x.axes):
             self.consumed(s, x, x.axes[d], "sums")
         axes = x.axes[:d] + (((),) if s.detail.get("keepdim") else ()) + x.axes[d + 1:]
         return [self.statistic(s, x, d, x.carry(axes))]
