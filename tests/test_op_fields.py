@@ -3,6 +3,9 @@ means: PyTorch's own results where PyTorch can compute them, else what a learner
 grader's feedback, the pictures, the checker's findings)."""
 from __future__ import annotations
 
+import contextlib
+import inspect
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -206,3 +209,58 @@ def test_the_features_axis_is_where_pytorch_puts_the_layers_width(name):
     for batch in (shape, shape[1:]):
         x = torch.randint(0, 8, batch) if name == "embed" else torch.randn(batch)
         assert module(x).shape[TABLE[name].features] == 16, (name, batch)
+
+
+def _pytorch_params():
+    for name, d in TABLE.items():
+        for param in d.pytorch or ():
+            yield name, param
+
+
+@pytest.mark.parametrize("name, param", [(n, p) for n, p in _pytorch_params() if p[0] == "*" or "=" in p])
+def test_the_pytorch_parameters_of_a_method_are_pytorchs_own(name, param):
+    """OpDef.pytorch, against PyTorch's signatures: `*shape` (sizes as several arguments or one
+    list) and `dim=0` (a default shapelang writes out) are what PyTorch documents."""
+    torch = pytest.importorskip("torch")
+    docs = [(getattr(m, name).__doc__ or "").lstrip() for m in (torch.Tensor, torch) if hasattr(m, name)]
+    signatures = [doc.splitlines()[0] for doc in docs if doc.startswith(name + "(")]
+    with contextlib.suppress(TypeError, ValueError):   # a function written in Python: its defaults
+        signatures.append("(" + ", ".join(f"{p.name}={p.default}" for p in
+                                          inspect.signature(getattr(torch, name, None)).parameters.values()))
+    assert any(param in sig[sig.find("("):] for sig in signatures), (name, param, signatures)
+
+
+# PyTorch methods as a learner writes them, and the same computed by PyTorch
+METHODS = [
+    ("x.flatten(end_dim=1)", lambda x, m: x.flatten(end_dim=1)),
+    ("x.flatten()", lambda x, m: x.flatten()),
+    ("x.chunk(2)", lambda x, m: x.chunk(2)[0]),
+    ("x.split(1)", lambda x, m: x.split(1)[0]),
+    ("x.view(2, S * D)", lambda x, m: x.view(2, 12)),
+    ("x.reshape([2 * S, D])", lambda x, m: x.reshape([6, 4])),
+    ("x.expand(3, 2, S, D)", lambda x, m: x.expand(3, 2, 3, 4)),
+    ("x.permute(2, 0, 1)", lambda x, m: x.permute(2, 0, 1)),
+    ("x.permute([0, 2, 1])", lambda x, m: x.permute([0, 2, 1])),
+    ("x.swapaxes(0, 2)", lambda x, m: x.swapaxes(0, 2)),
+    ("x.swapdims(1, 2)", lambda x, m: x.swapdims(1, 2)),
+    ("x.contiguous()", lambda x, m: x.contiguous()),
+    ("x.masked_fill(m, 0.5)", lambda x, m: x.masked_fill(m, 0.5)),
+]
+
+
+@pytest.mark.parametrize("text, method", METHODS, ids=[t for t, _ in METHODS])
+def test_a_pytorch_method_becomes_the_operation_pytorch_computes(text, method):
+    """`x.flatten(end_dim=1)` and its kin read in shapelang as a line that checks clean and
+    gives PyTorch's shape (`flatten 0 1`: PyTorch's start_dim=0 written out, not `flatten 1`)."""
+    torch = pytest.importorskip("torch")
+    head = "dim S, D\nexample S=3, D=4\ninput x: [2, S, D]\ninput m: [2, S, D] bool\n"
+    from shapelang.checker.habits.spellings import translate_expression
+
+    fixed = translate_expression(text)[0]
+    names = "y, z" if " chunk " in fixed or " split " in fixed else "y"   # 2 pieces
+    spec = api.check(head + f"{names}: {fixed}\n")
+    assert spec.ok and not spec.diagnostics, api.render_check(spec)
+    sizes = {"S": 3, "D": 4}
+    shape = [int(e.subs({s: sizes[s.name] for s in getattr(e, "free_symbols", ())}))
+             for e in spec.bindings[-1].types[0].shape]
+    assert shape == list(method(torch.randn(2, 3, 4), torch.zeros(2, 3, 4, dtype=torch.bool)).shape), fixed

@@ -23,7 +23,10 @@ class OpDef:
     axes: bool = False              # its whole-number arguments are axes or counts, never sizes
     alias_of: str | None = None     # the IR operation it is another name of (`swapaxes`: transpose)
     values: tuple = ()              # the keys of its resolved arguments that change values (grading)
-    pytorch: tuple = ()             # its PyTorch method's parameters in order (`dim`, `keepdim?`)
+    # its PyTorch method's parameters in order: `dim`; `keepdim?` may be left out; `dim=0` is
+    # PyTorch's default where shapelang needs it written; `*shape` takes sizes or axes as
+    # several arguments or one list. None: PyTorch has no method of its name (() none)
+    pytorch: tuple | None = None
     # how it moves elements without computing new ones (every stage's list of layout ops is
     # derived from this, through table.moving): regroup (view, flatten...: the same order in
     # new axes), move (transpose, permute: axes reordered), rearrange (both), copy, broadcast,
