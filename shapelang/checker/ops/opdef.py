@@ -23,9 +23,9 @@ class OpDef:
     axes: bool = False              # its whole-number arguments are axes or counts, never sizes
     alias_of: str | None = None     # the IR operation it is another name of (`swapaxes`: transpose)
     values: tuple = ()              # the keys of its resolved arguments that change values (grading)
-    # its PyTorch method's parameters in order: `dim`; `keepdim?` may be left out; `dim=0` is
-    # PyTorch's default where shapelang needs it written; `*shape` takes sizes or axes as
-    # several arguments or one list. None: PyTorch has no method of its name (() none)
+    # the parameters of its PyTorch method of the same name, in order: `dim`; `keepdim?` may be
+    # left out; `dim=0`: PyTorch's default, which shapelang needs written; `*shape`: sizes or
+    # axes as several arguments or one list. `()`: a method with none; None: not recorded
     pytorch: tuple | None = None
     # how it moves elements without computing new ones (every stage's list of layout ops is
     # derived from this, through table.moving): regroup (view, flatten...: the same order in
@@ -48,7 +48,7 @@ class OpDef:
     # median): the importer writes `x.sum((1, 2))` as `sum 2 -> sum 1`
     composes: bool = False
     # what becomes of the input axes it sums products over, in the pictures' words: "contracted"
-    # (linear, einsum), "looked up" (embed: the rows of its table); empty: none
+    # (linear, einsum, attention), "looked up" (embed: the rows of its table); empty: none
     contracts: str = ""
     # the statistic of its axis it is, for normalisations: "mean", "var" (std too: a spread),
     # "sum"; `x - mean`, `x / std` read as centring and scaling
