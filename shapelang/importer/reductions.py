@@ -17,11 +17,12 @@ import operator
 
 import torch
 
+from ..checker.ops.table import TABLE as OPS
 from .graph import arg, num_text, target_name, val
 from .translate import TABLE, Piece
 
 # reductions whose result over several axes is the same reduction applied axis by axis
-CHAINED = {"mean", "sum", "amax", "amin", "logsumexp", "any", "all", "nansum"}
+CHAINED = frozenset(name for name, d in OPS.items() if d.composes)
 # the dtype names the language's `dtype=` reads (docs/language.md, Dtypes)
 DTYPE_WORDS = {torch.float32: "float", torch.float64: "float64", torch.float16: "float16",
                torch.bfloat16: "bfloat16", torch.int64: "int", torch.int32: "int32", torch.int16: "int16",
@@ -65,6 +66,8 @@ def _reduce(t, node, leaf):
     axes = _axes(dims, x.dim())
     if not axes:
         return None                      # a number reduced over no axis: itself
+    if len(axes) > 1 and op not in CHAINED:
+        return t.opaque(node, f"a {op} over several axes")
     return Piece(node.name, _over(op, axes, x.dim(), keep), node.args[0].name, hint=op)
 
 

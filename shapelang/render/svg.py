@@ -29,7 +29,8 @@ CHAR_W = 7.4                # a generous width of one character of 12 px text
 LAYOUT_OPS = moving("regroup", "rearrange")
 MOVE_OPS = moving("move", "rearrange")
 REDUCE_OPS = {name for name, d in TABLE.items() if d.reduces} | {"select"}
-CONTRACT_OPS = {"matmul", "linear", "einsum", "embed"}
+# the operations that sum products over an axis (OpDef.contracts), and `@`
+CONTRACT_OPS = {name for name, d in TABLE.items() if d.contracts} | {"matmul"}
 # the operations that normalise along an axis as softmax does
 SOFTMAX_OPS = {name for name, d in TABLE.items() if d.normalises}
 
@@ -109,9 +110,12 @@ def _split_source(ins: list, axis: Axis):
     return None
 
 
-RESIZE_WORDS = {"expand": "broadcast", "repeat_interleave": "repeated", "concat": "concatenated",
-                "slice": "sliced", "chunk": "split", "split": "split"}
-CUT_OPS = {"view", "reshape", "unflatten", "rearrange"}
+# how an axis whose size a step changes in place was changed, by the way the step moves
+# elements (OpDef.moves); an operation that takes its axis away (select) tags none
+_RESIZED = {"broadcast": "broadcast", "repeat": "repeated", "join": "concatenated", "pick": "sliced",
+            "cut": "split"}
+RESIZE_WORDS = {name: _RESIZED[d.moves] for name, d in TABLE.items()
+                if d.moves in _RESIZED and name not in REDUCE_OPS}
 
 
 def _regrouped(op, first, a):
@@ -125,7 +129,7 @@ def _regrouped(op, first, a):
     if src is None and len(same_root) == 1 and same_root[0].depth < a.depth:
         src = same_root[0]
     if src is not None:
-        return "split", src if op in CUT_OPS and not src.tag else None
+        return "split", src if op in LAYOUT_OPS and not src.tag else None
     return "new", None
 
 
@@ -171,7 +175,7 @@ def changes(op: str, ins: list[list[Axis]], out: list[Axis]) -> tuple[list, list
                 continue
             a.tag, src = _regrouped(op, first, a)
             cut = cut or src
-        if op in CUT_OPS and any(a.tag == "new" and a.ex != 1 for a in out):
+        if op in LAYOUT_OPS and any(a.tag == "new" and a.ex != 1 for a in out):
             # the provenance lost the thread (sizes bound at a block call): a view moves no
             # element, so an axis it makes is a piece or a merge of the input's, never new
             by_size = _groups(first, out) or {}
@@ -204,8 +208,8 @@ def changes(op: str, ins: list[list[Axis]], out: list[Axis]) -> tuple[list, list
                 a.tag = "new"
     kept = {a.atoms for a in out}
     if op in CONTRACT_OPS or op in REDUCE_OPS:
-        word = "looked up" if op == "embed" else "contracted" if op in CONTRACT_OPS else \
-            "indexed" if op == "select" else "reduced"
+        word = TABLE[op].contracts if op in TABLE and TABLE[op].contracts else "contracted" \
+            if op in CONTRACT_OPS else "indexed" if op == "select" else "reduced"
         for axes in ins:
             for a in axes:
                 if a.atoms not in kept and a.atoms and all(a.atoms != g.atoms for g in gone):

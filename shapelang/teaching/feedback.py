@@ -142,13 +142,17 @@ class Feedback:
             if a[2] != b[2]:
                 return f"`{name}` has the right shape, but `{op}` takes the wrong tensors (or " \
                        "takes them in the wrong order)"
-            if op in ("softmax", "log_softmax"):
-                return f"`{name}` has the right shape, but `{op}` normalises over the wrong dim " \
-                       f"(dim {a[1][0]} here)"
+            d = TABLE.get(op)
+            keys = d.values if d is not None else ()
+            if "dim" in keys and a[1][keys.index("dim")] != b[1][keys.index("dim")]:
+                # a softmax's or a reduction's axis: the table says which operations have one
+                if d.normalises:
+                    return f"`{name}` has the right shape, but `{op}` normalises over the wrong dim " \
+                           f"(dim {a[1][keys.index('dim')]} here)"
+                if d.reduces:
+                    return f"`{name}` has the right shape, but `{op}` reduces over the wrong dim"
             if op == "scale":
                 return f"`{name}` has the right shape, but the scale factor `{a[1][0]}` is not right"
-            if op in ("sum", "mean", "var", "amax"):
-                return f"`{name}` has the right shape, but `{op}` reduces over the wrong dim"
             if op == "mask":
                 return f"`{name}` has the right shape, but the mask is not the right one"
             return f"`{name}` has the right shape, but `{op}` is used with different arguments"

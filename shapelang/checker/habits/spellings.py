@@ -22,24 +22,22 @@ from . import modules as spell_modules
 MAX_TEXT = 400   # longer expressions are not read (bounds the work of hostile input)
 MAX_DEPTH = 16   # brackets nested deeper are not read
 
-# PyTorch method / function -> (shapelang operation, its arguments in PyTorch's order);
-# an argument ending in `?` may be left out. The operations whose PyTorch method has the
-# shapelang name come from the table's `pytorch`; these are the other spellings.
-_RENAMED: dict[str, tuple[str, list[str]]] = {
-    "transpose": ("transpose", ["dim0", "dim1"]),
-    "swapaxes": ("transpose", ["axis0", "axis1"]),
-    "swapdims": ("transpose", ["dim0", "dim1"]),
-    "to": ("to", ["dtype"]),
-    "type": ("to", ["dtype"]),
-    "masked_fill": ("mask", ["mask", "value"]),
-    "contiguous": ("contiguous", []),
-}
+# PyTorch method -> (shapelang operation, its arguments in PyTorch's order as the table's
+# `pytorch` writes them): the table's methods by their names (an alias as its original), and
+_RENAMED: dict[str, tuple[str, list[str]]] = {"type": ("to", ["dtype"])}
 
 
 @functools.cache
 def _ops() -> dict[str, tuple[str, list[str]]]:
     from ..ops.table import TABLE
-    return {**{name: (name, list(d.pytorch)) for name, d in TABLE.items() if d.pytorch}, **_RENAMED}
+    return {**{name: (d.ir_name, list(d.pytorch)) for name, d in TABLE.items() if d.pytorch is not None},
+            **_RENAMED}
+
+
+@functools.cache
+def _shapes() -> frozenset:
+    """The methods taking sizes or axes as arguments or one list (`x.view(B, S)`): `*shape`."""
+    return frozenset(name for name, (_, params) in _ops().items() if params[:1] and params[0][0] == "*")
 
 
 @functools.cache
@@ -58,10 +56,13 @@ def _casts() -> dict[str, str]:
     return {**{name: name for name in CASTS}, "int": "to int32"}
 
 
-SHAPES = {"view", "reshape", "expand", "permute"}   # sizes or axes as varargs or one list
 MATMUL = {"matmul", "bmm", "mm"}
 MODULES = {"torch", "F", "nn.functional", "torch.nn.functional", "functional"}
-DEFAULT_DIM = {"chunk": "0", "split": "0", "flatten": None}
+
+
+def _key(param: str) -> str:
+    """A parameter's name in the table's `pytorch` (`dim?`, `dim=0`: dim)."""
+    return param.split("=")[0].rstrip("?")
 
 
 @dataclass(frozen=True)
@@ -353,15 +354,15 @@ class Translator:
             return _casts()[name]
         if name == "gelu" and not args and [k.arg for k in keywords] == ["approximate"]:
             return f"gelu approximate={self._plain(keywords[0].value).text}"
-        if name in SHAPES:
+        if name in _shapes():
             if keywords:
                 raise Unknown(name)
             items = args[0].elts if len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple)) else args
             texts = [self.expr(e).top() for e in items]
+            op, params = _ops()[name]   # axes as numbers (permute(*dims)), sizes as a list
             if not texts:
                 raise Unknown(name)
-            return f"permute {' '.join(self._arg(e) for e in items)}" if name == "permute" \
-                else f"{name} [{', '.join(texts)}]"
+            return f"{op} " + (" ".join(map(self._arg, items)) if params == ["*dims"] else f"[{', '.join(texts)}]")
         if name in ("clamp", "clip"):
             return self._clamp(args, keywords)
         OPS = _ops()
@@ -370,24 +371,24 @@ class Translator:
         op, params = OPS[name]
         values: dict[str, object] = {}
         for param, node in zip(params, args):
-            values[param.rstrip("?")] = node
+            values[_key(param)] = node
         if len(args) > len(params):
             raise Unknown(name)
         for k in keywords:
             key = {"axis": "dim", "keepdims": "keepdim"}.get(k.arg, k.arg)
-            known = [p.rstrip("?") for p in params]
+            known = [_key(p) for p in params]
             if key not in known or key in values:
                 raise Unknown(f"{name}({k.arg}=)")
             values[key] = k.value
         out = [op]
         for param in params:
-            key = param.rstrip("?")
+            key = _key(param)
             node = values.get(key)
             if node is None:
-                if not param.endswith("?"):
+                if "=" in param:                   # PyTorch's default, which shapelang writes
+                    out.append(param.split("=")[1])
+                elif not param.endswith("?"):
                     raise Unknown(f"{name} needs {key}")
-                if key == "dim" and DEFAULT_DIM.get(name):
-                    out.append(DEFAULT_DIM[name])
                 continue
             if key == "keepdim":
                 if not (isinstance(node, ast.Constant) and isinstance(node.value, bool)):
@@ -401,13 +402,12 @@ class Translator:
                 out.append(("dtype=" if op != "to" else "") + dtype[len("torch."):])
             elif key == "value":
                 text = self.segment(node)
-                if "inf" not in text and not text.lstrip().startswith("-"):
-                    out[0] = "masked_fill"     # `mask` fills with -inf; another value is masked_fill's
+                if "inf" in text or text.lstrip().startswith("-"):
+                    out[0] = "mask"            # `mask` fills with -inf; another value is masked_fill's
+                else:
                     out.append(self._arg(node))
             else:
                 out.append(self._arg(node))
-        if name == "flatten" and len(out) == 1:
-            out.append("0")
         return " ".join(out)
 
 

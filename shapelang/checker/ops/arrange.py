@@ -224,10 +224,10 @@ def _padded(c, x, shape, pads) -> TensorType:
 ENTRIES = [
     OpDef("swapaxes", "swapaxes A B", "the same as `transpose A B` (numpy's name)", transpose,
           family="layout", provenance="permute", positional=("axis0", "axis1"), axes=True, alias_of="transpose",
-          example="x -> swapaxes 1 2"),
+          example="x -> swapaxes 1 2", pytorch=("axis0", "axis1")),
     OpDef("swapdims", "swapdims A B", "the same as `transpose A B`", transpose, family="layout",
           provenance="permute", positional=("dim0", "dim1"), axes=True, alias_of="transpose",
-          example="x -> swapdims 0 1"),
+          example="x -> swapdims 0 1", pytorch=("dim0", "dim1")),
     OpDef("flip", "flip A B .. | flip [A, B]", "reverses the order along the axes given", flip,
           family="layout", provenance="same", axes=True, values=("dims",),
           example="x -> flip 1 2", short='flipped'),

@@ -23,7 +23,10 @@ class OpDef:
     axes: bool = False              # its whole-number arguments are axes or counts, never sizes
     alias_of: str | None = None     # the IR operation it is another name of (`swapaxes`: transpose)
     values: tuple = ()              # the keys of its resolved arguments that change values (grading)
-    pytorch: tuple = ()             # its PyTorch method's parameters in order (`dim`, `keepdim?`)
+    # the parameters of its PyTorch method of the same name, in order: `dim`; `keepdim?` may be
+    # left out; `dim=0`: PyTorch's default, which shapelang needs written; `*shape`: sizes or
+    # axes as several arguments or one list. `()`: a method with none; None: not recorded
+    pytorch: tuple | None = None
     # how it moves elements without computing new ones (every stage's list of layout ops is
     # derived from this, through table.moving): regroup (view, flatten...: the same order in
     # new axes), move (transpose, permute: axes reordered), rearrange (both), copy, broadcast,
@@ -43,6 +46,21 @@ class OpDef:
     # layernorm's nn.LayerNorm), and the suffix of the variable holding its result (`proj`)
     layer: str = ""
     short: str = ""
+    # it orders or chooses the entries along its axis by comparing them (sort, topk, argmax,
+    # median...): PyTorch gives the positions it chose, as indices
+    ranks: bool = False
+    # over several axes it is itself once per axis (sum, mean, amax, a p-norm for p != 0; not var,
+    # median): the importer writes `x.sum((1, 2))` as `sum 2 -> sum 1`
+    composes: bool = False
+    # what becomes of the input axes it sums products over, in the pictures' words: "contracted"
+    # (linear, einsum, attention), "looked up" (embed: the rows of its table); empty: none
+    contracts: str = ""
+    # the statistic of its axis it is, for normalisations: "mean", "var" (std too: a spread),
+    # "sum"; `x - mean`, `x / std` read as centring and scaling
+    statistic: str = ""
+    # the axis of its result that holds features, a width of the spec's layers (-1: linear,
+    # embed, layernorm; a convolution's channels, -2 for conv1d); None: no width
+    features: int | None = None
 
     @property
     def emitter_key(self) -> str:

@@ -41,7 +41,8 @@ from .regroup import Regrouper
 
 _COMPARISONS = frozenset(COMPARISONS.values())
 _SOFTMAX = frozenset(d.ir_name for d in TABLE.values() if d.normalises)
-_PICKS = frozenset({"topk", "argmax", "argmin", "max", "min", "sort", "argsort", "kthvalue"})
+# the operations that choose along their axis by comparing the entries there (OpDef.ranks)
+_PICKS = frozenset(name for name, d in TABLE.items() if d.ranks)
 
 
 class Provenance(LayerRules, ContractRules):
@@ -293,7 +294,7 @@ class Provenance(LayerRules, ContractRules):
 
     def p_reduce(self, s, x: TP, ins):
         d = s.detail["dim"]
-        if x.marks.get("weighted") and s.op in ("sum", "mean") and d < len(x.axes):
+        if x.marks.get("weighted") and TABLE[s.op].statistic in ("sum", "mean") and d < len(x.axes):
             self.consumed(s, x, x.axes[d], "sums")
         axes = x.axes[:d] + (((),) if s.detail.get("keepdim") else ()) + x.axes[d + 1:]
         return [self.statistic(s, x, d, x.carry(axes))]

@@ -21,6 +21,7 @@ Each hook takes provenance (atoms.TP) and returns provenance; the analysis calls
 """
 from __future__ import annotations
 
+from ..ops.table import TABLE
 from .atoms import NEGATED, TP, Atom, _size, label_of
 
 _COMPARE = {"ge": "lower", "gt": "slower", "le": "upper", "lt": "supper"}   # rows OP columns
@@ -126,8 +127,8 @@ class ContractRules:
     def statistic(self, s, x: TP, d: int, out: TP) -> TP:
         if not s.detail.get("keepdim") or d >= len(x.axes) or not x.axes[d]:
             return out
-        kind = {"mean": "mean", "var": "var", "std": "var", "sum": "sum"}.get(s.op)
-        if kind is None:
+        kind = _statistic(s.op)
+        if not kind:
             return out
         if kind == "mean" and x.marks.get("squared") is not None:
             kind = "var"      # a mean of squares: RMS (or a variance of a centred tensor)
@@ -183,7 +184,7 @@ class ContractRules:
                                    "norm over time): then say so with `# allow W304: <why>` on the line"),))
 
     def _stat_fix(self, st, x: TP, axis, why: str):
-        if axis not in x.axes or st.op not in ("mean", "var", "std"):
+        if axis not in x.axes or _statistic(st.op) not in ("mean", "var"):
             return None
         k = x.axes.index(axis)
         parts = st.text.split()
@@ -222,10 +223,9 @@ class ContractRules:
         if self._width_cache is None:
             out, weights = [], set()   # weights: names used as the right operand of a product
             for step in self._all_steps():
-                if step.op in ("linear", "embed", "layernorm", "rmsnorm") and step.out.shape:
-                    out.append((step, step.out.shape[-1]))
-                elif step.op in ("conv1d", "conv2d") and len(step.out.shape) >= 3:
-                    out.append((step, step.out.shape[1]))
+                d = TABLE.get(step.op)
+                if d is not None and d.features is not None and len(step.out.shape) >= -d.features:
+                    out.append((step, step.out.shape[d.features]))
                 elif step.op in ("matmul", "einsum") and len(step.inputs) > 1:
                     weights.add(step.inputs[1])
             for d in getattr(self._spec, "decls", ()):
@@ -413,6 +413,12 @@ def triangle(op: str, diagonal, tri) -> str | None:
     if op == "tril":
         return {0: "lower", -1: "slower"}.get(diagonal)
     return {0: "upper", 1: "supper"}.get(diagonal)
+
+
+def _statistic(op: str) -> str:
+    """The statistic of its axis that operation `op` is (OpDef.statistic): mean, var, sum or ''."""
+    d = TABLE.get(op)
+    return d.statistic if d is not None else ""
 
 
 def _same_axes(a: TP | None, b: TP) -> bool:
