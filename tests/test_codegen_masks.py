@@ -226,3 +226,40 @@ def test_the_stack_with_hoisted_tables_scripts_and_is_ruff_formatted(tmp_path):
     x = torch.randn(2, 7, 16)
     with torch.no_grad():
         torch.testing.assert_close(torch.jit.script(model)(x), model(x), atol=1e-6, rtol=0)
+
+
+EYE_STACKED = """\
+dim B, S, D, L
+example B=2, S=5, D=8, L=3
+input x: [B, S, D]
+
+block Layer(x: [B, S, D]):
+  # a table from sizes alone (an identity), and a layer with weights over it
+  e: eye(S) -> unsqueeze 0
+  g: e -> unsqueeze 1 -> groupnorm 1 -> squeeze 1
+  return (e + g) @ x -> linear D
+end
+
+h: x -> stack L Layer
+"""
+
+
+def test_every_table_from_sizes_is_built_once_and_weights_stay_in_their_layer():
+    """Which steps a stack builds once comes from the op table: every op that makes a tensor
+    from sizes alone (here `eye`) is built by the caller, and a step that owns weights (here
+    `groupnorm`, even of a table) stays in each layer, with its own weights."""
+    spec = check_text(EYE_STACKED, "eye_stacked.shape")
+    assert spec.ok, spec.diagnostics
+    gen = codegen.generate(spec)
+    layer_src = gen.source.split("class Layer(nn.Module)")[1].split("\nclass ")[0]
+    assert "torch.eye(" not in layer_src and "nn.GroupNorm(" in layer_src
+    rep = runner.run_spec(spec, runner.resolve_sizes(spec, {}))
+    assert rep.error is None and rep.clean_same is True and rep.ok
+    mod = runner.load_module(gen.source, "eye_stacked_once")
+    model = getattr(mod, gen.top_class)(getattr(mod, gen.config_class)(L=3)).eval()
+    assert sorted(n for n, _ in model.named_parameters() if ".g." in n) == \
+        [f"h.{k}.g.{w}" for k in range(3) for w in ("bias", "weight")]
+    counter = _Calls()
+    with torch.no_grad(), counter:
+        model(torch.randn(2, 5, 8))
+    assert counter.calls.get("eye") == 1

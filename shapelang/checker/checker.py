@@ -316,7 +316,7 @@ class Checker(Facts):
         return vals
 
     def emit(self, op, text, span, inputs, result: ops.Result, block=None) -> list:
-        if op not in ("view", "reshape", "expand", "input"):
+        if op != "input" and not (op in ops.TABLE and ops.TABLE[op].as_written):
             result.outputs = tuple(self.rules.named(self.prover, t) for t in result.outputs)
         step = Step(self.next_id, op, text, span, tuple(inputs), tuple(result.outputs),
                     sp.Integer(result.params) if isinstance(result.params, int) else result.params,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from ..checker.ir import Step
+from ..checker.ops.table import TABLE
 
 
 @dataclass
@@ -48,8 +49,9 @@ class Attention:
     skipped: set = field(default_factory=set)   # step ids the call replaces
 
 
-# operations whose result is laid out afresh (contiguous), whatever their inputs' layout
-_FRESH_LAYOUT = {"contiguous", "matmul", "linear", "einsum", "embed"}
+# operations whose result is laid out afresh (contiguous), whatever their inputs' layout: the
+# copies and the ones that sum products (`@` has no table entry)
+_FRESH_LAYOUT = {"matmul"} | {d.ir_name for d in TABLE.values() if d.contracts or d.moves == "copy"}
 
 
 def relaid(bindings, fused: dict) -> set:

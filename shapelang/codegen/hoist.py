@@ -11,19 +11,20 @@ share them. Nothing changes in the state dict: no buffer is added. A block calle
 it is built (tables.py), else in `forward`.
 
 The constant steps are those with no tensor inputs that create a tensor from sizes
-(CREATORS), and every step whose inputs are all constant, except steps that own
-weights, draw random numbers (dropout) or call blocks.
+(CREATORS: the table's entries whose provenance is "new"), and every step whose inputs are
+all constant, except (NEVER) the inputs and the steps that own weights or call blocks
+(`learned`) or are not pure (dropout draws random numbers).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..checker.ops.table import TABLE
 from .layout import comment_line, comments_above
 from .naming import comment_text
 
-CREATORS = {"arange", "linspace", "full", "zeros", "ones"}
-NEVER = {"input", "block", "stack", "dropout", "linear", "layernorm", "rmsnorm", "embed", "opaque",
-         "attention", "conv1d", "conv2d"}
+CREATORS = {d.ir_name for d in TABLE.values() if d.provenance == "new"}
+NEVER = {"input"} | {d.ir_name for d in TABLE.values() if d.learned or not d.pure}
 
 
 @dataclass

@@ -40,6 +40,12 @@ class OpDef:
     # `-` for neg): the code generator writes it, and `torch.tanh(x)` in a spec reads as it
     function: str = ""
     learned: bool = False           # it owns learned weights: each use is another layer
+    # its result depends on its inputs alone: False where it draws random numbers (dropout,
+    # attention's dropout_p) or runs code the checker cannot see (opaque)
+    pure: bool = True
+    # its result has the sizes the spec writes in it (`view [B, S, H, Dh]`): shown as written,
+    # not as the declared dims they equal
+    as_written: bool = False
     normalises: bool = False        # a softmax along its axis (softmax, softmin; log_softmax's log)
     pair: bool = False              # along an axis PyTorch gives (values, indices); it is the values
     # the names generated code gives it: the stem of the attribute of a layer it owns (`ln` for

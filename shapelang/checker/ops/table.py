@@ -49,10 +49,10 @@ _ENTRIES = [
     OpDef("view", "view [S1, S2, ..]", "a new shape for the same elements; one size may be `-1`; must be "
           "legal for the tensor's strides (else use `reshape` or `contiguous` first)", reshaping.view,
           family="layout", provenance="regroup", moves="regroup",
-          example="x -> view [B, S, D]", pytorch=("*shape",)),
+          example="x -> view [B, S, D]", pytorch=("*shape",), as_written=True),
     OpDef("reshape", "reshape [S1, S2, ..]", "as `view`, copying when the strides do not allow a view",
           reshaping.reshape, family="layout", emitter="view", provenance="regroup", moves="regroup",
-          example="x -> reshape [B, S, D]", pytorch=("*shape",)),
+          example="x -> reshape [B, S, D]", pytorch=("*shape",), as_written=True),
     OpDef("transpose", "transpose A B", "swaps two axes", reshaping.transpose, family="layout",
           provenance="permute", positional=("dim0", "dim1"), axes=True, moves="move",
           example="x -> transpose 1 2", pytorch=("dim0", "dim1"), short='t'),
@@ -73,7 +73,7 @@ _ENTRIES = [
           example="x -> flatten 1"),
     OpDef("expand", "expand [S1, S2, ..]", "broadcasts size-1 axes to the sizes given; `-1` keeps an axis",
           reshaping.expand, family="layout", provenance="expand", moves="broadcast",
-          example="x -> expand [B, S, D]", pytorch=("*size",)),
+          example="x -> expand [B, S, D]", pytorch=("*size",), as_written=True),
     OpDef("repeat_interleave", "repeat_interleave N A", "repeats each element of axis A N times",
           reshaping.repeat_interleave, family="layout", provenance="repeat", positional=("repeats", "dim"), pytorch=('repeats', 'dim'), moves="repeat",
           example="x -> repeat_interleave 2 1"),
@@ -98,7 +98,7 @@ _ENTRIES = [
           example="x -> transpose 1 2 -> mask m", dtype="mask"),
     OpDef("dropout", "dropout P", "zeroes elements with probability P while training", values.dropout,
           provenance="same", positional=("p",), axes=True, values=('p',), pytorch=('p',),
-          example="x -> dropout 0.1", dtype="float_only", layer='drop'),
+          example="x -> dropout 0.1", dtype="float_only", layer='drop', pure=False),
     *[OpDef(name, name, "elementwise", values.elementwise, emitter="unary", provenance="same",
             kwargs=UNARY_KWARGS.get(name, ()), values=UNARY_KWARGS.get(name, ()), function=function, dtype=dtype)
       for name, (function, dtype) in UNARY.items()],
@@ -114,7 +114,7 @@ _ENTRIES = [
     OpDef("opaque", 'opaque "what" [S1, S2, ..]', "an operation shapelang does not model, kept with "
           "the shape it gives (float; `int` or `bool` after the shape); `shapelang import` writes it "
           "for what it cannot translate, and code generation refuses it",
-          values.opaque,
+          values.opaque, pure=False,
           example='x -> opaque "f" [B, S, D]'),
     OpDef("layernorm", "layernorm [eps=1e-05] [bias=false]", "normalises the last axis; learned "
           "gamma and beta (2*D parameters, D without bias, none with `elementwise_affine=false`)",
@@ -184,7 +184,7 @@ _ENTRIES += [
           "`enable_gqa=true`, `dropout_p=P`", attention.attention,
           flops="batch × L × S × (E + Ev)", family="combine", provenance="attention",
           kwargs=("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"), dtype="attention",
-          example="x -> attention x x", contracts="contracted", short='attn'),
+          example="x -> attention x x", contracts="contracted", short='attn', pure=False),
     OpDef("conv1d", "conv1d OUT K", "nn.Conv1d on [B, C, L] (or [C, L]): [B, OUT, L'] with L' = "
           "floor((L + 2p - d(K - 1) - 1) / s) + 1; keywords `stride=`, `padding=` (a size, "
           '`"same"`, `"valid"`), `dilation=`, `groups=`, `bias=false`, `dtype=` of the weights (float32 by default); OUT*C/groups*K (+ OUT) parameters',
