@@ -47,7 +47,7 @@ def _models():
             ours[spec_name(name)].copy_(p)
     weights = full.state_dict()
     left = set(weights) - set(step.state_dict())
-    assert left and all(k.startswith("enc_") for k in left), sorted(left)
+    assert left and all(k.startswith(("enc.", "enc_")) for k in left), sorted(left)   # the encoder's
     step.load_state_dict({k: weights[k] for k in step.state_dict()})
     return full, step, ref
 

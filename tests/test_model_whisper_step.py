@@ -47,8 +47,10 @@ def _models(s):
     load_full_weights(pre, full)
     weights = full.state_dict()
     left = set(weights) - set(step.state_dict())
-    assert left and all(k.startswith(("f1.", "f2.", "xa_")) or ".c_cross_attention.k." in k
-                        or ".c_cross_attention.v." in k for k in left), sorted(left)
+    # the encoder's (its stack `xa`, its norm `xa_ln`) and each layer's cross-attention keys and
+    # values (the binding `c`), which the prefill computes once
+    assert left and all(k.startswith(("f1.", "f2.", "xa.", "xa_")) or ".c.k." in k
+                        or ".c.v." in k for k in left), sorted(left)
     step.load_state_dict({k: weights[k] for k in step.state_dict()})
     return full, pre, step, ref
 
