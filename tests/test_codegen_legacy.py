@@ -67,20 +67,26 @@ def _old_keys(model) -> dict:
     return old
 
 
-def test_a_state_dict_saved_under_the_old_names_loads():
-    spec = api.check(SPEC, "old.shape")
-    assert spec.ok
-    gen = api.codegen(spec)
-    _m, saved = runner.build(gen, dict(spec.example), seed=1)
-    old = _old_keys(saved)
-    assert "h_ln.weight" in old and "attn_causal_self_attention.qkv_linear.weight" in old and "n_norm.weight" in old
-    _m, fresh = runner.build(gen, dict(spec.example), seed=2)
+def _loads_after_upgrade(gen, sizes, old_names, x) -> dict:
+    """A module saved with seed 1, its state dict under the old names (`old_names`), loaded
+    into a fresh module (seed 2): refused as it is, loaded strictly once upgraded, and the
+    same outputs as the saved module. Returns the old state dict."""
+    _m, saved = runner.build(gen, sizes, seed=1)
+    old = old_names(saved)
+    _m, fresh = runner.build(gen, sizes, seed=2)
     with pytest.raises(RuntimeError):
         fresh.load_state_dict(old)
     fresh.load_state_dict(upgrade_state_dict(old, fresh))          # strict
-    x = torch.randn(2, 5, 16)
     with torch.no_grad():
         torch.testing.assert_close(fresh(x), saved(x), rtol=0, atol=0)
+    return old
+
+
+def test_a_state_dict_saved_under_the_old_names_loads():
+    spec = api.check(SPEC, "old.shape")
+    assert spec.ok
+    old = _loads_after_upgrade(api.codegen(spec), dict(spec.example), _old_keys, torch.randn(2, 5, 16))
+    assert "h_ln.weight" in old and "attn_causal_self_attention.qkv_linear.weight" in old and "n_norm.weight" in old
 
 
 def test_only_unambiguous_renames_are_made():
@@ -111,21 +117,16 @@ hidden: moe -> stack L Mlp -> layernorm
 def test_a_state_dict_saved_before_block_calls_took_the_binding_name_loads():
     spec = api.check(CALLS, "calls.shape")
     assert spec.ok
-    gen = api.codegen(spec)
-    _m, saved = runner.build(gen, dict(spec.example), seed=1)
-    keys = list(saved.state_dict())
+    keys = []
+
+    def old_names(saved):   # the old rule, written out: the block call `moe_mlp`, the stack `hidden_mlps`
+        keys.extend(saved.state_dict())
+        return {k.replace("moe.", "moe_mlp.", 1).replace("hidden.", "hidden_mlps.", 1): v
+                for k, v in saved.state_dict().items()}
+
+    old = _loads_after_upgrade(api.codegen(spec), dict(spec.example), old_names, torch.randn(2, 3, 8))
     assert "moe.up.weight" in keys and "moe_norm.weight" in keys and "hidden.1.out_linear.weight" in keys
-    # the old rule, written out: the block call `moe_mlp`, the stack `hidden_mlps`
-    old = {k.replace("moe.", "moe_mlp.", 1).replace("hidden.", "hidden_mlps.", 1): v
-           for k, v in saved.state_dict().items()}
     assert "moe_mlp.up.weight" in old and "hidden_mlps.0.up.weight" in old
-    _m, fresh = runner.build(gen, dict(spec.example), seed=2)
-    with pytest.raises(RuntimeError):
-        fresh.load_state_dict(old)
-    fresh.load_state_dict(upgrade_state_dict(old, fresh))          # strict
-    x = torch.randn(2, 3, 8)
-    with torch.no_grad():
-        torch.testing.assert_close(fresh(x), saved(x), rtol=0, atol=0)
 
 
 def test_a_gpt2_small_state_dict_saved_before_it_took_nanogpts_names_loads():

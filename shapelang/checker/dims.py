@@ -36,15 +36,7 @@ SEARCH_BUDGET = 400  # candidate assignments tried per undecided condition
 def dim_symbol(name: str) -> sp.Symbol:
     """The symbol of a declared dim: one object per name for the whole process (sympy's own
     cache may let it go), so that what is kept per shape finds it again by identity."""
-    sym = _DIMS.get(name)
-    if sym is None:
-        if len(_DIMS) >= 4096:
-            _DIMS.clear()
-        sym = _DIMS[name] = sp.Symbol(name, positive=True, integer=True)
-    return sym
-
-
-_DIMS: dict = {}
+    return _kept(_DIMS, name, lambda: sp.Symbol(name, positive=True, integer=True))
 
 
 def fresh_symbol(after, name: str) -> sp.Dummy:
@@ -52,16 +44,21 @@ def fresh_symbol(after, name: str) -> sp.Dummy:
     the same name after the same one (`after`, the prover's one before, or None), so that
     provers built from the same assumptions share them (what a check session keeps of one
     check stays valid in the next), while one prover's are distinct and ordered as made."""
-    key = (after, name)
-    k = _FRESH.get(key)
-    if k is None:
-        if len(_FRESH) >= 4096:
-            _FRESH.clear()
-        k = _FRESH[key] = sp.Dummy(name, positive=True, integer=True)
-    return k
+    return _kept(_FRESH, (after, name), lambda: sp.Dummy(name, positive=True, integer=True))
 
 
+_DIMS: dict = {}
 _FRESH: dict = {}
+
+
+def _kept(cache: dict, key, make):
+    """cache[key], made on first use; a full cache starts again (4,096 entries at most)."""
+    hit = cache.get(key)
+    if hit is None:
+        if len(cache) >= 4096:
+            cache.clear()
+        hit = cache[key] = make()
+    return hit
 
 
 def show(e, notation: Notation | None = None, *, code: bool = False) -> str:
