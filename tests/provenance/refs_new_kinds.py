@@ -205,9 +205,9 @@ def ref_prenorm_padded_attention(i, w, sz):
     F = _F()
     x, h, pad = i["x"], sz["H"], i["pad"]
     n = F.layer_norm(x, x.shape[-1:], w["out_ln.weight"], w["out_ln.bias"], eps=1e-5)
-    q, k, v = (_heads(_proj(n, w, f"out_attention.{p}"), h) for p in "qkv")
+    q, k, v = (_heads(_proj(n, w, f"out.{p}"), h) for p in "qkv")
     heads = _sdpa(q, k, v, attn_mask=~pad[:, None, None, :])
-    return x + _proj(_merge(heads), w, "out_attention.out_linear")
+    return x + _proj(_merge(heads), w, "out.out_linear")
 
 
 # ------------------------------------------------------------------ W313: mask polarity
