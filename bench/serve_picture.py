@@ -72,7 +72,6 @@ def main(argv=None) -> None:
     finally:
         server.shutdown()
         server.server_close()
-        server.worker.close()
 
 
 if __name__ == "__main__":

@@ -116,7 +116,6 @@ def playground(driver) -> None:
     finally:
         server.shutdown()
         server.server_close()
-        server.worker.close()
 
 
 if __name__ == "__main__":

@@ -44,7 +44,6 @@ class Running:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
-        self.server.worker.close()
 
 
 def raw(port: int, data: bytes, timeout: float = 60) -> bytes:

@@ -62,5 +62,4 @@ def command(args) -> int:
         pass
     finally:
         server.server_close()
-        server.worker.close()
     return 0

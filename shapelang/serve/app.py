@@ -210,6 +210,11 @@ class Server(ThreadingHTTPServer):
         self.hosts = {f"{n}:{port}" for n in names}
         self.origins = {f"http://{h}" for h in self.hosts}
 
+    def server_close(self) -> None:
+        """Stops listening and ends the checking worker (which may be closed twice)."""
+        super().server_close()
+        self.worker.close()
+
 
 def start(host: str = "127.0.0.1", port: int = 0, *, path: str | None = None,
           exercise: str | None = None, solution: str | None = None,
