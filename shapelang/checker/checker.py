@@ -42,6 +42,8 @@ from .prover import Prover
 from .rulememo import RuleMemo, facts_key
 from .scope import Poisoned, Scope
 
+# the steps whose result keeps the sizes the spec writes in it (inputs, `view [B, S, H, Dh]`)
+_AS_WRITTEN = {"input"} | {d.ir_name for d in ops.TABLE.values() if d.as_written}
 
 class Stale(Exception):
     """A newer text has replaced the one being checked (`check_text(..., stale=...)`)."""
@@ -316,7 +318,7 @@ class Checker(Facts):
         return vals
 
     def emit(self, op, text, span, inputs, result: ops.Result, block=None) -> list:
-        if op != "input" and not (op in ops.TABLE and ops.TABLE[op].as_written):
+        if op not in _AS_WRITTEN:
             result.outputs = tuple(self.rules.named(self.prover, t) for t in result.outputs)
         step = Step(self.next_id, op, text, span, tuple(inputs), tuple(result.outputs),
                     sp.Integer(result.params) if isinstance(result.params, int) else result.params,

@@ -320,7 +320,7 @@ def _label_index(ch: str) -> int:
     return ord(ch) - ord("A") if ch.isupper() else 26 + ord(ch) - ord("a")
 
 
-def einsum_strides(inputs, output: str, operands, sizes: dict, g: Geometry) -> tuple | None:
+def einsum_strides(inputs, output: str, operands, g: Geometry) -> tuple | None:
     """Strides of torch.einsum's result: a port of at::einsum and sumproduct_pair (PyTorch 2.x,
     no contraction path) for one or two operands without repeated labels; None where not
     modelled. Every operand is permuted to the output's labels, then the contracted ones, with

@@ -268,7 +268,7 @@ def _einsum_layout(c, spec, operands, sizes, shape, dtype) -> TensorType:
     many sizes may be 1, strides of their own: a later `view` is then accepted only where it
     is legal for every layout."""
     g = Geometry(c.prover.canon, c.same)
-    strides = einsum_strides(spec.inputs, spec.output, operands, sizes, g)
+    strides = einsum_strides(spec.inputs, spec.output, operands, g)
     sized = TensorType(tuple(sizes.values()), contiguous(tuple(sizes.values())))
     ones = [sym for sym, _sub in _maybe_one(c, sized) if not c.prover.leq(sp.Integer(2), sym).ok]
     if strides is None or len(ones) > MAX_ONES:
@@ -279,7 +279,7 @@ def _einsum_layout(c, spec, operands, sizes, shape, dtype) -> TensorType:
     for sub in one_sets(c, sized):   # every set of sizes that may be 1 at once
         at_one = [TensorType(tuple(d.xreplace(sub) for d in t.shape), tuple(v.xreplace(sub) for v in t.strides))
                   for t in operands]
-        st = einsum_strides(spec.inputs, spec.output, at_one, {k: v.xreplace(sub) for k, v in sizes.items()}, g)
+        st = einsum_strides(spec.inputs, spec.output, at_one, g)
         if st is not None and st != tuple(v.xreplace(sub) for v in strides):
             alt.append((tuple(st), tuple(sub.items())))
     return TensorType(shape, strides, dtype, tuple(dict.fromkeys(alt)),
