@@ -9,35 +9,64 @@ version the editor has already replaced is not published. A check that a newer
 change makes stale stops at its next statement (the event loop records each
 document's latest version; the worker's check asks it between statements), so a
 burst of typing does not queue whole checks of texts nobody will see.
+
+A session starts in fast_start.py, without pygls; `serve` gives pygls what it read.
 """
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from lsprotocol import types as t
+from pygls.exceptions import JsonRpcException
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from ..api import Stale
-from . import completion, findings, hover, navigation
-from .documents import DocumentStore
+from . import completion, findings, hover, navigation, wire
+from .fast_start import DEBOUNCE, HandOver, Replay
 from .findings import lsp_range
 
-DEBOUNCE = 0.15   # seconds after the last change before the document is checked
+
+class _Unsent:
+    """A writer that sends nothing: pygls's second answer to an `initialize` already answered."""
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 class ShapeServer:
-    def __init__(self):
+    def __init__(self, start: HandOver | None = None):
+        start = start or HandOver()
         self.ls = LanguageServer("shapelang", __version__,
                                  text_document_sync_kind=t.TextDocumentSyncKind.Incremental)
-        self.store = DocumentStore()
+        self.store = start.store
+        self.published = dict(start.published)   # uri -> the version the fast start published
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shapelang-check")
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.latest: dict[str, int | None] = {}   # uri -> the version the editor has now
-        self.docs = findings.CodeDocs()
+        self.docs = start.docs or wire.CodeDocs()
         self.debounce = DEBOUNCE
         self._register()
+
+    def take_over(self, start: HandOver, stdout) -> None:
+        """Read the `initialize` request the fast start answered, as pygls reads a message,
+        with pygls's own answer left unsent."""
+        if start.initialize is None:
+            return
+        proto = self.ls.protocol
+        proto.set_writer(_Unsent())
+        try:
+            proto.handle_message(json.loads(start.initialize, object_hook=proto.structure_message))
+        except Exception as exc:   # noqa: BLE001 - as pygls's reading loop: reported, the session goes on
+            proto.set_writer(StdoutWriter(stdout))
+            self.ls.report_server_error(exc, JsonRpcException)
 
     # ---- the worker
     def _run(self, fn, *args) -> asyncio.Future:
@@ -65,11 +94,18 @@ class ShapeServer:
                 an = self.store.analysis(uri, stale=lambda: self.latest.get(uri, version) != version)
             except Stale:
                 return None   # a newer version is on its way; it publishes its own
-            return None if an is None else (an.version, findings.diagnostics(an, self.docs))
+            if an is None:
+                return None
+            if self.published.pop(uri, None) == an.version:
+                return an.version, None   # the fast start has published these
+            return an.version, findings.diagnostics(an, self.docs)
         result = await self._run(job)
         if result is None:
             return
         version, diags = result
+        if diags is None:
+            self._run(self._index, uri)
+            return
         current = self.ls.workspace.text_documents.get(uri)
         if current is None:
             return   # closed meanwhile
@@ -100,11 +136,9 @@ class ShapeServer:
 
         @ls.feature(t.INITIALIZE)
         def initialize(params: t.InitializeParams):
-            opts = params.initialization_options if isinstance(params.initialization_options, dict) else {}
-            if isinstance(opts.get("diagnosticsDocs"), str):
-                self.docs = findings.CodeDocs(opts["diagnosticsDocs"])
-            if isinstance(opts.get("debounceMs"), (int, float)) and 0 <= opts["debounceMs"] <= 5000:
-                self.debounce = opts["debounceMs"] / 1000
+            opts = wire.Options(params.initialization_options, DEBOUNCE)
+            self.docs = opts.docs or self.docs
+            self.debounce = opts.debounce
 
         @ls.feature(t.TEXT_DOCUMENT_DID_OPEN)
         async def did_open(params: t.DidOpenTextDocumentParams):
@@ -185,10 +219,13 @@ class ShapeServer:
             return await self._run(format_edits, doc.source)
 
 
-def serve() -> int:
-    server = ShapeServer()
+def serve(start: HandOver) -> int:
+    """Serve stdin/stdout from where the fast start (`start`) stopped."""
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    server = ShapeServer(start)
+    server.take_over(start, stdout)
     try:
-        server.ls.start_io()
+        server.ls.start_io(Replay(start.unread, stdin), stdout)
     finally:
         server.worker.shutdown(wait=False, cancel_futures=True)
     return 0
