@@ -109,3 +109,72 @@ class Session:
 def run(coro_fn, *args, timeout: float = 60):
     """Run an async scenario to completion, bounded."""
     return asyncio.run(asyncio.wait_for(coro_fn(*args), timeout))
+
+
+class Wire:
+    """`shapelang lsp` spoken to byte for byte: messages framed by hand, every message the
+    server writes kept as it came (its JSON body, undecoded), read by a thread."""
+
+    def __init__(self):
+        import queue
+        import subprocess
+        import threading
+
+        self.proc = subprocess.Popen([sys.executable, "-m", "shapelang", "lsp"], cwd=str(ROOT),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.bodies: queue.Queue = queue.Queue()
+        self.seen: list[bytes] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        while True:
+            length = None
+            while (line := out.readline()) not in (b"\r\n", b""):
+                if line.startswith(b"Content-Length: "):
+                    length = int(line.split(b":")[1])
+            if not line or length is None:
+                self.bodies.put(None)
+                return
+            self.bodies.put(out.read(length))
+
+    @staticmethod
+    def frame(message: dict, extra: bytes = b"") -> bytes:
+        import json
+
+        body = json.dumps(message).encode()
+        return b"Content-Length: %d\r\n%s\r\n" % (len(body), extra) + body
+
+    def send(self, *messages) -> None:
+        """Messages (dicts, or bytes already framed) written at once."""
+        self.proc.stdin.write(b"".join(m if isinstance(m, bytes) else self.frame(m) for m in messages))
+        self.proc.stdin.flush()
+
+    def until(self, wanted, timeout: float = 60) -> bytes:
+        """The body of the next message `wanted(decoded)` accepts (all of them stay in `seen`)."""
+        import json
+
+        while True:
+            body = self.bodies.get(timeout=timeout)
+            if body is None:
+                raise EOFError("the server closed its output")
+            self.seen.append(body)
+            if wanted(json.loads(body)):
+                return body
+
+    def finish(self) -> tuple[int, bytes]:
+        """Shut down and exit, as an editor does: (exit status, stderr)."""
+        self.send({"jsonrpc": "2.0", "id": "bye", "method": "shutdown"})
+        self.until(lambda m: m.get("id") == "bye")
+        self.send({"jsonrpc": "2.0", "method": "exit"})
+        self.proc.stdin.close()
+        status = self.proc.wait(timeout=60)
+        while (body := self.bodies.get(timeout=60)) is not None:
+            self.seen.append(body)
+        return status, self.proc.stderr.read()
+
+    def published(self, uri: str) -> list[bytes]:
+        import json
+
+        return [b for b in self.seen if (m := json.loads(b)).get("method") == "textDocument/publishDiagnostics"
+                and m["params"]["uri"] == uri]

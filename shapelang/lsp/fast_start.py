@@ -30,7 +30,8 @@ from .documents import DocumentStore
 DEBOUNCE = 0.15   # seconds after the last change before the document is checked (the server's default)
 
 # What pygls 2 answers to `initialize` for the server's features, with the position encoding
-# it chooses put in. Its answer depends on no other client capability for these features.
+# it chooses put in and `willSave`/`willSaveWaitUntil` added where the client names them
+# (`sync_options`). Its answer depends on no other client capability for these features.
 CAPABILITIES = {
     "textDocumentSync": {"openClose": True, "change": 2, "save": True},
     "completionProvider": {"triggerCharacters": [">"]},
@@ -65,8 +66,21 @@ def position_encoding(capabilities: dict) -> str | None:
     return next((e for e in offered if e in ENCODINGS), "utf-16")
 
 
-def initialize_result(encoding: str) -> dict:
-    return {"capabilities": {"positionEncoding": encoding, **CAPABILITIES},
+def sync_options(capabilities: dict) -> dict:
+    """pygls writes `willSave: <the client's flag> and <the server handles it>`: false where
+    the client gives the flag (the server handles neither), left out where it does not."""
+    document = capabilities.get("textDocument")
+    told = document.get("synchronization") if isinstance(document, dict) else None
+    told = told if isinstance(told, dict) else {}
+    sync = dict(CAPABILITIES["textDocumentSync"])
+    save = sync.pop("save")
+    sync.update({key: False for key in ("willSave", "willSaveWaitUntil") if told.get(key) is not None})
+    return {**sync, "save": save}
+
+
+def initialize_result(capabilities: dict, encoding: str) -> dict:
+    return {"capabilities": {"positionEncoding": encoding, **CAPABILITIES,
+                             "textDocumentSync": sync_options(capabilities)},
             "serverInfo": {"name": "shapelang", "version": __version__}}
 
 
@@ -139,7 +153,7 @@ class FastStart:
             return
         msg, body = got
         self.stdout.write(wire.frame({"id": msg["id"], "jsonrpc": "2.0",
-                                      "result": initialize_result(encoding)}))
+                                      "result": initialize_result(params["capabilities"], encoding)}))
         self.stdout.flush()
         self.out.initialize, self.taken = body, bytearray()
         self.out.docs = wire.Options(params.get("initializationOptions"), DEBOUNCE).docs or wire.CodeDocs()
