@@ -254,3 +254,37 @@ def test_what_the_fast_start_does_not_read_plainly_is_read_by_pygls():
     assert [d["code"] for d in json.loads(first)["params"]["diagnostics"]] == ["E101", "E112", "E001"]
     assert len(w.published(URI)) == 1 and [json.loads(b).get("id") for b in w.seen].count(1) == 1
     assert status == 0 and b"Traceback" not in err, err.decode()
+
+
+def test_a_client_that_counts_in_utf8_gets_utf8_positions():
+    """pygls chooses UTF-8 when the client offers it first; every position the server sends
+    and reads is then in bytes of UTF-8 (here after an emoji and an accent)."""
+    from shapelang import api
+
+    lines = BAD.split("\n")
+    expected = [((d.span.line - 1, len(lines[d.span.line - 1][:d.span.column - 1].encode())),
+                 (d.span.end_line - 1, len(lines[d.span.end_line - 1][:d.span.end_column - 1].encode())))
+                for d in api.check(BAD, "attn.shape").diagnostics]
+    row = next(k for k, line in enumerate(lines) if line.startswith('w: "'))
+    q = len(lines[row][:lines[row].index("Q")].encode())
+    w = Wire()
+    try:
+        w.send(_initialize(CLIENTS["utf-8 offered"]), INITIALIZED, _open(BAD, 1))
+        assert json.loads(w.until(lambda m: m.get("id") == 1))["result"]["capabilities"]["positionEncoding"] \
+            == "utf-8"
+        first = w.until(lambda m: m.get("method") == "textDocument/publishDiagnostics")
+        hover = _ask(w, 2, "textDocument/hover", {"textDocument": {"uri": URI},
+                                                  "position": {"line": row, "character": q}})["result"]
+        w.send({"jsonrpc": "2.0", "method": "textDocument/didClose", "params": {"textDocument": {"uri": URI}}},
+               _open(BAD, 1))
+        again = w.until(lambda m: m.get("method") == "textDocument/publishDiagnostics"
+                        and m["params"].get("version") == 1)
+    finally:
+        status, _ = w.finish()
+    got = [((d["range"]["start"]["line"], d["range"]["start"]["character"]),
+            (d["range"]["end"]["line"], d["range"]["end"]["character"]))
+           for d in json.loads(first)["params"]["diagnostics"]]
+    assert got == expected
+    assert again == first   # pygls, after the hand-over, counts in the same units
+    assert "Q: [B, S, D]" in hover["contents"]["value"]
+    assert status == 0

@@ -2,7 +2,9 @@
 (0-based lines, UTF-16 code units), and the document symbol index, without a server."""
 from __future__ import annotations
 
-from hypothesis import given
+import pytest
+import tiers
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shapelang.lsp.positions import LineMap, normalise
@@ -32,15 +34,27 @@ def test_crlf_text_has_the_lines_of_the_file_as_check_reads_it():
     assert LineMap("x: y\r\nzz").to_lsp(2, 3) == (1, 2)
 
 
-@given(st.lists(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"),
-                        max_size=12), min_size=1, max_size=4))
-def test_round_trip_on_any_text(lines):
-    m = LineMap("\n".join(lines))
+CODEC = {"utf-16": ("utf-16-le", 2), "utf-8": ("utf-8", 1), "utf-32": ("utf-32-le", 4)}
+
+
+@pytest.mark.parametrize("encoding", CODEC)
+@settings(max_examples=tiers.examples(300), deadline=None)
+@given(lines=st.lists(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"),
+                              max_size=12), min_size=1, max_size=4))
+def test_round_trip_on_any_text(encoding, lines):
+    """Characters in the units of each position encoding, as Python's codecs count them."""
+    codec, width = CODEC[encoding]
+    m = LineMap("\n".join(lines), encoding)
     for i, line in enumerate(lines, 1):
         for col in range(1, len(line) + 2):
-            l0, c16 = m.to_lsp(i, col)
-            assert c16 == len(line[:col - 1].encode("utf-16-le")) // 2
-            assert m.from_lsp(l0, c16) == (i, col)
+            l0, units = m.to_lsp(i, col)
+            assert units == len(line[:col - 1].encode(codec)) // width
+            assert m.from_lsp(l0, units) == (i, col)
+
+
+def test_a_position_inside_a_character_finds_the_character():
+    m = LineMap("a😀b", "utf-8")
+    assert [m.from_lsp(0, k) for k in range(7)] == [(1, 1), (1, 2), (1, 2), (1, 2), (1, 2), (1, 3), (1, 4)]
 
 
 def test_index_scopes_and_definitions():

@@ -45,7 +45,8 @@ def path_of(uri: str) -> str:
 
 
 class DocumentStore:
-    def __init__(self):
+    def __init__(self, encoding: str = "utf-16"):
+        self.encoding = encoding                             # the session's position encoding
         self.texts: dict[str, tuple[int | None, str]] = {}   # uri -> (version, text)
         self.cache: dict[str, OrderedDict] = {}              # uri -> text -> Analysis
         self.sessions: dict[str, CheckSession] = {}          # uri -> its checks between edits
@@ -76,7 +77,7 @@ class DocumentStore:
             session = self.sessions[uri] = CheckSession(path_of(uri), keep=1)
         spec = session.check(text, stale=stale)
         self.checks += 1
-        hit = Analysis(uri, version, text, spec, LineMap(text))
+        hit = Analysis(uri, version, text, spec, LineMap(text, self.encoding))
         cached[text] = hit
         while len(cached) > KEEP:
             cached.popitem(last=False)

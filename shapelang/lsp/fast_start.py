@@ -156,6 +156,7 @@ class FastStart:
                                       "result": initialize_result(params["capabilities"], encoding)}))
         self.stdout.flush()
         self.out.initialize, self.taken = body, bytearray()
+        self.out.store.encoding = encoding
         self.out.docs = wire.Options(params.get("initializationOptions"), DEBOUNCE).docs or wire.CodeDocs()
         while (got := self._message()) is not None and "id" not in got[0]:
             msg = got[0]

@@ -4,10 +4,10 @@ from __future__ import annotations
 from lsprotocol import types as t
 
 from .. import api
-from .positions import normalise, utf16_len
+from .positions import length, normalise
 
 
-def format_edits(source: str) -> list[t.TextEdit] | None:
+def format_edits(source: str, encoding: str = "utf-16") -> list[t.TextEdit] | None:
     """The edit that lays `source` out as `shapelang fmt` does; [] when it already is, None
     when it does not parse (the diagnostics say why; nothing is changed)."""
     text = normalise(source)
@@ -18,5 +18,5 @@ def format_edits(source: str) -> list[t.TextEdit] | None:
     if formatted == text:
         return []
     lines = text.split("\n")
-    end = t.Position(len(lines) - 1, utf16_len(lines[-1]))
+    end = t.Position(len(lines) - 1, length(lines[-1], encoding))
     return [t.TextEdit(range=t.Range(t.Position(0, 0), end), new_text=formatted)]

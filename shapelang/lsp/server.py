@@ -136,6 +136,8 @@ class ShapeServer:
 
         @ls.feature(t.INITIALIZE)
         def initialize(params: t.InitializeParams):
+            chosen = ls.workspace.position_encoding   # pygls's choice, the units of every position
+            self.store.encoding = getattr(chosen, "value", chosen) or "utf-16"
             opts = wire.Options(params.initialization_options, DEBOUNCE)
             self.docs = opts.docs or self.docs
             self.debounce = opts.debounce
@@ -216,7 +218,7 @@ class ShapeServer:
             from .formatting import format_edits  # the layout engine, loaded when first asked
 
             doc = self.ls.workspace.get_text_document(params.text_document.uri)
-            return await self._run(format_edits, doc.source)
+            return await self._run(format_edits, doc.source, self.store.encoding)
 
 
 def serve(start: HandOver) -> int:
