@@ -256,9 +256,11 @@ def test_what_the_fast_start_does_not_read_plainly_is_read_by_pygls():
     assert status == 0 and b"Traceback" not in err, err.decode()
 
 
-def test_a_client_that_counts_in_utf8_gets_utf8_positions():
+@pytest.mark.parametrize("header", [b"", b"X-Odd: 1\r\n"], ids=["fast start", "pygls alone"])
+def test_a_client_that_counts_in_utf8_gets_utf8_positions(header):
     """pygls chooses UTF-8 when the client offers it first; every position the server sends
-    and reads is then in bytes of UTF-8 (here after an emoji and an accent)."""
+    and reads is then in bytes of UTF-8 (here after an emoji and an accent). An unknown header
+    on `initialize` leaves the whole session to pygls."""
     from shapelang import api
 
     lines = BAD.split("\n")
@@ -269,7 +271,7 @@ def test_a_client_that_counts_in_utf8_gets_utf8_positions():
     q = len(lines[row][:lines[row].index("Q")].encode())
     w = Wire()
     try:
-        w.send(_initialize(CLIENTS["utf-8 offered"]), INITIALIZED, _open(BAD, 1))
+        w.send(Wire.frame(_initialize(CLIENTS["utf-8 offered"]), header), INITIALIZED, _open(BAD, 1))
         assert json.loads(w.until(lambda m: m.get("id") == 1))["result"]["capabilities"]["positionEncoding"] \
             == "utf-8"
         first = w.until(lambda m: m.get("method") == "textDocument/publishDiagnostics")
