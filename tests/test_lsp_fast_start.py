@@ -132,7 +132,7 @@ def test_first_diagnostics_are_pygls_bytes_on_the_library(spec):
 
 def _assert_same_publish(text: str, options) -> None:
     init = _initialize({}, options)
-    reply, fast = _fast(init, INITIALIZED, _open(text, 3))
+    _, fast = _fast(init, INITIALIZED, _open(text, 3))
     server, _ = _pygls(init)
     store = DocumentStore()
     store.update(URI, 3, text)

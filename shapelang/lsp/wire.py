@@ -97,7 +97,7 @@ def frame(message: dict) -> bytes:
     json.dumps escapes the rest, so the length in characters is the length in bytes)."""
     body = json.dumps(message)
     return (f"Content-Length: {len(body)}\r\n"
-            f"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{body}").encode("utf-8")
+            f"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{body}").encode()
 
 
 def publish(uri: str, version: int | None, diags: list[dict]) -> bytes:
