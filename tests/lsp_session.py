@@ -14,6 +14,19 @@ from pygls.lsp.client import LanguageClient
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# a spec with findings on lines with non-ASCII text (an emoji counts two UTF-16 units), and its fix
+BAD = """\
+# scores — naïve 😀 version
+dim B, S, D
+example B=2, S=3, D=4
+input Q: [B, S, D]
+input K: [B, S, D]
+scores: Q @ K
+w: "😀é" @ Q -> softmax 7
+input 😀: [B]
+"""
+GOOD = BAD.split("scores: Q @ K")[0] + "scores: Q @ (K -> transpose 1 2)\nw: scores -> softmax -1\n"
+
 
 class Session:
     """`async with Session() as s:` starts the server and initializes it; leaves it shut down."""

@@ -10,20 +10,9 @@ import time
 import pytest
 
 pytest.importorskip("pygls", reason="the language server needs the `lsp` extra (pygls)")
-from lsp_session import ROOT, Session, run
+from lsp_session import BAD, GOOD, ROOT, Session, run
 from lsprotocol import types as t
 
-BAD = """\
-# scores — naïve 😀 version
-dim B, S, D
-example B=2, S=3, D=4
-input Q: [B, S, D]
-input K: [B, S, D]
-scores: Q @ K
-w: "😀é" @ Q -> softmax 7
-input 😀: [B]
-"""
-GOOD = BAD.split("scores: Q @ K")[0] + "scores: Q @ (K -> transpose 1 2)\nw: scores -> softmax -1\n"
 MHA = (ROOT / "specs" / "mha_self_attention.shape").read_text()
 URI = "file:///tmp/lsp-test/attn.shape"
 

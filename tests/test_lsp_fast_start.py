@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("pygls", reason="the language server needs the `lsp` extra (pygls)")
 import tiers
-from lsp_session import ROOT, Wire
+from lsp_session import BAD, GOOD, ROOT, Wire
 from lsprotocol import types as t
 
 from shapelang.lsp import findings
@@ -21,17 +21,6 @@ from shapelang.lsp.fast_start import FastStart
 from shapelang.lsp.server import ShapeServer
 
 URI = "file:///work/naïve attn.shape"
-BAD = """\
-# scores — naïve 😀 version
-dim B, S, D
-example B=2, S=3, D=4
-input Q: [B, S, D]
-input K: [B, S, D]
-scores: Q @ K
-w: "😀é" @ Q -> softmax 7
-input 😀: [B]
-"""
-GOOD = BAD.split("scores: Q @ K")[0] + "scores: Q @ (K -> transpose 1 2)\nw: scores -> softmax -1\n"
 CASES = ROOT / "tests" / "cases"
 # findings with related information, notes and help, counterexamples (data), proved fixes
 BROKEN = {"non-ascii": BAD, **{p.stem: p.read_text() for p in
