@@ -279,3 +279,36 @@ def test_a_client_that_counts_in_utf8_gets_utf8_positions(header):
     assert again == first   # pygls, after the hand-over, counts in the same units
     assert "Q: [B, S, D]" in hover["contents"]["value"]
     assert status == 0
+
+
+HOVER = {"jsonrpc": "2.0", "id": 9, "method": "textDocument/hover",
+         "params": {"textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}}}
+QUIET = [{"jsonrpc": "2.0", "method": "$/setTrace", "params": {"value": "off"}},
+         {"jsonrpc": "2.0", "method": "workspace/didChangeConfiguration", "params": {"settings": {}}}]
+
+
+@pytest.mark.parametrize("before, answered, published", [
+    ([_initialize({}), INITIALIZED, *QUIET], True, True),
+    ([_initialize({}), INITIALIZED, HOVER], True, False),
+    ([_initialize({}), INITIALIZED, {**_open(GOOD), "params": {"textDocument": {"uri": URI}}}], True, False),
+    ([INITIALIZED, _initialize({})], False, False),
+    ([{**_initialize({}), "id": True}], False, False),
+    ([_initialize({"general": {"positionEncodings": [8]}})], False, False),
+], ids=["quiet notifications", "a request", "an open without text", "initialized first",
+        "an odd id", "an odd encoding list"])
+def test_the_fast_start_stops_where_pygls_must_read(before, answered, published):
+    """What the fast start answers, and that pygls is left exactly the bytes after the
+    `initialize` it answered (or all of them), in order, then the rest of the stream."""
+    from shapelang.lsp.fast_start import Replay
+
+    stream = b"".join(map(Wire.frame, [*before, _open(BAD, 1)]))
+    stdin, out = io.BytesIO(stream), io.BytesIO()
+    start = FastStart(stdin, out).run()
+    written = [json.loads(f.split(b"\r\n\r\n", 1)[1]) for f in _frames(out.getvalue())]
+    assert [m.get("id", m.get("method")) for m in written] == \
+        [1] * answered + ["textDocument/publishDiagnostics"] * published
+    assert (start.initialize is not None) == answered
+    rest = Replay(start.unread, stdin)
+    again = rest.read(len(start.unread) + 3) + b"".join(iter(rest.readline, b""))   # across the seam
+    skipped = Wire.frame(before[0]) if answered else b""
+    assert again == stream[len(skipped):]
