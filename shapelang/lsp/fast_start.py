@@ -51,6 +51,7 @@ ENCODINGS = ("utf-8", "utf-16", "utf-32")   # pygls's, in no order: the client's
 PASSING = frozenset({"initialized", "workspace/didChangeConfiguration", "$/setTrace"})
 
 _LENGTH = re.compile(rb"Content-Length: (\d+)\r\n")
+_MOST = 1 << 26   # bytes of a body read here; a larger one is pygls's to read (or refuse)
 _TYPE = re.compile(rb"Content-Type: [^\r\n]*\r\n")
 
 
@@ -124,7 +125,7 @@ class FastStart:
         while True:
             line = self._take(self.stdin.readline())
             m = _LENGTH.fullmatch(line)
-            if m and length is None:
+            if m and length is None and int(m.group(1)) <= _MOST:
                 length = int(m.group(1))
             elif line == b"\r\n" and length:
                 break
