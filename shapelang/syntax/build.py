@@ -4,6 +4,10 @@ lark's LALR parser calls `NodeBuilder.<rule>(children)` as it reduces each rule
 (an "inline transformer"). The grammar is compiled with keep_all_tokens, so the
 children include punctuation and keywords; each node's span runs from its first
 child to its last, exactly as lark's propagate_positions would compute it.
+
+A token among the children is a tuple (kind, text, line, column, end line, end
+column): the fast path (tokens.py) makes these directly, and `from_lark` turns
+lark's own Token into one for lark's ordinary path.
 A parenthesised expression stands for its inner node but keeps the parentheses
 in the span its parent sees (`Paren`).
 """
@@ -53,49 +57,54 @@ class ArgTuple:
         self.items, self.span = items, span
 
 
+def from_lark(token) -> tuple:
+    """lark's Token as a token tuple."""
+    return (token.type, token.value, token.line, token.column, token.end_line, token.end_column)
+
+
 def tok_span(tok) -> Span:
-    return Span(tok.line, tok.column, tok.end_line, tok.end_column)
+    return Span(tok[2], tok[3], tok[4], tok[5])
 
 
 def _span(first, last) -> Span:
     """From the start of `first` to the end of `last` (tokens, nodes or wrappers)."""
-    if isinstance(first, str):                      # a lark Token
-        line, col = first.line, first.column
+    if type(first) is tuple:
+        line, col = first[2], first[3]
     else:
         s = first.span
         line, col = s.line, s.column
-    if isinstance(last, str):
-        return Span(line, col, last.end_line, last.end_column)
+    if type(last) is tuple:
+        return Span(line, col, last[4], last[5])
     e = last.span
     return Span(line, col, e.end_line, e.end_column)
 
 
 def int_value(tok) -> int:
-    digits = tok.lstrip("-")
-    if len(digits) > MAX_DIGITS:
+    text = tok[1]
+    if len(text.lstrip("-")) > MAX_DIGITS:
         raise ParseFailure(Diagnostic(
             "E004", f"number has more than {MAX_DIGITS} digits", tok_span(tok),
             "sizes in a spec are at most a few billion"))
-    return int(tok)
+    return int(text)
 
 
 def node(x):
     """An expression node from a child: tokens become leaves, parentheses drop away."""
-    if isinstance(x, str):
-        t = x.type
+    if type(x) is tuple:
+        t, text = x[0], x[1]
         if t == "NAME":
-            return Name(tok_span(x), str(x))
+            return Name(tok_span(x), text)
         if t == "INT" or t == "SIGNED_INT":
-            return Num(tok_span(x), int_value(x), str(x))
+            return Num(tok_span(x), int_value(x), text)
         if t == "DECIMAL" or t == "SIGNED_DECIMAL":
-            return Num(tok_span(x), float(x), str(x))
+            return Num(tok_span(x), float(text), text)
         if t == "STRING":
-            return Str(tok_span(x), x[1:-1])
+            return Str(tok_span(x), text[1:-1])
         if t == "SIGNED_NAME":     # `-Sh`, `-inf` among an operation's arguments
             span = tok_span(x)
-            return Neg(span, Name(Span(span.line, span.column + 1, span.end_line, span.end_column), str(x)[1:]))
+            return Neg(span, Name(Span(span.line, span.column + 1, span.end_line, span.end_column), text[1:]))
         if t == "HOLE":
-            return Hole(tok_span(x), x[1:])
+            return Hole(tok_span(x), text[1:])
         raise AssertionError(t)
     if type(x) is Paren:
         return x.node
@@ -116,7 +125,7 @@ def _flat(children) -> list:
     for c in children:
         if type(c) is list:
             out.extend(c)
-        elif not isinstance(c, str):
+        elif type(c) is not tuple:
             out.append(c)
     return out
 
@@ -165,30 +174,30 @@ class NodeBuilder:
         return items if len(items) != 1 else items[0]
 
     def dim_item(self, c):
-        return DimDecl(_span(c[0], c[-1]), str(c[0]), node(c[2]) if len(c) > 1 else None)
+        return DimDecl(_span(c[0], c[-1]), c[0][1], node(c[2]) if len(c) > 1 else None)
 
     def assume_stmt(self, c):
         span = _span(c[0], c[-1])
-        return Assume(span, tuple(node(x) for x in c[1::2]), tuple(str(x) for x in c[2::2]),
+        return Assume(span, tuple(node(x) for x in c[1::2]), tuple(x[1] for x in c[2::2]),
                       self._text(span))
 
     def example_stmt(self, c):
         return Example(_span(c[0], c[-1]), tuple(c[1::2]))
 
     def example_item(self, c):
-        return ExampleItem(_span(c[0], c[2]), str(c[0]), int_value(c[2]))
+        return ExampleItem(_span(c[0], c[2]), c[0][1], int_value(c[2]))
 
     @staticmethod
     def _decl(c, kind, first):
         # [keyword] NAME ":" shape [NAME] [frozen]
         name, shape = c[first], c[first + 2]
         rest = list(c[first + 3:])
-        frozen = bool(rest) and getattr(rest[-1], "type", None) == "FROZEN"
+        frozen = bool(rest) and type(rest[-1]) is tuple and rest[-1][0] == "FROZEN"
         if frozen:
             rest.pop()
         dtype = rest[0] if rest else None
-        return TensorDecl(_span(c[0], c[-1]), kind, str(name), shape,
-                          str(dtype) if dtype is not None else None,
+        return TensorDecl(_span(c[0], c[-1]), kind, name[1], shape,
+                          dtype[1] if dtype is not None else None,
                           tok_span(dtype) if dtype is not None else None, frozen)
 
     def input_decl(self, c):
@@ -204,12 +213,12 @@ class NodeBuilder:
         return self._decl(c, "input", 0)
 
     def binding(self, c):
-        return Binding(_span(c[0], c[-1]), tuple(str(n) for n in c[0:-2:2]), c[-1])
+        return Binding(_span(c[0], c[-1]), tuple(n[1] for n in c[0:-2:2]), c[-1])
 
     def expect_stmt(self, c):
         dtype = c[4] if len(c) > 4 else None
-        return Expect(_span(c[0], c[-1]), str(c[1]), tok_span(c[1]), node(c[3]),
-                      str(dtype) if dtype is not None else None,
+        return Expect(_span(c[0], c[-1]), c[1][1], tok_span(c[1]), node(c[3]),
+                      dtype[1] if dtype is not None else None,
                       tok_span(dtype) if dtype is not None else None)
 
     def return_stmt(self, c):
@@ -218,20 +227,20 @@ class NodeBuilder:
     def block_def(self, c):
         kw, name, end = c[0], c[1], c[-1]
         inputs, sizes, k = [], [], 3           # block NAME ( ...
-        while not (isinstance(c[k], str) and c[k].type == "RPAR"):
+        while not (type(c[k]) is tuple and c[k][0] == "RPAR"):
             if type(c[k]) is SizeParam:
                 sizes.append(c[k])
-            elif not isinstance(c[k], str):
+            elif type(c[k]) is not tuple:
                 inputs.append(c[k])
             k += 1
         body = _flat(c[k + 1:-1])
-        return Block(Span(kw.line, kw.column, kw.line, kw.column + 5 + len(name)), str(name),
+        return Block(Span(kw[2], kw[3], kw[2], kw[3] + 5 + len(name[1])), name[1],
                      tuple(inputs), tuple(body),
-                     Span(end.end_line, max(1, end.end_column - 3), end.end_line, end.end_column),
+                     Span(end[4], max(1, end[5] - 3), end[4], end[5]),
                      tuple(sizes))
 
     def block_size(self, c):
-        return SizeParam(_span(c[0], c[1]), str(c[1]))
+        return SizeParam(_span(c[0], c[1]), c[1][1])
 
     # ---- pipelines and operations
     def pipeline(self, c):
@@ -251,16 +260,16 @@ class NodeBuilder:
             else:
                 pos.append(node(a))
         span = _span(name, c[-1])
-        return Op(span, str(name), tok_span(name), tuple(pos), tuple(kw), self._text(span), in_tuple)
+        return Op(span, name[1], tok_span(name), tuple(pos), tuple(kw), self._text(span), in_tuple)
 
     def arg_tuple(self, c):
-        return ArgTuple([_arg(p) for p in c[1:-1] if not isinstance(p, str)], _span(c[0], c[-1]))
+        return ArgTuple([_arg(p) for p in c[1:-1] if type(p) is not tuple], _span(c[0], c[-1]))
 
     def kwarg(self, c):
-        return KwArg(_span(c[0], c[-1]), str(c[0]), node(c[2]))
+        return KwArg(_span(c[0], c[-1]), c[0][1], node(c[2]))
 
     def call_kwarg(self, c):
-        return KwArg(_span(c[0], c[-1]), str(c[0]), node(c[2]), tok_span(c[1]))
+        return KwArg(_span(c[0], c[-1]), c[0][1], node(c[2]), tok_span(c[1]))
 
     # ---- expressions
     def paren(self, c):
@@ -269,8 +278,8 @@ class NodeBuilder:
 
     def call(self, c):
         name = c[0]
-        items = [_arg(p) for p in c[2:-1] if not isinstance(p, str)]
-        return Call(_span(name, c[-1]), str(name), tok_span(name),
+        items = [_arg(p) for p in c[2:-1] if type(p) is not tuple]
+        return Call(_span(name, c[-1]), name[1], tok_span(name),
                     tuple(x for x in items if type(x) is not KwArg),
                     tuple(x for x in items if type(x) is KwArg))
 
@@ -283,7 +292,7 @@ class NodeBuilder:
         return ShapeLit(_span(c[0], c[-1]), tuple(node(d) for d in dims))
 
     def compare(self, c):
-        return BinOp(_span(c[0], c[2]), str(c[1]), node(c[0]), node(c[2]))
+        return BinOp(_span(c[0], c[2]), c[1][1], node(c[0]), node(c[2]))
 
     def neg(self, c):
         return Neg(_span(c[0], c[1]), node(c[1]))

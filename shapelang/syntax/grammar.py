@@ -16,7 +16,7 @@ from bisect import bisect_right
 from importlib import resources
 from pathlib import Path
 
-from .build import NodeBuilder
+from .build import NodeBuilder, from_lark
 from .limits import ParseFailure, fail
 from .tokens import MISSING, FastPath
 
@@ -43,13 +43,27 @@ def grammar_text() -> str:
 _BUILDER = NodeBuilder()
 
 
+class _LarkTokens:
+    """The NodeBuilder's callbacks for lark's own parser: its Tokens become token tuples."""
+
+    def __init__(self, builder: NodeBuilder):
+        self._builder = builder
+
+    def __getattr__(self, name: str):
+        build = getattr(self._builder, name)         # lark makes a Tree where this fails
+
+        def callback(children):
+            return build([from_lark(c) if isinstance(c, str) else c for c in children])
+        return callback
+
+
 @functools.cache
 def lark_parser():
     import lark
     # cache=True keeps the compiled LALR tables in the temp directory: start-up is
     # then about 0.1 s faster; lark rebuilds them when the file is missing or stale.
     # keep_all_tokens: the callbacks see brackets and keywords, so spans include them.
-    return lark.Lark(grammar_text(), parser="lalr", transformer=_BUILDER, keep_all_tokens=True,
+    return lark.Lark(grammar_text(), parser="lalr", transformer=_LarkTokens(_BUILDER), keep_all_tokens=True,
                      maybe_placeholders=False, start=["start", "block_body"], cache=True)
 
 
