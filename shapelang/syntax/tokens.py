@@ -22,6 +22,7 @@ messages are lark's; only the speed of the common case differs.
 """
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_right
 
@@ -54,9 +55,15 @@ def _keywords(callback) -> dict | None:
     return words
 
 
+_SKIP, _SKIP_LINES, _LINES = "skip", "skip lines", "lines"
+
+
 class _Lexer:
-    """What one parser state needs to lex: lark's regex, its ignore set, its keywords."""
-    __slots__ = ("ignore", "keywords", "newline", "regex")
+    """What one parser state needs to lex: lark's regex, and what is special about a kind
+    of token there (`special`): _SKIP (lark ignores it), _SKIP_LINES (ignored, and it
+    spans lines: a continuation), _LINES (a token that spans lines: a newline), or the
+    keywords that a NAME of that text is instead ({text: kind})."""
+    __slots__ = ("regex", "special")
 
     def __init__(self, basic_lexer):
         scanner = basic_lexer.scanner              # builds lark's regex and keyword callbacks
@@ -64,40 +71,90 @@ class _Lexer:
         # lark's alternation, after the blanks lark would skip as a token of their own
         self.regex = re.compile(f"[\t ]*+(?:{mres[0].pattern})", mres[0].flags) \
             if len(mres) == 1 and _skips_blanks(basic_lexer) else None
-        self.ignore = basic_lexer.ignore_types
-        self.newline = basic_lexer.newline_types
-        self.keywords = {}
+        special: dict = {}
+        for kind in basic_lexer.newline_types:
+            special[kind] = _LINES
+        for kind in basic_lexer.ignore_types:
+            special[kind] = _SKIP_LINES if kind in basic_lexer.newline_types else _SKIP
         for kind, callback in basic_lexer.callback.items():
             words = _keywords(callback)
-            if words is None:
+            if words is None or kind in special:
                 self.regex = None                  # a callback this loop does not know
             else:
-                self.keywords[kind] = words
+                special[kind] = words
+        self.special = special
 
 
 class _Step:
     """A stack of parser states: how to lex the next token there and, per token kind met
-    so far, (the reductions before shifting it, the step after it)."""
-    __slots__ = ("edges", "lexer", "stack")
+    so far, (the moves on the values before shifting it, the step after it)."""
+    __slots__ = ("edges", "regex", "special", "stack")
 
     def __init__(self, stack: tuple, lexer: _Lexer):
-        self.stack, self.lexer, self.edges = stack, lexer, {}
+        self.stack, self.regex, self.special, self.edges = stack, lexer.regex, lexer.special, {}
 
 
-class Inline(list):
-    """The children of an inlined rule (`_name`), spliced into its parent's children."""
-    __slots__ = ()
+_MERGE = "merge"         # an inlined rule (`_name`, `__x_star_0`): its children join its parent's
+_REFUSE = "refuse"       # a rule lark would make a Tree of: left to lark's own path
 
 
 def _plan(rule, builder):
     """How to reduce one rule, as lark's tree builder would with keep_all_tokens:
-    (size, origin, splice, callback, single)."""
+    (size, origin, effect). The effect is the callback; None for a rule that only renames
+    its one child (`?expr: product`); _MERGE for an inlined rule, whose children lark
+    splices into its parent's."""
     name = rule.alias or rule.options.template_source or rule.origin.name
     fn = getattr(builder, name, None)
-    splice = tuple(i for i, sym in enumerate(rule.expansion)
-                   if not sym.is_term and sym.name.startswith("_"))
+    size = len(rule.expansion)
+    splices = any(not sym.is_term and sym.name.startswith("_") for sym in rule.expansion)
     single = bool(rule.options.expand1 and not rule.alias)
-    return (len(rule.expansion), rule.origin.name, splice, fn, single)
+    if single and size == 1 and not splices:
+        effect = None
+    elif fn is None:
+        effect = _MERGE if rule.origin.name.startswith("_") else _REFUSE
+    elif single:
+        effect = functools.partial(_one_or_all, fn)
+    else:
+        effect = fn
+    return (size, rule.origin.name, effect)
+
+
+def _one_or_all(fn, children):
+    """A `?rule`'s reduction: its one child as it is, else the callback."""
+    return children[0] if len(children) == 1 else fn(children)
+
+
+def _program(effects: list) -> tuple:
+    """The reductions one token makes, as moves on the parse's values.
+
+    The values are kept flat: an inlined rule's children are never gathered into a
+    list of their own, since lark would splice that list into the parent's children
+    anyway; `marks` holds where each entry of the parser's stack starts among the
+    values. So an inlined rule only joins its entries into one, and joins fold into
+    the next reduction: (count, None) joins the last `count` entries (0: adds an
+    empty one); (count, fn) replaces them with fn(their values).
+    """
+    program, joined = [], None          # joined: entries to join, not yet done
+    for size, effect in effects:
+        if effect is _MERGE:
+            if joined is None:
+                joined = size
+            elif size:
+                joined += size - 1
+            else:
+                program.append((joined, None))
+                joined = 0
+        else:
+            if joined is not None:
+                if size:
+                    size += joined - 1
+                else:
+                    program.append((joined, None))
+                joined = None
+            program.append((size, effect))
+    if joined is not None:
+        program.append((joined, None))
+    return tuple(move for move in program if move != (1, None))   # one entry is joined already
 
 
 class FastPath:
@@ -151,9 +208,9 @@ class FastPath:
 
     def _edge(self, step: _Step, kind: str, start: str):
         """lark's LALR step for a token of `kind` at `step` (as in its feed_token), as an
-        edge: (reductions, next step or _ACCEPT), or None where the table refuses it."""
+        edge: (moves, next step or _ACCEPT), or None where the table refuses it."""
         _, end_state, table = self._table(start)
-        stack, reductions, eof = list(step.stack), [], kind == "$END"
+        stack, effects, eof = list(step.stack), [], kind == "$END"
         while True:
             action = table[stack[-1]].get(kind)
             if action is None or (action[0] and eof):
@@ -161,29 +218,32 @@ class FastPath:
             if action[0]:
                 stack.append(action[1])
                 break
-            size, origin, splice, fn, single = action[1]
+            size, origin, effect = action[1]
+            if effect is _REFUSE:
+                return None
             if size:
                 del stack[-size:]
             stack.append(table[stack[-1]][origin][1])
-            if not (size == 1 and single and not splice):   # not just a new name for a value
-                reductions.append((size, splice, fn, single))
+            if effect is not None:
+                effects.append((size, effect))
             if eof and stack[-1] == end_state:
                 break
-        edge = (tuple(reductions), _ACCEPT if eof else self._step(tuple(stack)))
+        edge = (_program(effects), _ACCEPT if eof else self._step(tuple(stack)))
         step.edges[kind] = edge
         return edge
 
     def parse(self, source: str, starts: list[int], start: str, a: int, b: int, line_offset: int):
         """Nodes of source[a:b] (whole lines; line numbers shifted by line_offset), or MISSING."""
         step = self._root(start)
-        values: list = []
+        values: list = []         # tokens and nodes, flat (see _program)
+        marks: list = []          # where each entry of the parser's stack starts in values
         pos, eof = a, False
         line = bisect_right(starts, a)                  # the line pos is on, and its start
         lstart = starts[line - 1]
+        row = line + line_offset                        # its number as shown
         while True:
             if pos < b:
-                lexer = step.lexer
-                regex = lexer.regex
+                regex = step.regex
                 if regex is None:
                     self.failed_at = None
                     return MISSING
@@ -192,60 +252,55 @@ class FastPath:
                     self.failed_at = pos
                     return MISSING
                 kind = m.lastgroup
+                text = m.group(kind)
                 end = m.end()
-                if kind in lexer.ignore:
-                    if kind in lexer.newline:             # a continuation: on to the `->` line
-                        line = bisect_right(starts, end)
-                        lstart = starts[line - 1]
+                pos = end - len(text)          # the token ends the match, after blanks
+                special = step.special.get(kind)
+                if special is None:
+                    col = pos - lstart + 1
+                    token = (kind, text, row, col, row, col + len(text))
+                elif special is _SKIP:
                     pos = end
                     continue
-                pos = m.start(kind)
-                text = m.group(kind)
-                col = pos - lstart + 1
-                if kind in lexer.newline:                 # only these can span lines
-                    end_line = bisect_right(starts, end)
-                    end_col = end - starts[end_line - 1] + 1
-                    token = (kind, text, line + line_offset, col, end_line + line_offset, end_col)
-                    line, lstart = end_line, starts[end_line - 1]
-                else:
-                    if kind in lexer.keywords:
-                        kind = lexer.keywords[kind].get(text, kind)
-                    token = (kind, text, line + line_offset, col, line + line_offset,
-                             col + end - pos)
+                elif special is _SKIP_LINES:          # a continuation: on to the `->` line
+                    line = bisect_right(starts, end)
+                    lstart, row = starts[line - 1], line + line_offset
+                    pos = end
+                    continue
+                elif special is _LINES:
+                    line = bisect_right(starts, end)
+                    token = (kind, text, row, pos - lstart + 1, line + line_offset,
+                             end - starts[line - 1] + 1)
+                    lstart, row = starts[line - 1], line + line_offset
+                else:                                 # a NAME, or a keyword
+                    kind = special.get(text, kind)
+                    col = pos - lstart + 1
+                    token = (kind, text, row, col, row, col + len(text))
             else:
                 kind, eof = "$END", True
             edge = step.edges.get(kind) or self._edge(step, kind, start)
             if edge is None:
                 self.failed_at = b if eof else pos
                 return MISSING
-            reductions, step = edge
-            for size, splice, fn, single in reductions:
-                if size:
-                    args = values[-size:]
-                    del values[-size:]
-                    if splice:
-                        # a left-recursive list grows in place, as in lark's ChildFilterLALR:
-                        # LALR uses every value once, so nothing else holds it
-                        if splice[0] == 0 and type(args[0]) is Inline:
-                            flat, i = args[0], 1
-                        else:
-                            flat, i = Inline(), 0
-                        while i < size:
-                            if i in splice:
-                                flat.extend(args[i])
-                            else:
-                                flat.append(args[i])
-                            i += 1
-                        args = flat
-                else:
-                    args = []
-                if single and len(args) == 1:
-                    values.append(args[0])
-                elif fn is None:
-                    values.append(args if type(args) is Inline else Inline(args))
-                else:
+            moves, step = edge
+            for count, fn in moves:
+                if fn is None:
+                    if count:
+                        del marks[1 - count:]
+                    else:
+                        marks.append(len(values))
+                elif count:
+                    at = marks[-count]
+                    if count > 1:
+                        del marks[1 - count:]
+                    args = values[at:]
+                    del values[at:]
                     values.append(fn(args))
+                else:
+                    marks.append(len(values))
+                    values.append(fn([]))
             if eof:
                 return values[-1]
+            marks.append(len(values))
             values.append(token)
             pos = end
