@@ -62,8 +62,39 @@ def from_lark(token) -> tuple:
     return (token.type, token.value, token.line, token.column, token.end_line, token.end_column)
 
 
+# The parse makes thousands of nodes and spans. A frozen dataclass's __init__ sets each
+# field through object.__setattr__; writing the instance's __dict__ directly makes the
+# same object (same fields, equality and hash) in about half the time.
+_new = object.__new__
+
+
+def span_of(line: int, column: int, end_line: int, end_column: int) -> Span:
+    """Span(line, column, end_line, end_column), made faster."""
+    s = _new(Span)
+    fields = s.__dict__
+    fields["line"] = line
+    fields["column"] = column
+    fields["end_line"] = end_line
+    fields["end_column"] = end_column
+    return s
+
+
+def _maker(cls):
+    """cls(**fields), made faster; every field must be given."""
+    def make(**fields):
+        obj = _new(cls)
+        obj.__dict__.update(fields)
+        return obj
+    make.__qualname__ = make.__name__ = f"make_{cls.__name__}"
+    return make
+
+
+make_name, make_num, make_op, make_pipeline, make_binding, make_binop, make_shape = map(
+    _maker, (Name, Num, Op, Pipeline, Binding, BinOp, ShapeLit))
+
+
 def tok_span(tok) -> Span:
-    return Span(tok[2], tok[3], tok[4], tok[5])
+    return span_of(tok[2], tok[3], tok[4], tok[5])
 
 
 def _span(first, last) -> Span:
@@ -74,38 +105,45 @@ def _span(first, last) -> Span:
         s = first.span
         line, col = s.line, s.column
     if type(last) is tuple:
-        return Span(line, col, last[4], last[5])
+        return span_of(line, col, last[4], last[5])
     e = last.span
-    return Span(line, col, e.end_line, e.end_column)
+    return span_of(line, col, e.end_line, e.end_column)
 
 
 def int_value(tok) -> int:
     text = tok[1]
-    if len(text.lstrip("-")) > MAX_DIGITS:
+    if len(text) > MAX_DIGITS and len(text.lstrip("-")) > MAX_DIGITS:
         raise ParseFailure(Diagnostic(
             "E004", f"number has more than {MAX_DIGITS} digits", tok_span(tok),
             "sizes in a spec are at most a few billion"))
     return int(text)
 
 
+def _signed_name(tok):                 # `-Sh`, `-inf` among an operation's arguments
+    span = tok_span(tok)
+    return Neg(span, Name(Span(span.line, span.column + 1, span.end_line, span.end_column),
+                          tok[1][1:]))
+
+
+_LEAVES = {   # token kind -> its expression node
+    "NAME": lambda t: make_name(span=tok_span(t), name=t[1]),
+    "INT": lambda t: make_num(span=tok_span(t), value=int_value(t), text=t[1]),
+    "SIGNED_INT": lambda t: make_num(span=tok_span(t), value=int_value(t), text=t[1]),
+    "DECIMAL": lambda t: make_num(span=tok_span(t), value=float(t[1]), text=t[1]),
+    "SIGNED_DECIMAL": lambda t: make_num(span=tok_span(t), value=float(t[1]), text=t[1]),
+    "STRING": lambda t: Str(tok_span(t), t[1][1:-1]),
+    "SIGNED_NAME": _signed_name,
+    "HOLE": lambda t: Hole(tok_span(t), t[1][1:]),
+}
+
+
 def node(x):
     """An expression node from a child: tokens become leaves, parentheses drop away."""
     if type(x) is tuple:
-        t, text = x[0], x[1]
-        if t == "NAME":
-            return Name(tok_span(x), text)
-        if t == "INT" or t == "SIGNED_INT":
-            return Num(tok_span(x), int_value(x), text)
-        if t == "DECIMAL" or t == "SIGNED_DECIMAL":
-            return Num(tok_span(x), float(text), text)
-        if t == "STRING":
-            return Str(tok_span(x), text[1:-1])
-        if t == "SIGNED_NAME":     # `-Sh`, `-inf` among an operation's arguments
-            span = tok_span(x)
-            return Neg(span, Name(Span(span.line, span.column + 1, span.end_line, span.end_column), text[1:]))
-        if t == "HOLE":
-            return Hole(tok_span(x), text[1:])
-        raise AssertionError(t)
+        leaf = _LEAVES.get(x[0])
+        if leaf is None:
+            raise AssertionError(x[0])
+        return leaf(x)
     if type(x) is Paren:
         return x.node
     return x
@@ -132,7 +170,7 @@ def _flat(children) -> list:
 
 def _binop(op):
     def build(self, c):
-        return BinOp(_span(c[0], c[2]), op, node(c[0]), node(c[2]))
+        return make_binop(span=_span(c[0], c[2]), op=op, left=node(c[0]), right=node(c[2]))
     build.__name__ = op
     return build
 
@@ -144,10 +182,11 @@ class NodeBuilder:
         self.source = ""
         self._starts: list[int] | None = None
 
-    def reset(self, source: str) -> None:
-        """Set the text that positions refer to (for the `text` of ops and assumptions)."""
-        if source is not self.source:
-            self.source, self._starts = source, None
+    def reset(self, source: str, starts: list[int] | None = None) -> None:
+        """Set the text that positions refer to (for the `text` of ops and assumptions),
+        and where its lines start if the caller knows."""
+        if source is not self.source or starts is not None:
+            self.source, self._starts = source, starts
 
     def _text(self, span: Span) -> str:
         if self._starts is None:
@@ -213,7 +252,8 @@ class NodeBuilder:
         return self._decl(c, "input", 0)
 
     def binding(self, c):
-        return Binding(_span(c[0], c[-1]), tuple(n[1] for n in c[0:-2:2]), c[-1])
+        names = (c[0][1],) if len(c) == 3 else tuple(n[1] for n in c[0:-2:2])
+        return make_binding(span=_span(c[0], c[-1]), names=names, value=c[-1])
 
     def expect_stmt(self, c):
         dtype = c[4] if len(c) > 4 else None
@@ -244,14 +284,20 @@ class NodeBuilder:
 
     # ---- pipelines and operations
     def pipeline(self, c):
-        return Pipeline(_span(c[0], c[-1]), node(c[0]), tuple(c[2::2]))
+        return make_pipeline(span=_span(c[0], c[-1]), head=node(c[0]), ops=tuple(c[2::2]))
 
     def op(self, c):
         name = c[0]
+        name_span = tok_span(name)
+        if len(c) == 1:                                  # `-> softmax`
+            return make_op(span=name_span, name=name[1], name_span=name_span, args=(),
+                           kwargs=(), text=name[1], tuple_kwargs=False)
         pos, kw, in_tuple = [], [], False
         for a in c[1:]:
             t = type(a)
-            if t is KwArg:
+            if t is tuple:
+                pos.append(_LEAVES[a[0]](a))
+            elif t is KwArg:
                 kw.append(a)
             elif t is ArgTuple:
                 pos.extend(x for x in a.items if type(x) is not KwArg)
@@ -260,7 +306,8 @@ class NodeBuilder:
             else:
                 pos.append(node(a))
         span = _span(name, c[-1])
-        return Op(span, name[1], tok_span(name), tuple(pos), tuple(kw), self._text(span), in_tuple)
+        return make_op(span=span, name=name[1], name_span=name_span, args=tuple(pos),
+                       kwargs=tuple(kw), text=self._text(span), tuple_kwargs=in_tuple)
 
     def arg_tuple(self, c):
         return ArgTuple([_arg(p) for p in c[1:-1] if type(p) is not tuple], _span(c[0], c[-1]))
@@ -289,7 +336,7 @@ class NodeBuilder:
             raise ParseFailure(Diagnostic("E004", f"a shape has more than {MAX_RANK} dims",
                                           _span(c[0], c[-1]),
                                           "tensors in a spec have a handful of dims"))
-        return ShapeLit(_span(c[0], c[-1]), tuple(node(d) for d in dims))
+        return make_shape(span=_span(c[0], c[-1]), dims=tuple([node(d) for d in dims]))
 
     def compare(self, c):
         return BinOp(_span(c[0], c[2]), c[1][1], node(c[0]), node(c[2]))

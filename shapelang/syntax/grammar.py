@@ -121,7 +121,7 @@ def _run(text: Text, start: str, first: int | None, last: int | None, offset: in
 
     parser = lark_parser()
     source = text.source
-    _BUILDER.reset(source)
+    _BUILDER.reset(source, text.starts)
     # The parse allocates many small objects and no cycles: the collector's passes over a
     # growing heap cost more than the parse itself on large files, so it waits until the end.
     collecting = gc.isenabled()

@@ -56,6 +56,7 @@ def _keywords(callback) -> dict | None:
 
 
 _SKIP, _SKIP_LINES, _LINES = "skip", "skip lines", "lines"
+_UNKNOWN = re.compile("(?!)")     # a state this loop cannot lex: lark's own path lexes it
 
 
 class _Lexer:
@@ -70,7 +71,7 @@ class _Lexer:
         mres = scanner._mres
         # lark's alternation, after the blanks lark would skip as a token of their own
         self.regex = re.compile(f"[\t ]*+(?:{mres[0].pattern})", mres[0].flags) \
-            if len(mres) == 1 and _skips_blanks(basic_lexer) else None
+            if len(mres) == 1 and _skips_blanks(basic_lexer) else _UNKNOWN
         special: dict = {}
         for kind in basic_lexer.newline_types:
             special[kind] = _LINES
@@ -79,7 +80,7 @@ class _Lexer:
         for kind, callback in basic_lexer.callback.items():
             words = _keywords(callback)
             if words is None or kind in special:
-                self.regex = None                  # a callback this loop does not know
+                self.regex = _UNKNOWN                 # a callback this loop does not know
             else:
                 special[kind] = words
         self.special = special
@@ -237,70 +238,73 @@ class FastPath:
         step = self._root(start)
         values: list = []         # tokens and nodes, flat (see _program)
         marks: list = []          # where each entry of the parser's stack starts in values
-        pos, eof = a, False
-        line = bisect_right(starts, a)                  # the line pos is on, and its start
-        lstart = starts[line - 1]
-        row = line + line_offset                        # its number as shown
-        while True:
-            if pos < b:
-                regex = step.regex
-                if regex is None:
-                    self.failed_at = None
-                    return MISSING
-                m = regex.match(source, pos, b)
-                if m is None:
-                    self.failed_at = pos
-                    return MISSING
-                kind = m.lastgroup
-                text = m.group(kind)
-                end = m.end()
-                pos = end - len(text)          # the token ends the match, after blanks
-                special = step.special.get(kind)
-                if special is None:
-                    col = pos - lstart + 1
-                    token = (kind, text, row, col, row, col + len(text))
-                elif special is _SKIP:
-                    pos = end
-                    continue
-                elif special is _SKIP_LINES:          # a continuation: on to the `->` line
-                    line = bisect_right(starts, end)
-                    lstart, row = starts[line - 1], line + line_offset
-                    pos = end
-                    continue
-                elif special is _LINES:
-                    line = bisect_right(starts, end)
-                    token = (kind, text, row, pos - lstart + 1, line + line_offset,
-                             end - starts[line - 1] + 1)
-                    lstart, row = starts[line - 1], line + line_offset
-                else:                                 # a NAME, or a keyword
-                    kind = special.get(text, kind)
-                    col = pos - lstart + 1
-                    token = (kind, text, row, col, row, col + len(text))
-            else:
-                kind, eof = "$END", True
+        pos = a
+        line = bisect_right(starts, a)                  # the line pos is on,
+        row = line + line_offset                        # its number as shown,
+        before = starts[line - 1] - 1                   # and where its column 0 would be
+        special = None
+        while pos < b:
+            m = step.regex.match(source, pos, b)
+            if m is None:
+                self.failed_at = pos if step.regex is not _UNKNOWN else None
+                return MISSING
+            kind = m.lastgroup
+            text = m.group(kind)
+            end = m.end()
+            special = step.special.get(kind)
+            if special is None:
+                end_col = end - before
+                token = (kind, text, row, end_col - len(text), row, end_col)
+            elif special is _SKIP:
+                pos = end
+                continue
+            elif special is _SKIP_LINES:              # a continuation: on to the `->` line
+                line = bisect_right(starts, end)
+                row, before = line + line_offset, starts[line - 1] - 1
+                pos = end
+                continue
+            elif special is _LINES:                   # a newline: ends on a later line
+                line = bisect_right(starts, end)
+                token = (kind, text, row, end - len(text) - before, line + line_offset,
+                         end - starts[line - 1] + 1)
+                row, before = line + line_offset, starts[line - 1] - 1
+            else:                                     # a NAME, or a keyword
+                kind = special.get(text, kind)
+                end_col = end - before
+                token = (kind, text, row, end_col - len(text), row, end_col)
             edge = step.edges.get(kind) or self._edge(step, kind, start)
             if edge is None:
-                self.failed_at = b if eof else pos
+                self.failed_at = end - len(text)
                 return MISSING
             moves, step = edge
-            for count, fn in moves:
-                if fn is None:
-                    if count:
-                        del marks[1 - count:]
-                    else:
-                        marks.append(len(values))
-                elif count:
-                    at = marks[-count]
-                    if count > 1:
-                        del marks[1 - count:]
-                    args = values[at:]
-                    del values[at:]
-                    values.append(fn(args))
-                else:
-                    marks.append(len(values))
-                    values.append(fn([]))
-            if eof:
-                return values[-1]
+            if moves:
+                self._move(moves, values, marks)
             marks.append(len(values))
             values.append(token)
             pos = end
+        edge = step.edges.get("$END") or self._edge(step, "$END", start)
+        if edge is None:
+            self.failed_at = b
+            return MISSING
+        self._move(edge[0], values, marks)
+        return values[-1]
+
+    @staticmethod
+    def _move(moves: tuple, values: list, marks: list) -> None:
+        """The moves of one token's reductions on the values (see _program)."""
+        for count, fn in moves:
+            if fn is None:
+                if count:
+                    del marks[1 - count:]
+                else:
+                    marks.append(len(values))
+            elif count:
+                at = marks[-count]
+                if count > 1:
+                    del marks[1 - count:]
+                args = values[at:]
+                del values[at:]
+                values.append(fn(args))
+            else:
+                marks.append(len(values))
+                values.append(fn([]))
