@@ -89,8 +89,17 @@ def _maker(cls):
     return make
 
 
-make_name, make_num, make_op, make_pipeline, make_binding, make_binop, make_shape = map(
-    _maker, (Name, Num, Op, Pipeline, Binding, BinOp, ShapeLit))
+make_num, make_op, make_pipeline, make_binding, make_binop, make_shape = map(
+    _maker, (Num, Op, Pipeline, Binding, BinOp, ShapeLit))
+
+
+def _name_leaf(tok) -> Name:
+    """Name(tok_span(tok), text), made faster: a spec is mostly names."""
+    name = _new(Name)
+    fields = name.__dict__
+    fields["span"] = span_of(tok[2], tok[3], tok[4], tok[5])
+    fields["name"] = tok[1]
+    return name
 
 
 def tok_span(tok) -> Span:
@@ -126,8 +135,8 @@ def _signed_name(tok):                 # `-Sh`, `-inf` among an operation's argu
 
 
 _LEAVES = {   # token kind -> its expression node
-    "NAME": lambda t: make_name(span=tok_span(t), name=t[1]),
-    "INT": lambda t: make_num(span=tok_span(t), value=int_value(t), text=t[1]),
+    "NAME": _name_leaf,
+    "INT": lambda t: make_num(span=span_of(t[2], t[3], t[4], t[5]), value=int_value(t), text=t[1]),
     "SIGNED_INT": lambda t: make_num(span=tok_span(t), value=int_value(t), text=t[1]),
     "DECIMAL": lambda t: make_num(span=tok_span(t), value=float(t[1]), text=t[1]),
     "SIGNED_DECIMAL": lambda t: make_num(span=tok_span(t), value=float(t[1]), text=t[1]),
@@ -284,7 +293,12 @@ class NodeBuilder:
 
     # ---- pipelines and operations
     def pipeline(self, c):
-        return make_pipeline(span=_span(c[0], c[-1]), head=node(c[0]), ops=tuple(c[2::2]))
+        first = c[0]
+        head = node(first)
+        if len(c) == 1:                 # a pipeline without operations spans its head
+            return make_pipeline(span=head.span if type(first) is tuple else first.span,
+                                 head=head, ops=())
+        return make_pipeline(span=_span(first, c[-1]), head=head, ops=tuple(c[2::2]))
 
     def op(self, c):
         name = c[0]

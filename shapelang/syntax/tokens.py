@@ -89,10 +89,11 @@ class _Lexer:
 class _Step:
     """A stack of parser states: how to lex the next token there and, per token kind met
     so far, (the moves on the values before shifting it, the step after it)."""
-    __slots__ = ("edges", "regex", "special", "stack")
+    __slots__ = ("edges", "match", "special", "stack")
 
     def __init__(self, stack: tuple, lexer: _Lexer):
-        self.stack, self.regex, self.special, self.edges = stack, lexer.regex, lexer.special, {}
+        self.stack, self.special, self.edges = stack, lexer.special, {}
+        self.match = lexer.regex.match
 
 
 _MERGE = "merge"         # an inlined rule (`_name`, `__x_star_0`): its children join its parent's
@@ -238,15 +239,16 @@ class FastPath:
         step = self._root(start)
         values: list = []         # tokens and nodes, flat (see _program)
         marks: list = []          # where each entry of the parser's stack starts in values
+        push, mark = values.append, marks.append
         pos = a
         line = bisect_right(starts, a)                  # the line pos is on,
         row = line + line_offset                        # its number as shown,
         before = starts[line - 1] - 1                   # and where its column 0 would be
         special = None
         while pos < b:
-            m = step.regex.match(source, pos, b)
+            m = step.match(source, pos, b)
             if m is None:
-                self.failed_at = pos if step.regex is not _UNKNOWN else None
+                self.failed_at = pos if step.match != _UNKNOWN.match else None
                 return MISSING
             kind = m.lastgroup
             text = m.group(kind)
@@ -277,10 +279,24 @@ class FastPath:
                 self.failed_at = end - len(text)
                 return MISSING
             moves, step = edge
-            if moves:
-                self._move(moves, values, marks)
-            marks.append(len(values))
-            values.append(token)
+            for count, fn in moves:                   # as in _move, inline: it is hot
+                if fn is None:
+                    if count:
+                        del marks[1 - count:]
+                    else:
+                        mark(len(values))
+                elif count:
+                    at = marks[-count]
+                    if count > 1:
+                        del marks[1 - count:]
+                    args = values[at:]
+                    del values[at:]
+                    push(fn(args))
+                else:
+                    mark(len(values))
+                    push(fn([]))
+            mark(len(values))
+            push(token)
             pos = end
         edge = step.edges.get("$END") or self._edge(step, "$END", start)
         if edge is None:
