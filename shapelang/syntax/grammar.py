@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import functools
 import gc
+import hashlib
+import os
+import sys
 import threading
 from bisect import bisect_right
 from importlib import resources
@@ -60,11 +63,35 @@ class _LarkTokens:
 @functools.cache
 def lark_parser():
     import lark
-    # cache=True keeps the compiled LALR tables in the temp directory: start-up is
-    # then about 0.1 s faster; lark rebuilds them when the file is missing or stale.
     # keep_all_tokens: the callbacks see brackets and keywords, so spans include them.
-    return lark.Lark(grammar_text(), parser="lalr", transformer=_LarkTokens(_BUILDER), keep_all_tokens=True,
-                     maybe_placeholders=False, start=["start", "block_body"], cache=True)
+    grammar = grammar_text()
+    return lark.Lark(grammar, parser="lalr", transformer=_LarkTokens(_BUILDER), keep_all_tokens=True,
+                     maybe_placeholders=False, start=["start", "block_body"],
+                     cache=cache_file(grammar, lark.__version__))
+
+
+def cache_file(grammar: str, lark_version: str) -> str | bool:
+    """Where lark keeps the compiled parse tables between processes (start-up is then about
+    0.1 s faster; lark rebuilds them when the file is missing or stale).
+
+    lark reads the file back with pickle, so it lives where only this user can write:
+    $XDG_CACHE_HOME/shapelang (default ~/.cache/shapelang), never in the installed package
+    or the shared temp folder. False (build in every process) where that folder cannot be
+    made or is not private; lark's own default (the temp folder, per user there) where the
+    system has no POSIX owners."""
+    if os.name != "posix":
+        return True
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "shapelang")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        info = os.stat(folder)
+    except OSError:
+        return False
+    if info.st_uid != os.getuid() or info.st_mode & 0o022:
+        return False
+    key = hashlib.sha256(f"{grammar}|{lark_version}|{sys.version}".encode()).hexdigest()[:20]
+    return os.path.join(folder, f"grammar-{key}.lark-cache")
 
 
 class Text:
