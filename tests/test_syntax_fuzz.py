@@ -148,6 +148,18 @@ def assert_same(fast, source: str) -> None:
         assert got == want, repr(source[:300])
 
 
+def test_the_fast_path_lexes_every_parser_state_with_larks_own_regex_and_keywords():
+    """The fast path builds each state's alternation itself (so a fresh process compiles it
+    once); it is exactly the one lark's scanner compiles, with the same keyword rules."""
+    from shapelang.syntax import grammar, tokens
+
+    for state, lexer in grammar.lark_parser().parser.lexer.lexers.items():
+        pattern, callbacks = tokens._alternation(lexer)
+        assert pattern == lexer.scanner._mres[0].pattern, state
+        assert {k: tokens._keywords(c) for k, c in callbacks.items()} == \
+            {k: tokens._keywords(c) for k, c in lexer.callback.items()}, state
+
+
 def test_every_shipped_spec_parses_to_the_same_nodes_through_the_fast_path():
     """Every spec in specs/, exercises/ and tests/cases, as written: the fast path gives
     nodes, and exactly lark's (fields, spans and texts)."""

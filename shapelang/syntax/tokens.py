@@ -55,6 +55,29 @@ def _keywords(callback) -> dict | None:
     return words
 
 
+def _alternation(basic_lexer) -> tuple[str | None, dict]:
+    """The regex lark's scanner matches in a parser state, as text, and its callbacks.
+
+    lark builds these (BasicLexer._build_scanner) by turning keywords into callbacks on
+    the terminal that also matches them (`_create_unless`) and joining the rest into one
+    alternation, which it compiles. This loop compiles its own version of that regex
+    (with blanks skipped first), so it builds the parts the same way and leaves lark's
+    compile to the first time lark's own path lexes in that state: a fresh process then
+    compiles each state's regex once, not twice. With another lark, it asks lark's scanner.
+    """
+    try:
+        from lark.lexer import _create_unless
+
+        terminals, callbacks = _create_unless(basic_lexer.terminals, basic_lexer.g_regex_flags,
+                                              basic_lexer.re, basic_lexer.use_bytes)
+    except (ImportError, TypeError, AttributeError):
+        mres = basic_lexer.scanner._mres
+        return (mres[0].pattern if len(mres) == 1 else None), basic_lexer.callback
+    if basic_lexer.user_callbacks or basic_lexer.use_bytes:
+        return None, callbacks
+    return "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals), callbacks
+
+
 _SKIP, _SKIP_LINES, _LINES = "skip", "skip lines", "lines"
 _UNKNOWN = re.compile("(?!)")     # a state this loop cannot lex: lark's own path lexes it
 
@@ -67,17 +90,16 @@ class _Lexer:
     __slots__ = ("regex", "special")
 
     def __init__(self, basic_lexer):
-        scanner = basic_lexer.scanner              # builds lark's regex and keyword callbacks
-        mres = scanner._mres
+        pattern, callbacks = _alternation(basic_lexer)
         # lark's alternation, after the blanks lark would skip as a token of their own
-        self.regex = re.compile(f"[\t ]*+(?:{mres[0].pattern})", mres[0].flags) \
-            if len(mres) == 1 and _skips_blanks(basic_lexer) else _UNKNOWN
+        self.regex = re.compile(f"[\t ]*+(?:{pattern})", basic_lexer.g_regex_flags) \
+            if pattern is not None and _skips_blanks(basic_lexer) else _UNKNOWN
         special: dict = {}
         for kind in basic_lexer.newline_types:
             special[kind] = _LINES
         for kind in basic_lexer.ignore_types:
             special[kind] = _SKIP_LINES if kind in basic_lexer.newline_types else _SKIP
-        for kind, callback in basic_lexer.callback.items():
+        for kind, callback in callbacks.items():
             words = _keywords(callback)
             if words is None or kind in special:
                 self.regex = _UNKNOWN                 # a callback this loop does not know
