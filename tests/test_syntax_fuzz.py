@@ -297,10 +297,13 @@ def test_remembered_parser_moves_are_bounded_and_forgetting_them_changes_nothing
     from shapelang.syntax import grammar, tokens
 
     monkeypatch.setattr(tokens, "MAX_STEPS", 40)
+    monkeypatch.setattr(tokens, "MAX_STACKED", 300)
     fast = tokens.FastPath(grammar.lark_parser(), grammar._BUILDER)
-    for path in SOURCES[:12]:
-        assert_same(fast, path.read_text(encoding="utf-8"))
+    deep = "y: x -> linear " + "(" * 60 + "D" + ")" * 60 + "\n"
+    for source in [deep] + [path.read_text(encoding="utf-8") for path in SOURCES[:12]]:
+        assert_same(fast, source)
         assert len(fast.steps) <= 40
+        assert sum(len(stack) for stack in fast.steps) <= 300 + 2 * MAX_DEPTH
 
 
 def test_nodes_made_by_the_fast_path_are_those_their_classes_make():

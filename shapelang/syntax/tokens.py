@@ -28,9 +28,12 @@ from bisect import bisect_right
 
 MISSING = object()
 
-# Remembered stacks, for all texts together. A parse adds at most one per token, so the
-# bound only matters to a long-lived process that parses many different texts.
-MAX_STEPS = 50_000
+# Remembered stacks, for all texts together: at most MAX_STEPS of them, holding at most
+# MAX_STACKED states in all (deep brackets make long stacks), a few MB. A parse adds at most
+# one per token, so the bound only matters to a long-lived process that parses many
+# different texts (the editor server); past it, the parser forgets them and starts afresh.
+MAX_STEPS = 20_000
+MAX_STACKED = 400_000
 _ACCEPT = object()           # the edge of `$END` where lark's parser accepts
 
 
@@ -192,6 +195,7 @@ class FastPath:
         self.tables: dict = {}     # start -> (end state, table)
         self.roots: dict = {}      # start -> its first step
         self.steps: dict = {}      # stack of states -> its step
+        self.stacked = 0           # states in the stacks of self.steps
         self._lexer_of: dict = {}  # id of lark's BasicLexer (states share them) -> _Lexer
         self.failed_at: int | None = None     # where the last parse that returned MISSING stopped
 
@@ -215,8 +219,9 @@ class FastPath:
     def _step(self, stack: tuple) -> _Step:
         step = self.steps.get(stack)
         if step is None:
-            if len(self.steps) >= MAX_STEPS:        # start afresh; steps in use stay valid
-                self.steps, self.roots = {}, {}
+            if len(self.steps) >= MAX_STEPS or self.stacked >= MAX_STACKED:
+                self.steps, self.roots, self.stacked = {}, {}, 0    # steps in use stay valid
+            self.stacked += len(stack)
             basic = self.lexers[stack[-1]]
             lexer = self._lexer_of.get(id(basic))
             if lexer is None:
