@@ -102,6 +102,16 @@ def _name_leaf(tok) -> Name:
     return name
 
 
+def _int_leaf(tok) -> Num:
+    """Num(tok_span(tok), int_value(tok), text), made faster: sizes and axes are numbers."""
+    num = _new(Num)
+    fields = num.__dict__
+    fields["span"] = span_of(tok[2], tok[3], tok[4], tok[5])
+    fields["value"] = int_value(tok)
+    fields["text"] = tok[1]
+    return num
+
+
 def tok_span(tok) -> Span:
     return span_of(tok[2], tok[3], tok[4], tok[5])
 
@@ -136,8 +146,8 @@ def _signed_name(tok):                 # `-Sh`, `-inf` among an operation's argu
 
 _LEAVES = {   # token kind -> its expression node
     "NAME": _name_leaf,
-    "INT": lambda t: make_num(span=span_of(t[2], t[3], t[4], t[5]), value=int_value(t), text=t[1]),
-    "SIGNED_INT": lambda t: make_num(span=tok_span(t), value=int_value(t), text=t[1]),
+    "INT": _int_leaf,
+    "SIGNED_INT": _int_leaf,
     "DECIMAL": lambda t: make_num(span=tok_span(t), value=float(t[1]), text=t[1]),
     "SIGNED_DECIMAL": lambda t: make_num(span=tok_span(t), value=float(t[1]), text=t[1]),
     "STRING": lambda t: Str(tok_span(t), t[1][1:-1]),
@@ -198,16 +208,16 @@ class NodeBuilder:
             self.source, self._starts = source, starts
 
     def _text(self, span: Span) -> str:
-        if self._starts is None:
-            starts, find, i = [0], self.source.find, self.source.find("\n")
-            while i >= 0:
-                starts.append(i + 1)
-                i = find("\n", i + 1)
-            self._starts = starts
         st = self._starts
-        a = st[span.line - 1] + span.column - 1
-        b = st[span.end_line - 1] + span.end_column - 1
-        return " ".join(self.source[a:b].split())
+        if st is None:
+            st, find, i = [0], self.source.find, self.source.find("\n")
+            while i >= 0:
+                st.append(i + 1)
+                i = find("\n", i + 1)
+            self._starts = st
+        text = self.source[st[span.line - 1] + span.column - 1:
+                           st[span.end_line - 1] + span.end_column - 1]
+        return " ".join(text.split())
 
     # ---- the file
     def start(self, c):

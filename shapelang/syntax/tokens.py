@@ -271,42 +271,44 @@ class FastPath:
         line = bisect_right(starts, a)                  # the line pos is on,
         row = line + line_offset                        # its number as shown,
         before = starts[line - 1] - 1                   # and where its column 0 would be
-        special = None
-        while pos < b:
-            m = step.match(source, pos, b)
-            if m is None:
-                self.failed_at = pos if step.match != _UNKNOWN.match else None
-                return MISSING
-            kind = m.lastgroup
-            text = m.group(kind)
-            end = m.end()
-            special = step.special.get(kind)
-            if special is None:
-                end_col = end - before
-                token = (kind, text, row, end_col - len(text), row, end_col)
-            elif special is _SKIP:
-                pos = end
-                continue
-            elif special is _SKIP_LINES:              # a continuation: on to the `->` line
-                line = bisect_right(starts, end)
-                row, before = line + line_offset, starts[line - 1] - 1
-                pos = end
-                continue
-            elif special is _LINES:                   # a newline: ends on a later line
-                line = bisect_right(starts, end)
-                token = (kind, text, row, end - len(text) - before, line + line_offset,
-                         end - starts[line - 1] + 1)
-                row, before = line + line_offset, starts[line - 1] - 1
-            else:                                     # a NAME, or a keyword
-                kind = special.get(text, kind)
-                end_col = end - before
-                token = (kind, text, row, end_col - len(text), row, end_col)
+        while True:
+            if pos >= b:
+                kind, token = "$END", None
+            else:
+                m = step.match(source, pos, b)
+                if m is None:
+                    self.failed_at = pos if step.match != _UNKNOWN.match else None
+                    return MISSING
+                kind = m.lastgroup
+                text = m.group(kind)
+                end = m.end()
+                special = step.special.get(kind)
+                if special is None:
+                    end_col = end - before
+                    token = (kind, text, row, end_col - len(text), row, end_col)
+                elif special is _SKIP:
+                    pos = end
+                    continue
+                elif special is _SKIP_LINES:          # a continuation: on to the `->` line
+                    line = bisect_right(starts, end)
+                    row, before = line + line_offset, starts[line - 1] - 1
+                    pos = end
+                    continue
+                elif special is _LINES:               # a newline: ends on a later line
+                    line = bisect_right(starts, end)
+                    token = (kind, text, row, end - len(text) - before, line + line_offset,
+                             end - starts[line - 1] + 1)
+                    row, before = line + line_offset, starts[line - 1] - 1
+                else:                                 # a NAME, or a keyword
+                    kind = special.get(text, kind)
+                    end_col = end - before
+                    token = (kind, text, row, end_col - len(text), row, end_col)
             edge = step.edges.get(kind) or self._edge(step, kind, start)
             if edge is None:
-                self.failed_at = end - len(text)
+                self.failed_at = b if token is None else end - len(text)
                 return MISSING
             moves, step = edge
-            for count, fn in moves:                   # as in _move, inline: it is hot
+            for count, fn in moves:                   # the moves of _program
                 if fn is None:
                     if count:
                         del marks[1 - count:]
@@ -322,32 +324,8 @@ class FastPath:
                 else:
                     mark(len(values))
                     push(fn([]))
+            if step is _ACCEPT:
+                return values[-1]
             mark(len(values))
             push(token)
             pos = end
-        edge = step.edges.get("$END") or self._edge(step, "$END", start)
-        if edge is None:
-            self.failed_at = b
-            return MISSING
-        self._move(edge[0], values, marks)
-        return values[-1]
-
-    @staticmethod
-    def _move(moves: tuple, values: list, marks: list) -> None:
-        """The moves of one token's reductions on the values (see _program)."""
-        for count, fn in moves:
-            if fn is None:
-                if count:
-                    del marks[1 - count:]
-                else:
-                    marks.append(len(values))
-            elif count:
-                at = marks[-count]
-                if count > 1:
-                    del marks[1 - count:]
-                args = values[at:]
-                del values[at:]
-                values.append(fn(args))
-            else:
-                marks.append(len(values))
-                values.append(fn([]))
