@@ -360,7 +360,9 @@ class NodeBuilder:
             raise ParseFailure(Diagnostic("E004", f"a shape has more than {MAX_RANK} dims",
                                           _span(c[0], c[-1]),
                                           "tensors in a spec have a handful of dims"))
-        return make_shape(span=_span(c[0], c[-1]), dims=tuple([node(d) for d in dims]))
+        first, last = c[0], c[-1]                       # `[` and `]`
+        return make_shape(span=span_of(first[2], first[3], last[4], last[5]),
+                          dims=tuple([node(d) for d in dims]))
 
     def compare(self, c):
         return BinOp(_span(c[0], c[2]), c[1][1], node(c[0]), node(c[2]))

@@ -280,7 +280,7 @@ class FastPath:
                     self.failed_at = pos if step.match != _UNKNOWN.match else None
                     return MISSING
                 kind = m.lastgroup
-                text = m.group(kind)
+                text = m[kind]
                 end = m.end()
                 special = step.special.get(kind)
                 if special is None:
