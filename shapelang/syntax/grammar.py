@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import hashlib
 import os
 import sys
 import threading
@@ -79,6 +78,8 @@ def cache_file(grammar: str, lark_version: str) -> str | bool:
     or the shared temp folder. False (build in every process) where that folder cannot be
     made or is not private; lark's own default (the temp folder, per user there) where the
     system has no POSIX owners."""
+    import hashlib
+
     if os.name != "posix":
         return True
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
