@@ -4,12 +4,12 @@ lark's LALR parser calls `NodeBuilder.<rule>(children)` as it reduces each rule
 (an "inline transformer"). The grammar is compiled with keep_all_tokens, so the
 children include punctuation and keywords; each node's span runs from its first
 child to its last, exactly as lark's propagate_positions would compute it.
+A parenthesised expression stands for its inner node but keeps the parentheses
+in the span its parent sees (`Paren`).
 
 A token among the children is a tuple (kind, text, line, column, end line, end
 column): the fast path (tokens.py) makes these directly, and `from_lark` turns
 lark's own Token into one for lark's ordinary path.
-A parenthesised expression stands for its inner node but keeps the parentheses
-in the span its parent sees (`Paren`).
 """
 from __future__ import annotations
 

@@ -192,7 +192,7 @@ class FastPath:
         self.lexers = lark_parser.parser.lexer.lexers        # parser state -> lark BasicLexer
         self.builder = builder
         self.Shift = Shift
-        self.tables: dict = {}     # start -> (end state, table)
+        self.tables: dict = {}     # start -> (start state, end state, table)
         self.roots: dict = {}      # start -> its first step
         self.steps: dict = {}      # stack of states -> its step
         self.stacked = 0           # states in the stacks of self.steps
