@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import functools
 import gc
+import os
+import sys
 import threading
 from bisect import bisect_right
 from importlib import resources
 from pathlib import Path
 
-from .build import NodeBuilder
+from .build import NodeBuilder, from_lark
 from .limits import ParseFailure, fail
 from .tokens import MISSING, FastPath
 
@@ -43,14 +45,54 @@ def grammar_text() -> str:
 _BUILDER = NodeBuilder()
 
 
+class _LarkTokens:
+    """The NodeBuilder's callbacks for lark's own parser: its Tokens become token tuples."""
+
+    def __init__(self, builder: NodeBuilder):
+        self._builder = builder
+
+    def __getattr__(self, name: str):
+        build = getattr(self._builder, name)         # lark makes a Tree where this fails
+
+        def callback(children):
+            return build([from_lark(c) if isinstance(c, str) else c for c in children])
+        return callback
+
+
 @functools.cache
 def lark_parser():
     import lark
-    # cache=True keeps the compiled LALR tables in the temp directory: start-up is
-    # then about 0.1 s faster; lark rebuilds them when the file is missing or stale.
     # keep_all_tokens: the callbacks see brackets and keywords, so spans include them.
-    return lark.Lark(grammar_text(), parser="lalr", transformer=_BUILDER, keep_all_tokens=True,
-                     maybe_placeholders=False, start=["start", "block_body"], cache=True)
+    grammar = grammar_text()
+    return lark.Lark(grammar, parser="lalr", transformer=_LarkTokens(_BUILDER), keep_all_tokens=True,
+                     maybe_placeholders=False, start=["start", "block_body"],
+                     cache=cache_file(grammar, lark.__version__))
+
+
+def cache_file(grammar: str, lark_version: str) -> str | bool:
+    """Where lark keeps the compiled parse tables between processes (start-up is then about
+    0.1 s faster; lark rebuilds them when the file is missing or stale).
+
+    lark reads the file back with pickle, so it lives where only this user can write:
+    $XDG_CACHE_HOME/shapelang (default ~/.cache/shapelang), never in the installed package
+    or the shared temp folder. False (build in every process) where that folder cannot be
+    made or is not private; lark's own default (the temp folder, per user there) where the
+    system has no POSIX owners."""
+    import hashlib
+
+    if os.name != "posix":
+        return True
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "shapelang")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        info = os.stat(folder)
+    except OSError:
+        return False
+    if info.st_uid != os.getuid() or info.st_mode & 0o022:
+        return False
+    key = hashlib.sha256(f"{grammar}|{lark_version}|{sys.version}".encode()).hexdigest()[:20]
+    return os.path.join(folder, f"grammar-{key}.lark-cache")
 
 
 class Text:
@@ -107,7 +149,7 @@ def _run(text: Text, start: str, first: int | None, last: int | None, offset: in
 
     parser = lark_parser()
     source = text.source
-    _BUILDER.reset(source)
+    _BUILDER.reset(source, text.starts)
     # The parse allocates many small objects and no cycles: the collector's passes over a
     # growing heap cost more than the parse itself on large files, so it waits until the end.
     collecting = gc.isenabled()

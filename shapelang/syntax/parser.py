@@ -8,6 +8,7 @@ diagnostics; `parse_recovering` reports every broken statement (recovery.py).
 from __future__ import annotations
 
 import re
+from itertools import accumulate
 
 from .grammar import KEYWORDS, Text, grammar_text, lark_parser, run
 from .limits import (
@@ -56,11 +57,28 @@ def _check_bounds(text: str) -> None:
     if len(text) > MAX_BYTES or len(text.encode("utf-8", "replace")) > MAX_BYTES:
         raise fail("E004", f"file is larger than {MAX_BYTES // 1024} KB", 1, 1,
                    "a spec is a few hundred lines; split it or remove generated text")
-    for k, m in enumerate(_CONTENT_LINE.finditer(text)):
-        if k == MAX_LINES:
-            line = text.count("\n", 0, m.start()) + 1
-            raise fail("E004", f"file has more than {MAX_LINES} lines", line, 1,
-                       "a spec is a few hundred lines; split it or remove generated text")
+    if text.count("\n") >= MAX_LINES:          # else it cannot have more lines with text
+        for k, m in enumerate(_CONTENT_LINE.finditer(text)):
+            if k == MAX_LINES:
+                line = text.count("\n", 0, m.start()) + 1
+                raise fail("E004", f"file has more than {MAX_LINES} lines", line, 1,
+                           "a spec is a few hundred lines; split it or remove generated text")
+    if not _nested_within(text):
+        _check_depth(text)
+
+
+_NOT_BRACKET = re.compile(r"[^()\[\]]+")
+_BRACKET_STEP = {"(": 1, "[": 1, ")": -1, "]": -1}
+
+
+def _nested_within(text: str) -> bool:
+    """Whether the brackets are nested at most MAX_DEPTH deep and never close more than
+    they opened (then _check_depth finds nothing): the common case, counted in C."""
+    depths = list(accumulate(map(_BRACKET_STEP.__getitem__, _NOT_BRACKET.sub("", text))))
+    return not depths or (max(depths) <= MAX_DEPTH and min(depths) >= 0)
+
+
+def _check_depth(text: str) -> None:
     depth = 0
     for m in _BRACKETS.finditer(text):              # runs of openers or of closers
         n = m.end() - m.start()
