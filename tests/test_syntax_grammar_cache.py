@@ -46,7 +46,20 @@ def test_a_fresh_process_writes_the_cache_there_and_the_next_one_parses_the_same
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
     first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                            check=True).stdout
-    assert [p.name for p in (tmp_path / "shapelang").iterdir()][0].startswith("grammar-")
+    assert [p.name for p in (tmp_path / "shapelang").iterdir()][0].startswith("parser-")
     again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                            check=True).stdout
     assert first == again and "Binding" in first
+
+
+def test_the_exercise_templates_lexer_keeps_its_own_file_in_the_private_folder(tmp_path):
+    """The template lexer is a second lark parser of the same grammar (other options): it gets a
+    file of its own there, so the two never overwrite each other's tables, and none in /tmp."""
+    code = ("from shapelang.syntax.parser import parse; from shapelang.teaching import template; "
+            "parse('dim B\\n'); print(template.statement_end().pattern)")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip()
+    names = sorted(p.name.split("-")[0] for p in (tmp_path / "shapelang").iterdir())
+    assert names == ["parser", "template"]

@@ -69,7 +69,7 @@ def lark_parser():
                      cache=cache_file(grammar, lark.__version__))
 
 
-def cache_file(grammar: str, lark_version: str) -> str | bool:
+def cache_file(grammar: str, lark_version: str, purpose: str = "parser") -> str | bool:
     """Where lark keeps the compiled parse tables between processes (start-up is then about
     0.1 s faster; lark rebuilds them when the file is missing or stale).
 
@@ -77,7 +77,8 @@ def cache_file(grammar: str, lark_version: str) -> str | bool:
     $XDG_CACHE_HOME/shapelang (default ~/.cache/shapelang), never in the installed package
     or the shared temp folder. False (build in every process) where that folder cannot be
     made or is not private; lark's own default (the temp folder, per user there) where the
-    system has no POSIX owners."""
+    system has no POSIX owners. `purpose` names the lark options the file is for (lark keeps
+    one parser per file, so two parsers of one grammar need two files)."""
     import hashlib
 
     if os.name != "posix":
@@ -92,7 +93,7 @@ def cache_file(grammar: str, lark_version: str) -> str | bool:
     if info.st_uid != os.getuid() or info.st_mode & 0o022:
         return False
     key = hashlib.sha256(f"{grammar}|{lark_version}|{sys.version}".encode()).hexdigest()[:20]
-    return os.path.join(folder, f"grammar-{key}.lark-cache")
+    return os.path.join(folder, f"{purpose}-{key}.lark-cache")
 
 
 class Text:

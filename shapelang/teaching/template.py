@@ -34,6 +34,7 @@ from ..syntax.nodes import (
     Span,
     TensorDecl,
 )
+from ..syntax.grammar import cache_file
 from ..syntax.parser import ParseFailure, grammar_text, parse
 
 MAX_ANSWER = 300          # characters in one answer
@@ -106,7 +107,9 @@ _KIND = {"HOLE": "hole", "NAME": "name", "INT": "num", "SIGNED_INT": "num", "DEC
 @functools.cache
 def _lexer():
     import lark
-    return lark.Lark(grammar_text(), parser="lalr", lexer="basic", cache=True)
+    grammar = grammar_text()
+    return lark.Lark(grammar, parser="lalr", lexer="basic",
+                     cache=cache_file(grammar, lark.__version__, "template-lexer"))
 
 
 @functools.cache
