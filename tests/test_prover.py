@@ -204,3 +204,19 @@ def test_verdicts_are_sound_against_brute_force(assumed, cond):
         z, n = cex.get("Z"), cex.get("N")
         if z is not None and n is not None:
             assert allowed(z, n) and breaks(z, n), (assumed, kind, args, cex)
+
+
+def test_mod_of_two_dims_is_sympys_own():
+    """`assume D % H == 0` builds D % H without sympy's evaluation where two different dims
+    have no simpler form; every other pair goes through sympy. Both give the same expression."""
+    from shapelang.checker.dims import dim_symbol, fresh_symbol, mod
+
+    D, H = dim_symbol("D"), dim_symbol("H")
+    k = fresh_symbol(None, "k")
+    n = sp.Symbol("n", integer=True, nonnegative=True)
+    x = sp.Symbol("x")
+    pairs = [(D, H), (H, D), (D, k), (k, D), (D, D), (D, n), (n, D), (x, D), (2 * D, D), (D * H, H),
+             (D, sp.Integer(4)), (sp.Integer(7), D), (D + H, H)]
+    for a, b in pairs:
+        mine, theirs = mod(a, b), sp.Mod(a, b)
+        assert mine == theirs and type(mine) is type(theirs) and mine.args == theirs.args, (a, b)
