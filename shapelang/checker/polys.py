@@ -20,6 +20,22 @@ def _monomial(e: sp.Expr) -> bool:
     return False
 
 
+def integer_polynomial(e: sp.Expr, depth: int = 0) -> bool:
+    """Whole numbers and whole symbols put together with +, - and * (and whole powers): whole
+    for every size, read off the expression without asking sympy (`linear 3*D`)."""
+    if e.is_Integer:
+        return True
+    if e.is_Symbol:
+        return e.is_integer is True
+    if depth > 20:
+        return False
+    if e.is_Add or e.is_Mul:
+        return all(integer_polynomial(a, depth + 1) for a in e.args)
+    if e.is_Pow:
+        return e.exp.is_Integer and e.exp >= 0 and integer_polynomial(e.base, depth + 1)
+    return False
+
+
 def _shift_nonneg(e: sp.Expr, strict: bool = False) -> bool:
     """Sufficient test that polynomial e >= 0 (> 0 if strict) for all vars >= 1."""
     syms = sorted(e.free_symbols, key=str)

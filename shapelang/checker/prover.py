@@ -17,6 +17,7 @@ from .polys import (  # noqa: F401
     _root_divisor,
     _shift_nonneg,
     divisor_alternatives,
+    integer_polynomial,
     minmax_cases,
     nonneg_given,
     numeric_product,
@@ -250,7 +251,7 @@ class Prover:
 
     def whole(self, e: sp.Expr) -> Verdict:
         if e.is_Integer or (e.is_Symbol and e.is_integer) or isinstance(e, (sp.Mod, sp.floor)) \
-                or (e.has(sp.Mod, sp.floor) and e.is_integer):   # `A*(B % C)`: sympy knows
+                or integer_polynomial(e) or (e.has(sp.Mod, sp.floor) and e.is_integer):   # `A*(B % C)`
             return PROVED
         return self._decide(("int", e), lambda: self._prove_whole(self.canon(e)),
                             lambda env: evaluate(e, env).denominator != 1, e)
