@@ -72,14 +72,21 @@ def _root_divisor(x: sp.Expr, y: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
 def _linear_bound(slack: sp.Expr, v: sp.Symbol) -> tuple[int, sp.Rational] | None:
     """slack = A*v + B with A of one sign for all sizes >= 1 and -B/A a number c: the sign
     of A (v >= c when positive, v <= c when negative, for slack >= 0) and c."""
-    try:
-        poly = sp.Poly(slack, v)
-    except sp.PolynomialError:
-        return None
-    if poly.degree() != 1:
-        return None
-    a, b = poly.all_coeffs()
-    c = sp.cancel(-b / a)
+    parts = _linear_parts(slack, v)
+    if parts is not None and parts[0].is_Number:   # A a number: c = -B/A without a polynomial
+        a, b = parts
+        if a == 0 or not b.is_Number:
+            return None
+        c = -b / a
+    else:
+        try:
+            poly = sp.Poly(slack, v)
+        except sp.PolynomialError:
+            return None
+        if poly.degree() != 1:
+            return None
+        a, b = poly.all_coeffs()
+        c = sp.cancel(-b / a)
     if not c.is_Rational:
         return None
     if _shift_nonneg(a, strict=True):
@@ -87,6 +94,21 @@ def _linear_bound(slack: sp.Expr, v: sp.Symbol) -> tuple[int, sp.Rational] | Non
     if _shift_nonneg(-a, strict=True):
         return -1, c
     return None
+
+
+def _linear_parts(e: sp.Expr, v: sp.Symbol) -> tuple[sp.Expr, sp.Expr] | None:
+    """(A, B) with e = A*v + B, read off the terms of an expanded e; None where v appears in a
+    term other than as a factor to the first power (a polynomial then decides)."""
+    lin, rest = [], []
+    for t in e.args if e.is_Add else (e,):
+        if v not in t.free_symbols:
+            rest.append(t)
+            continue
+        coeff, dep = t.as_independent(v, as_Add=False)
+        if dep != v:
+            return None
+        lin.append(coeff)
+    return sp.Add(*lin), sp.Add(*rest)
 
 
 def divisor_alternatives(n: int, near: int, count: int = 3) -> list[int]:

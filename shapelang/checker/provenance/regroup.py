@@ -5,6 +5,7 @@ kept, so repeated layers cost one lookup."""
 from __future__ import annotations
 
 from ..lazysympy import sympy as sp
+from ..polys import _monomial
 from .atoms import TP, Atom
 
 
@@ -22,7 +23,9 @@ class Regrouper:
             return sp.Integer(1)
         key = (small, big)
         if key not in self._div:
-            q = sp.cancel(self.prover.canon(big) / self.prover.canon(small))
+            q = self.prover.canon(big) / self.prover.canon(small)
+            if not _monomial(q):
+                q = sp.cancel(q)   # a quotient of monomials is in lowest terms as sympy makes it
             _, den = sp.fraction(q)
             ok = den == 1 and not (q.is_Number and (q < 1 or not q.is_Integer))
             self._div[key] = q if ok else None
