@@ -216,7 +216,9 @@ def test_mod_of_two_dims_is_sympys_own():
     n = sp.Symbol("n", integer=True, nonnegative=True)
     x = sp.Symbol("x")
     pairs = [(D, H), (H, D), (D, k), (k, D), (D, D), (D, n), (n, D), (x, D), (2 * D, D), (D * H, H),
-             (D, sp.Integer(4)), (sp.Integer(7), D), (D + H, H)]
+             (D, sp.Integer(4)), (D, sp.Integer(2)), (D, sp.Integer(1)), (D, sp.Integer(-3)), (k, sp.Integer(2)),
+             (n, sp.Integer(2)), (sp.Symbol("e", even=True, positive=True), sp.Integer(2)),
+             (sp.Symbol("o", odd=True, positive=True), sp.Integer(2)), (sp.Integer(7), D), (D + H, H)]
     for a, b in pairs:
         mine, theirs = mod(a, b), sp.Mod(a, b)
         assert mine == theirs and type(mine) is type(theirs) and mine.args == theirs.args, (a, b)

@@ -269,12 +269,13 @@ def _combined(node: BinOp, a: sp.Expr, b: sp.Expr, allow_real: bool = False) -> 
 
 
 def mod(a: sp.Expr, b: sp.Expr) -> sp.Expr:
-    """a % b as sympy's Mod gives it. Of two different dims (positive whole symbols) Mod finds
-    no simpler form, but only after asking a dozen questions of them: a few milliseconds the
-    first time in a process, for the `assume D % H == 0` of nearly every spec. That case is
-    made as written (tests/test_prover.py compares it with sympy's own)."""
-    if a.is_Symbol and b.is_Symbol and a != b and a.is_integer and b.is_integer \
-            and a.is_positive and b.is_positive:
+    """a % b as sympy's Mod gives it. Of a dim (a positive whole symbol) by another dim or by a
+    number above 1, Mod finds no simpler form, but only after asking a dozen questions of them:
+    a few milliseconds the first time in a process, for the `assume D % H == 0` of nearly every
+    spec. Those cases are made as written (tests/test_prover.py compares them with sympy's own)."""
+    if a.is_Symbol and a.is_integer and a.is_positive and a.is_even is None and (
+            (b.is_Symbol and a != b and b.is_integer and b.is_positive and b.is_even is None)
+            or (b.is_Integer and b > 1)):
         return sp.Mod(a, b, evaluate=False)
     return sp.Mod(a, b)
 
