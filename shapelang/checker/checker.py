@@ -59,10 +59,14 @@ def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True, me
     asked between statements; when it answers true the check stops with `Stale`. `rules`: the
     shape rules' results of an earlier check (checker/rulememo.py), kept while its sizes'
     statements are unchanged."""
-    if memo is None:
-        spec, syntax_errors, skipped = parse_recovering(text, path)
-    else:
-        spec, syntax_errors, skipped = memo.parse(text, path, remember=prove_fixes)
+    parsed = parse_recovering(text, path) if memo is None else memo.parse(text, path, remember=prove_fixes)
+    return check_parsed(text, path, parsed, prove_fixes=prove_fixes, memo=memo, stale=stale, rules=rules)
+
+
+def check_parsed(text: str, path: str, parsed, *, prove_fixes: bool = True, memo=None, stale=None,
+                 rules: RuleMemo | None = None) -> CheckedSpec:
+    """`check_text` after the parse: `parsed` is what `parse_recovering(text, path)` gives."""
+    spec, syntax_errors, skipped = parsed
     if spec is None:   # over the limits of untrusted text (E004): not read, so no advice
         out = CheckedSpec(path, text, [], {}, [], {})
         out.diagnostics.extend(syntax_errors)
