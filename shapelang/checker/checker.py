@@ -324,23 +324,26 @@ class Checker(Facts):
     def emit(self, op, text, span, inputs, result: ops.Result, block=None) -> list:
         if op not in _AS_WRITTEN:
             result.outputs = tuple(self.rules.named(self.prover, t) for t in result.outputs)
-        step = Step(self.next_id, op, text, span, tuple(inputs), tuple(result.outputs),
+        outputs = tuple(result.outputs)
+        step = Step(self.next_id, op, text, span, tuple(inputs), outputs,
                     sp.Integer(result.params) if isinstance(result.params, int) else result.params,
                     result.flops, result.detail, block)
+        ref = step.ref
         self.next_id += 1
         self.scope.steps.append(step)
-        self.step_of[step.ref] = step
-        for k in range(len(step.outputs) if len(step.outputs) > 1 else 0):
-            self.step_of[f"{step.ref}.{k}"] = step
-        if len(step.outputs) == 1:
-            return [(step.out, step.ref)]
-        return [(t, f"{step.ref}.{k}") for k, t in enumerate(step.outputs)]
+        self.step_of[ref] = step
+        if len(outputs) == 1:
+            return [(outputs[0], ref)]
+        for k in range(len(outputs)):
+            self.step_of[f"{ref}.{k}"] = step
+        return [(t, f"{ref}.{k}") for k, t in enumerate(outputs)]
 
     def apply(self, op, x: TensorType, ref: str) -> list:
         if op.name.startswith("?"):
             raise ShapeError("E116", f"the blank `{op.name}` is not filled in", span=op.name_span,
                              help="replace it with the operation")
-        for arg in list(op.args) + [k.value for k in op.kwargs]:
+        args = list(op.args) + [k.value for k in op.kwargs] if op.args or op.kwargs else ()
+        for arg in args:
             if isinstance(arg, Hole):
                 raise dimlib.unfilled(arg)
         rule = ops.RULES.get(op.name)
@@ -351,8 +354,7 @@ class Checker(Facts):
                 raise
             except ShapeError as err:
                 raise err if err.span else replace(err, span=op.span) from None
-            extra = [self._arg_ref(a) for a in list(op.args) + [k.value for k in op.kwargs]
-                     if self._is_tensor_arg(a)]
+            extra = [self._arg_ref(a) for a in args if self._is_tensor_arg(a)]
             return self.emit(ops.TABLE[op.name].ir_name, op.text, op.span, [ref] + extra, result)
         if op.name == "stack":
             return self.block_calls.stack(op, x, ref)

@@ -75,12 +75,13 @@ class RuleMemo:
         except TypeError:   # an unhashable part (a list in a type): no memo
             return compute()
         notation = c.prover.notation
-        if hit is not None and all((c.scope.values.get(n) is not None) == t for n, t in hit[2]):
+        if hit is not None and (not hit[2] or all((c.scope.values.get(n) is not None) == t
+                                                  for n, t in hit[2])):
             self.hits += 1
             result, spelled, _asked = hit
             for record in spelled:   # the sizes the rule read, as written (first spelling wins)
                 notation.record(*record)
-            return _copy(result)
+            return ops.Result(result.outputs, result.params, result.flops, dict(result.detail))
         read, reported, unbacked = self.read, self.reported, len(c.prover.unbacked)
         outer, notation.log = notation.log, []
         outer_asked, self._asked = self._asked, []
