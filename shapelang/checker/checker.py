@@ -44,6 +44,7 @@ from .scope import Poisoned, Scope
 
 # the steps whose result keeps the sizes the spec writes in it (inputs, `view [B, S, H, Dh]`)
 _AS_WRITTEN = {"input"} | {d.ir_name for d in ops.TABLE.values() if d.as_written}
+_IR_NAMES = {name: d.ir_name for name, d in ops.TABLE.items()}
 
 class Stale(Exception):
     """A newer text has replaced the one being checked (`check_text(..., stale=...)`)."""
@@ -355,7 +356,7 @@ class Checker(Facts):
             except ShapeError as err:
                 raise err if err.span else replace(err, span=op.span) from None
             extra = [self._arg_ref(a) for a in args if self._is_tensor_arg(a)]
-            return self.emit(ops.TABLE[op.name].ir_name, op.text, op.span, [ref] + extra, result)
+            return self.emit(_IR_NAMES[op.name], op.text, op.span, [ref] + extra, result)
         if op.name == "stack":
             return self.block_calls.stack(op, x, ref)
         if op.name in self.skipped:

@@ -38,10 +38,10 @@ class Step:
     detail: dict = field(default_factory=dict)
     block: BlockIR | None = None
     provenance: tuple | None = None   # per output: where each axis's elements come from (provenance.TP)
+    ref: str = field(init=False, repr=False, compare=False)   # `%id`, how other steps name it
 
-    @property
-    def ref(self) -> str:
-        return f"%{self.id}"
+    def __post_init__(self):
+        self.ref = f"%{self.id}"
 
     @property
     def out(self) -> TensorType:

@@ -23,10 +23,12 @@ class TensorType:
     alt: tuple = ()
     why: str = field(default="", compare=False)
 
+    _hash = None
+
     def __hash__(self) -> int:
         # kept on the type once made: a type is a key of the shape rules' results
         # (checker/rulememo.py) at every step, and hashing its sympy sizes costs a call each
-        h = self.__dict__.get("_hash")
+        h = self._hash
         if h is None:
             h = hash((self.shape, self.strides, self.dtype, self.alt))
             object.__setattr__(self, "_hash", h)
