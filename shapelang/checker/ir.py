@@ -25,7 +25,7 @@ class Decl:
     frozen: bool = False   # a param in the state dict that is not trained (`param P: [..] frozen`)
 
 
-@dataclass
+@dataclass(slots=True)   # one per operation of a spec: no per-step attribute dict
 class Step:
     id: int
     op: str              # operation name: view, linear, matmul, add, block, stack, ...
@@ -48,7 +48,7 @@ class Step:
         return self.outputs[0]
 
 
-@dataclass
+@dataclass(slots=True)
 class BindingIR:
     names: tuple
     span: Span

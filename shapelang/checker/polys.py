@@ -22,7 +22,8 @@ def _monomial(e: sp.Expr) -> bool:
 
 def integer_polynomial(e: sp.Expr, depth: int = 0) -> bool:
     """Whole numbers and whole symbols put together with +, - and * (and whole powers): whole
-    for every size, read off the expression without asking sympy (`linear 3*D`)."""
+    for every size, read off the expression without asking sympy (`linear 3*D`; `D/H` once
+    `assume D % H == 0` has made D = H*k is k)."""
     if e.is_Integer:
         return True
     if e.is_Symbol:

@@ -343,9 +343,7 @@ class Prover:
         return cases is not None and all(prove(branch, conds) for branch, conds in cases)
 
     def _prove_whole(self, e: sp.Expr) -> bool:
-        if integer_polynomial(e):   # `D/H` once `assume D % H == 0` makes D = H*k: k
-            return True
-        split = self._by_cases(e, lambda branch, _conds: self._prove_whole(branch))
+        split = True if integer_polynomial(e) else self._by_cases(e, lambda b, _c: self._prove_whole(b))
         if split is not None:
             return split
         return congruence.prove_whole(e, self.relations, self._free() - set(self.unbacked),
