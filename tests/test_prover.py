@@ -294,3 +294,30 @@ def test_linear_bound_read_off_the_terms_agrees_with_polynomials(terms, const):
     v = names["V"]
     for e in (slack, sp.expand(slack + sp.Mod(names["B"], names["H"])), sp.expand(slack / 2)):
         assert _linear_bound(e, v) == _bound_by_polynomial(e, v), e
+
+
+def _nonneg_by_polynomial(e, strict):
+    """The shifted-polynomial test as sympy's polynomials give it (before linear sums were read
+    off their terms)."""
+    syms = sorted(e.free_symbols, key=str)
+    if any(not s.is_positive for s in syms) or len(syms) > 8:
+        return False
+    shifted = sp.expand(e.xreplace({s: s + 1 for s in syms})) if syms else sp.expand(e)
+    if not syms:
+        return bool(shifted > 0) if strict else bool(shifted >= 0)
+    coeffs = sp.Poly(shifted, *syms).as_dict()
+    if any(not c.is_Rational or c < 0 for c in coeffs.values()):
+        return False
+    return coeffs.get((0,) * len(syms), 0) > 0 if strict else True
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(st.lists(st.tuples(st.fractions(-4, 4, max_denominator=3), st.lists(st.sampled_from("BSHK"), max_size=2)),
+                min_size=1, max_size=4), st.integers(-6, 6))
+def test_linear_sums_are_signed_as_the_polynomial_test_signs_them(terms, const):
+    from shapelang.checker.polys import _shift_nonneg
+
+    names = {n: sp.Symbol(n, positive=True, integer=True) for n in "BSHK"}
+    e = sp.Add(*[sp.Rational(c.numerator, c.denominator) * sp.Mul(*[names[n] for n in ns]) for c, ns in terms]) + const
+    for strict in (False, True):
+        assert _shift_nonneg(e, strict) == _nonneg_by_polynomial(e, strict), (e, strict)

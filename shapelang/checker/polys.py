@@ -42,6 +42,11 @@ def _shift_nonneg(e: sp.Expr, strict: bool = False) -> bool:
     syms = sorted(e.free_symbols, key=str)
     if any(not s.is_positive for s in syms) or len(syms) > 8:
         return False   # (the shifted expansion grows exponentially with the symbols)
+    linear = _linear_terms(e) if syms else None
+    if linear is not None:   # shifted, each symbol keeps its coefficient; the constant gains them all
+        coeffs, const = linear
+        total = const + sum(coeffs.values())
+        return all(c >= 0 for c in coeffs.values()) and bool(total > 0 if strict else total >= 0)
     shifted = sp.expand(e.xreplace({s: s + 1 for s in syms})) if syms else sp.expand(e)
     try:
         poly = sp.Poly(shifted, *syms) if syms else None
@@ -55,6 +60,22 @@ def _shift_nonneg(e: sp.Expr, strict: bool = False) -> bool:
     if strict:
         return coeffs.get((0,) * len(syms), 0) > 0
     return True
+
+
+def _linear_terms(e: sp.Expr) -> tuple[dict, sp.Expr] | None:
+    """({symbol: coefficient}, constant) of e written as a sum of rational numbers and rational
+    multiples of symbols (`Ctx - S`); None for any other form."""
+    coeffs, const = {}, sp.S.Zero
+    for t in e.args if e.is_Add else (e,):
+        if t.is_Rational:
+            const += t
+        elif t.is_Symbol:
+            coeffs[t] = coeffs.get(t, 0) + 1
+        elif t.is_Mul and len(t.args) == 2 and t.args[0].is_Rational and t.args[1].is_Symbol:
+            coeffs[t.args[1]] = coeffs.get(t.args[1], 0) + t.args[0]
+        else:
+            return None
+    return coeffs, const
 
 
 def _root_divisor(x: sp.Expr, y: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
