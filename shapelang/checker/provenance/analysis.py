@@ -463,6 +463,9 @@ class Provenance(LayerRules, ContractRules):
         same positions: two axes, each its own identity. Without this they would share their
         atoms, and a later cut of both into windows would read as one axis's pieces merged out
         of order. An axis that one operand already pairs with the other keeps its atoms."""
+        atoms = [a for ax in axes for a in ax]
+        if len(set(atoms)) == len(atoms):   # no atom on two axes: nothing to tell apart
+            return axes
         out = list(axes)
         for k, ax in enumerate(axes):
             if not ax:
