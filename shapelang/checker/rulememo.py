@@ -17,6 +17,11 @@ same conditions 48 times. The result is kept when nothing else was read:
 - the operation is not in an `expect` (which names data-dependent sizes). Inside a block,
   the sizes the call binds and the block's size parameters are part of the key.
 
+The same memo answers the layouts worked out beside the rules, where they are as pure: the
+product and the elementwise combination of two tensors (arith.binop), the layout of a tensor
+made element by element from one (`-x`, `x * 2`: arith._dense) and of a concatenation
+(`concat(-1, a, b)`), each keyed by its input types.
+
 An error is never kept: the rule raises, and runs again the next time. The result given
 back is a copy (the checker names the outputs' sizes on the result it emits). The named
 types are kept too (`named`): the kept results come back as the same types again and again.
