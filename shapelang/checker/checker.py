@@ -329,14 +329,12 @@ class Checker(Facts):
         step = Step(self.next_id, op, text, span, tuple(inputs), outputs,
                     sp.Integer(result.params) if isinstance(result.params, int) else result.params,
                     result.flops, result.detail, block)
-        ref = step.ref
-        self.next_id += 1
+        ref, self.next_id = step.ref, self.next_id + 1
         self.scope.steps.append(step)
         self.step_of[ref] = step
         if len(outputs) == 1:
             return [(outputs[0], ref)]
-        for k in range(len(outputs)):
-            self.step_of[f"{ref}.{k}"] = step
+        self.step_of.update((f"{ref}.{k}", step) for k in range(len(outputs)))
         return [(t, f"{ref}.{k}") for k, t in enumerate(outputs)]
 
     def apply(self, op, x: TensorType, ref: str) -> list:
@@ -371,6 +369,8 @@ class Checker(Facts):
                          fixes=self._close_fix(op.name, known, op.name_span))
 
     def _is_tensor_arg(self, a) -> bool:
+        if isinstance(a, (Num, ShapeLit)):   # `transpose 1 2`, `view [B, S, D]`: never a tensor
+            return False
         self.rules.read += 1
         if isinstance(a, Name):
             return self.scope.values.get(a.name) is not None

@@ -56,8 +56,7 @@ class Provenance(LayerRules, ContractRules):
         self.rg = Regrouper(self.prover)
         self._rules = _RULES
         self.producer: dict = {}   # ref -> (step, provenance of its first input)
-        self._names = {sp.expand(self.prover.canon(sym)): sym
-                       for sym in reversed(list(self.prover.user.values()))}
+        self._names = None   # canonical size -> the dim it is, made when a message needs it
         self.findings = Findings(weakref.proxy(self))   # no reference cycle: freed with the check
         self._canon: dict = {}   # size -> its canonical form (None: it is 1)
         # contracts (contracts.py): findings made once, rotated axes, the widths of the spec
@@ -177,6 +176,8 @@ class Provenance(LayerRules, ContractRules):
     def user(self, e) -> str:
         """A size in the learner's dims (the prover keeps them substituted)."""
         e = self.prover.name_of(e)
+        if self._names is None:
+            self._names = {sp.expand(self.prover.canon(sym)): sym for sym in reversed(list(self.prover.user.values()))}
         return dimlib.show(self._names.get(sp.expand(e), e), self.prover.notation)
 
     def p_regroup(self, s, x: TP, ins):
