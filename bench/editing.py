@@ -10,13 +10,16 @@ CPU seconds, not wall: the project's machine is shared, and a process's CPU time
 less with other people's load than its wall time (RESULTS.md, "Noise on this machine").
 
 - whole process: `python -m shapelang check FILE`, the child's user + system time
-  (getrusage), for an empty spec, the unrolled 48-layer GPT and the same model written
-  as `block` + `stack` (bench/specgen.py).
+  (getrusage), for an empty spec, the unrolled 48-layer GPT, the same model written
+  as `block` + `stack`, and an unrolled 48-layer Llama-like decoder written in another
+  style (bench/specgen.py: grouped-query attention, rotary, RMSNorm, SwiGLU).
 - torch.export: bench/reference_gpt.py's 48-layer model exported with dynamic batch and
   sequence (as `python -m bench`'s export section), in a child process that imports torch
   and warms up with a 1-layer export first; only the 48-layer export is counted. One
   export per round, between the rounds of the checker's processes.
-- in-process: `check_text` in this process, sympy's cache cleared first (as a new process).
+- in-process: `check_text` in this process, sympy's cache cleared first (as a new process);
+  for the unrolled specs also the check after the parse alone (`after parse`: the parse's
+  result given to the checker, what a faster parser does not change).
 - edit: a `CheckSession` (what the language server, `serve` and the notebook keep per
   document) after a one-line edit in the middle of the 48-layer spec, beside a fresh check of
   the same text; and the language server's whole work for that edit (its document store and
@@ -46,7 +49,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .specgen import gpt_spec
+from .specgen import gpt_spec, llama_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = 48
@@ -94,6 +97,19 @@ def cpu(fn) -> float:
     t = time.process_time()
     fn()
     return time.process_time() - t
+
+
+def after_parse(text: str) -> float:
+    """CPU seconds of everything `check_text` does after the parse (sympy's cache cleared
+    first): the checker's walk, provenance and the passes after it, on the parsed spec."""
+    from sympy.core.cache import clear_cache
+
+    from shapelang.checker.checker import check_parsed
+    from shapelang.syntax.parser import parse_recovering
+
+    parsed = parse_recovering(text, "<input>")
+    clear_cache()
+    return cpu(lambda: check_parsed(text, "<input>", parsed))
 
 
 def _edited(text: str, k: int) -> str:
@@ -175,7 +191,8 @@ def main(argv=None) -> int:
     from shapelang.checker.checker import check_text
     from shapelang.checker.session import CheckSession
 
-    specs = {"empty": "", "unrolled": gpt_spec(LAYERS, "unrolled"), "stack": gpt_spec(LAYERS, "stack")}
+    specs = {"empty": "", "unrolled": gpt_spec(LAYERS, "unrolled"), "stack": gpt_spec(LAYERS, "stack"),
+             "llama": llama_spec(LAYERS, "unrolled")}
     r: dict[str, list[float]] = {}
     pyc = tempfile.TemporaryDirectory()
     CHILD_ENV.clear()
@@ -196,16 +213,18 @@ def main(argv=None) -> int:
                     child_cpu([sys.executable, "-m", "shapelang", "check", str(files[name])]))
             if not args.no_export:
                 r.setdefault("export", []).append(export_cpu(LAYERS))
-            for name in ("unrolled", "stack"):
+            for name in ("unrolled", "stack", "llama"):
                 def cold(name=name):
                     clear_cache()
                     check_text(specs[name])
                 r.setdefault(f"inproc {name}", []).append(cpu(cold))
+            for name in ("unrolled", "llama"):
+                r.setdefault(f"after parse {name}", []).append(after_parse(specs[name]))
             session = CheckSession("gpt.shape")
             session.check(specs["unrolled"])
             edited = _edited(specs["unrolled"], k)
-            r.setdefault("edit session", []).append(cpu(lambda: session.check(edited)))
-            r.setdefault("edit fresh", []).append(cpu(lambda: check_text(edited, "gpt.shape")))
+            r.setdefault("edit session", []).append(cpu(lambda s=session, e=edited: s.check(e)))
+            r.setdefault("edit fresh", []).append(cpu(lambda e=edited: check_text(e, "gpt.shape")))
     if not args.no_lsp:
         edits = _lsp_edit(specs["unrolled"], args.rounds)
         if edits is not None:
@@ -223,9 +242,13 @@ def main(argv=None) -> int:
     rows = [("whole process, empty spec", "process empty", "< 0.35 s"),
             (f"whole process, {LAYERS} layers unrolled", "process unrolled", ""),
             (f"whole process, {LAYERS} layers block + stack", "process stack", ""),
+            (f"whole process, {LAYERS} layers Llama-like unrolled", "process llama", ""),
             (f"torch.export, {LAYERS} layers (the export call alone)", "export", ""),
             (f"in-process cold, {LAYERS} layers unrolled", "inproc unrolled", "< 100 ms"),
             (f"in-process cold, {LAYERS} layers block + stack", "inproc stack", "< 100 ms"),
+            (f"in-process cold, {LAYERS} layers Llama-like unrolled", "inproc llama", "< 100 ms"),
+            (f"in-process cold, after the parse, {LAYERS} layers unrolled", "after parse unrolled", ""),
+            (f"in-process cold, after the parse, {LAYERS} layers Llama-like", "after parse llama", ""),
             ("one-line edit, fresh check", "edit fresh", ""),
             ("one-line edit, check session", "edit session", "< 100 ms"),
             ("one-line edit, language server's work", "edit lsp", "< 100 ms"),

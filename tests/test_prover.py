@@ -4,6 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tiers import examples
 
+from shapelang.checker import congruence
 from shapelang.checker.dims import _CMP
 from shapelang.checker.prover import Prover
 
@@ -204,3 +205,119 @@ def test_verdicts_are_sound_against_brute_force(assumed, cond):
         z, n = cex.get("Z"), cex.get("N")
         if z is not None and n is not None:
             assert allowed(z, n) and breaks(z, n), (assumed, kind, args, cex)
+
+
+def test_mod_of_two_dims_is_sympys_own():
+    """`assume D % H == 0` builds D % H without sympy's evaluation where two different dims
+    have no simpler form; every other pair goes through sympy. Both give the same expression."""
+    from shapelang.checker.dims import dim_symbol, fresh_symbol, mod
+
+    D, H = dim_symbol("D"), dim_symbol("H")
+    k = fresh_symbol(None, "k")
+    n = sp.Symbol("n", integer=True, nonnegative=True)
+    x = sp.Symbol("x")
+    pairs = [(D, H), (H, D), (D, k), (k, D), (D, D), (D, n), (n, D), (x, D), (2 * D, D), (D * H, H),
+             (D, sp.Integer(4)), (D, sp.Integer(2)), (D, sp.Integer(1)), (D, sp.Integer(-3)), (k, sp.Integer(2)),
+             (n, sp.Integer(2)), (sp.Symbol("e", even=True, positive=True), sp.Integer(2)),
+             (sp.Symbol("o", odd=True, positive=True), sp.Integer(2)), (sp.Integer(7), D), (D + H, H)]
+    for a, b in pairs:
+        mine, theirs = mod(a, b), sp.Mod(a, b)
+        assert mine == theirs and type(mine) is type(theirs) and mine.args == theirs.args, (a, b)
+
+
+_DIMS = st.sampled_from(["B", "S", "D", "H"])
+_TERMS = st.lists(st.tuples(st.integers(-5, 5), st.lists(_DIMS, max_size=3)), min_size=1, max_size=4)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(_TERMS, st.integers(1, 4))
+def test_whole_without_sympy_agrees_with_the_proof(terms, den):
+    """The prover reads whole-ness off a polynomial with whole coefficients without asking
+    sympy; the proof it would otherwise run agrees, and a quotient still goes to the proof."""
+    from shapelang.checker.polys import integer_polynomial
+
+    p, syms = prover("B", "S", "D", "H")
+    p.assume(sp.Mod(syms[2], syms[3]), "==", sp.Integer(0), "assume D % H == 0")
+    names = dict(zip(["B", "S", "D", "H"], syms))
+    e = sp.Add(*[c * sp.Mul(*[names[n] for n in ns]) for c, ns in terms])
+    def proof(x):   # the congruence proof the prover runs when the expression does not say
+        return congruence.prove_whole(p.canon(x), p.relations, p._free() - set(p.unbacked), p._prove_whole)
+
+    assert integer_polynomial(e)
+    assert proof(e)
+    q = e / den
+    assert p.whole(q).ok == proof(q)
+
+
+def test_roots_of_sizes_are_float_as_sympy_says():
+    """`scale 1/sqrt(Dh)`: a root of a size is a float scalar, which sympy also answers (after
+    milliseconds of questions); whole numbers and whole sizes stay int."""
+    from shapelang.checker.dims import dim_symbol
+    from shapelang.checker.dtypes import scalar_dtype
+
+    D, H = dim_symbol("D"), dim_symbol("H")
+    for e in (1 / sp.sqrt(D), sp.sqrt(D), D ** sp.Rational(3, 2), sp.sqrt(D * H), 1 / sp.sqrt(D / H),
+              sp.sqrt(2), sp.Integer(4), D, 2 * D, 1 / D, sp.Rational(1, 2)):
+        assert scalar_dtype(e) == ("int" if e.is_integer else "float"), e
+
+
+def _bound_by_polynomial(slack, v):
+    """The linear bound as sympy's polynomials give it (what the prover did before it read
+    A and B off the terms)."""
+    from shapelang.checker.polys import _shift_nonneg
+
+    try:
+        poly = sp.Poly(slack, v)
+    except sp.PolynomialError:
+        return None
+    if poly.degree() != 1:
+        return None
+    a, b = poly.all_coeffs()
+    c = sp.cancel(-b / a)
+    if not c.is_Rational:
+        return None
+    if _shift_nonneg(a, strict=True):
+        return 1, c
+    if _shift_nonneg(-a, strict=True):
+        return -1, c
+    return None
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(st.lists(st.tuples(st.integers(-4, 4), st.lists(st.sampled_from(["V", "B", "S", "H"]), max_size=2)),
+                min_size=1, max_size=4), st.integers(-6, 6))
+def test_linear_bound_read_off_the_terms_agrees_with_polynomials(terms, const):
+    from shapelang.checker.polys import _linear_bound
+
+    names = {n: sp.Symbol(n, positive=True, integer=True) for n in "VBSH"}
+    slack = sp.expand(sp.Add(*[c * sp.Mul(*[names[n] for n in ns]) for c, ns in terms]) + const)
+    v = names["V"]
+    for e in (slack, sp.expand(slack + sp.Mod(names["B"], names["H"])), sp.expand(slack / 2)):
+        assert _linear_bound(e, v) == _bound_by_polynomial(e, v), e
+
+
+def _nonneg_by_polynomial(e, strict):
+    """The shifted-polynomial test as sympy's polynomials give it (before linear sums were read
+    off their terms)."""
+    syms = sorted(e.free_symbols, key=str)
+    if any(not s.is_positive for s in syms) or len(syms) > 8:
+        return False
+    shifted = sp.expand(e.xreplace({s: s + 1 for s in syms})) if syms else sp.expand(e)
+    if not syms:
+        return bool(shifted > 0) if strict else bool(shifted >= 0)
+    coeffs = sp.Poly(shifted, *syms).as_dict()
+    if any(not c.is_Rational or c < 0 for c in coeffs.values()):
+        return False
+    return coeffs.get((0,) * len(syms), 0) > 0 if strict else True
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(st.lists(st.tuples(st.fractions(-4, 4, max_denominator=3), st.lists(st.sampled_from("BSHK"), max_size=2)),
+                min_size=1, max_size=4), st.integers(-6, 6))
+def test_linear_sums_are_signed_as_the_polynomial_test_signs_them(terms, const):
+    from shapelang.checker.polys import _shift_nonneg
+
+    names = {n: sp.Symbol(n, positive=True, integer=True) for n in "BSHK"}
+    e = sp.Add(*[sp.Rational(c.numerator, c.denominator) * sp.Mul(*[names[n] for n in ns]) for c, ns in terms]) + const
+    for strict in (False, True):
+        assert _shift_nonneg(e, strict) == _nonneg_by_polynomial(e, strict), (e, strict)

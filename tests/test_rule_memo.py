@@ -12,9 +12,9 @@ from unittest import mock
 import pytest
 from tiers import LIBRARY, examples, sample
 
-from bench.specgen import gpt_spec
+from bench.specgen import FORMS, gpt_spec, llama_spec
 from shapelang.api import render_check, to_json
-from shapelang.checker import ops, rulememo
+from shapelang.checker import arith, ops, rulememo
 from shapelang.checker.checker import check_text
 
 hypothesis = pytest.importorskip("hypothesis")
@@ -150,6 +150,31 @@ def test_layers_that_repeat_the_first_apply_no_rule_again():
     assert more == 0
     more_anew = anew(lambda: _rules_applied(gpt_spec(8, "unrolled")) - _rules_applied(gpt_spec(4, "unrolled")))
     assert more_anew >= 4 * 15
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_model_written_in_another_style_checks_as_with_every_rule_applied_anew(form):
+    """The Llama-like model (bench/specgen.py: rotary halves negated and concatenated, grouped
+    key/value heads repeated, one operation per statement in places), clean in both forms."""
+    text = llama_spec(2, form)
+    seen = _seen(check_text(text))
+    assert seen == anew(lambda: _seen(check_text(text)))
+    assert seen[0].startswith("<input>: ok")
+
+
+def _layouts_made(text: str) -> int:
+    """How many elementwise layouts (`-x`, `x * 2`) a check of `text` works out."""
+    with mock.patch.object(arith, "dense_like", wraps=arith.dense_like) as made:
+        check_text(text)
+    return made.call_count
+
+
+def test_layers_written_in_another_style_apply_no_rule_again():
+    """The Llama-like model unrolled, 8 layers against 4: no shape rule and no layout is worked
+    out again for the layers after the first; with every rule applied anew, each layer's again."""
+    for count in (_rules_applied, _layouts_made):
+        assert count(llama_spec(8, "unrolled")) - count(llama_spec(4, "unrolled")) == 0
+    assert anew(lambda: _layouts_made(llama_spec(8, "unrolled")) - _layouts_made(llama_spec(4, "unrolled"))) >= 4 * 2
 
 
 _SHORT = [p for p in LIBRARY if len(p.read_text(encoding="utf-8").splitlines()) <= 60]

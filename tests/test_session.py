@@ -9,7 +9,7 @@ import re
 import pytest
 from tiers import LIBRARY, examples
 
-from bench.specgen import gpt_spec
+from bench.specgen import gpt_spec, llama_spec
 from shapelang.api import render_check, to_json
 from shapelang.checker.checker import Stale, check_text
 from shapelang.checker.session import CheckSession
@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 # each layer repeats the operations of the one before)
 SMALL = [(str(p), p.read_text(encoding="utf-8")) for p in LIBRARY
          if len(p.read_text(encoding="utf-8").splitlines()) <= 60]
-SMALL += [(f"gpt_{form}.shape", gpt_spec(2, form)) for form in ("stack", "unrolled")]
+SMALL += [(f"{name}_{form}.shape", spec(2, form)) for name, spec in (("gpt", gpt_spec), ("llama", llama_spec))
+          for form in ("stack", "unrolled")]
 MHA = next(p for p in LIBRARY if p.stem == "mha_self_attention").read_text(encoding="utf-8")
 
 

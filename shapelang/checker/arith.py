@@ -49,7 +49,15 @@ def negate(c, node: Neg):
         return -v
     dt = dtypes.negate(v[0], node.span, c.source_of(node.operand))
     return c.emit("neg", c.source_of(node), node.span, [v[1]],
-                     ops.Result((replace(dense_like(v[0], c.prover.canon), dtype=dt),)))[0]
+                     ops.Result((replace(_dense(c, v[0]), dtype=dt),)))[0]
+
+
+def _dense(c, t):
+    """The layout of a new tensor made from `t` element by element (`-x`, `x * 2`), as
+    TensorIterator lays it out: worked out once per type (a strided input, such as a
+    rotary half, costs a sort of its strides)."""
+    return c.rules.result(c, ("dense_like", t, t.why),
+                          lambda: ops.Result((dense_like(t, c.prover.canon),))).outputs[0]
 
 def _matmul(c, x, y, texts, span) -> ops.Result:
     res = ops.matmul(c.ctx, x, y, texts, span)
@@ -99,7 +107,7 @@ def binop(c, node: BinOp):
         return c.emit(name, text, node.span, [a[1], b[1]], res)[0]
     t, s = (a, b) if ta else (b, a)
     dt = dtypes.with_scalar(name, t[0], s, not ta, node.span, texts)
-    res = ops.Result((replace(dense_like(t[0], c.prover.canon), dtype=dt),),
+    res = ops.Result((replace(_dense(c, t[0]), dtype=dt),),
                      detail={"scalar": s, "scalar_left": not ta})
     return c.emit(name, text, node.span, [t[1]], res)[0]
 

@@ -2,6 +2,8 @@
 scope of its own, and caches the result per argument shapes; `stack N Block`."""
 from __future__ import annotations
 
+import weakref
+
 from ..syntax.diagnostics import ShapeError
 from ..syntax.nodes import Assume, Binding, Block, Call, DimDecl, Example, Name, Return, Span
 from . import dtypes, ops
@@ -69,7 +71,10 @@ class BlockCalls:
     """The checker's block machinery; owns nothing but works in the checker's scope."""
 
     def __init__(self, checker):
-        self.c = checker
+        # the checker owns this; a weak reference back keeps the two out of a reference cycle,
+        # so that a finished check (its parse tree, its IR) is freed as soon as it is dropped
+        # instead of waiting for the garbage collector's full pass
+        self.c = weakref.proxy(checker)
         self._local = None      # the symbols bound at block calls, once the dims are known
 
     def _declared_shape(self, decl, block: Block) -> list:

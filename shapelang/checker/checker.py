@@ -44,6 +44,7 @@ from .scope import Poisoned, Scope
 
 # the steps whose result keeps the sizes the spec writes in it (inputs, `view [B, S, H, Dh]`)
 _AS_WRITTEN = {"input"} | {d.ir_name for d in ops.TABLE.values() if d.as_written}
+_IR_NAMES = {name: d.ir_name for name, d in ops.TABLE.items()}
 
 class Stale(Exception):
     """A newer text has replaced the one being checked (`check_text(..., stale=...)`)."""
@@ -59,10 +60,14 @@ def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True, me
     asked between statements; when it answers true the check stops with `Stale`. `rules`: the
     shape rules' results of an earlier check (checker/rulememo.py), kept while its sizes'
     statements are unchanged."""
-    if memo is None:
-        spec, syntax_errors, skipped = parse_recovering(text, path)
-    else:
-        spec, syntax_errors, skipped = memo.parse(text, path, remember=prove_fixes)
+    parsed = parse_recovering(text, path) if memo is None else memo.parse(text, path, remember=prove_fixes)
+    return check_parsed(text, path, parsed, prove_fixes=prove_fixes, memo=memo, stale=stale, rules=rules)
+
+
+def check_parsed(text: str, path: str, parsed, *, prove_fixes: bool = True, memo=None, stale=None,
+                 rules: RuleMemo | None = None) -> CheckedSpec:
+    """`check_text` after the parse: `parsed` is what `parse_recovering(text, path)` gives."""
+    spec, syntax_errors, skipped = parsed
     if spec is None:   # over the limits of untrusted text (E004): not read, so no advice
         out = CheckedSpec(path, text, [], {}, [], {})
         out.diagnostics.extend(syntax_errors)
@@ -320,23 +325,24 @@ class Checker(Facts):
     def emit(self, op, text, span, inputs, result: ops.Result, block=None) -> list:
         if op not in _AS_WRITTEN:
             result.outputs = tuple(self.rules.named(self.prover, t) for t in result.outputs)
-        step = Step(self.next_id, op, text, span, tuple(inputs), tuple(result.outputs),
+        outputs = tuple(result.outputs)
+        step = Step(self.next_id, op, text, span, tuple(inputs), outputs,
                     sp.Integer(result.params) if isinstance(result.params, int) else result.params,
                     result.flops, result.detail, block)
-        self.next_id += 1
+        ref, self.next_id = step.ref, self.next_id + 1
         self.scope.steps.append(step)
-        self.step_of[step.ref] = step
-        for k in range(len(step.outputs) if len(step.outputs) > 1 else 0):
-            self.step_of[f"{step.ref}.{k}"] = step
-        if len(step.outputs) == 1:
-            return [(step.out, step.ref)]
-        return [(t, f"{step.ref}.{k}") for k, t in enumerate(step.outputs)]
+        self.step_of[ref] = step
+        if len(outputs) == 1:
+            return [(outputs[0], ref)]
+        self.step_of.update((f"{ref}.{k}", step) for k in range(len(outputs)))
+        return [(t, f"{ref}.{k}") for k, t in enumerate(outputs)]
 
     def apply(self, op, x: TensorType, ref: str) -> list:
         if op.name.startswith("?"):
             raise ShapeError("E116", f"the blank `{op.name}` is not filled in", span=op.name_span,
                              help="replace it with the operation")
-        for arg in list(op.args) + [k.value for k in op.kwargs]:
+        args = list(op.args) + [k.value for k in op.kwargs] if op.args or op.kwargs else ()
+        for arg in args:
             if isinstance(arg, Hole):
                 raise dimlib.unfilled(arg)
         rule = ops.RULES.get(op.name)
@@ -347,9 +353,8 @@ class Checker(Facts):
                 raise
             except ShapeError as err:
                 raise err if err.span else replace(err, span=op.span) from None
-            extra = [self._arg_ref(a) for a in list(op.args) + [k.value for k in op.kwargs]
-                     if self._is_tensor_arg(a)]
-            return self.emit(ops.TABLE[op.name].ir_name, op.text, op.span, [ref] + extra, result)
+            extra = [self._arg_ref(a) for a in args if self._is_tensor_arg(a)]
+            return self.emit(_IR_NAMES[op.name], op.text, op.span, [ref] + extra, result)
         if op.name == "stack":
             return self.block_calls.stack(op, x, ref)
         if op.name in self.skipped:
@@ -364,6 +369,8 @@ class Checker(Facts):
                          fixes=self._close_fix(op.name, known, op.name_span))
 
     def _is_tensor_arg(self, a) -> bool:
+        if isinstance(a, (Num, ShapeLit)):   # `transpose 1 2`, `view [B, S, D]`: never a tensor
+            return False
         self.rules.read += 1
         if isinstance(a, Name):
             return self.scope.values.get(a.name) is not None

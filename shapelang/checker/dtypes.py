@@ -111,6 +111,9 @@ def result_type(operands) -> str:
 
 def scalar_dtype(value) -> str:
     """The dtype of a number in the spec: a whole number is int, anything else float."""
+    if getattr(value, "is_Pow", False) and value.exp.is_Rational and not value.exp.is_Integer \
+            and not value.base.is_Number:
+        return "float"   # a root of a size (`1/sqrt(Dh)`): sympy answers "not known to be whole"
     return "int" if getattr(value, "is_integer", False) or isinstance(value, int) else "float"
 
 

@@ -25,7 +25,7 @@ class Decl:
     frozen: bool = False   # a param in the state dict that is not trained (`param P: [..] frozen`)
 
 
-@dataclass
+@dataclass(slots=True)   # one per operation of a spec: no per-step attribute dict
 class Step:
     id: int
     op: str              # operation name: view, linear, matmul, add, block, stack, ...
@@ -38,17 +38,17 @@ class Step:
     detail: dict = field(default_factory=dict)
     block: BlockIR | None = None
     provenance: tuple | None = None   # per output: where each axis's elements come from (provenance.TP)
+    ref: str = field(init=False, repr=False, compare=False)   # `%id`, how other steps name it
 
-    @property
-    def ref(self) -> str:
-        return f"%{self.id}"
+    def __post_init__(self):
+        self.ref = f"%{self.id}"
 
     @property
     def out(self) -> TensorType:
         return self.outputs[0]
 
 
-@dataclass
+@dataclass(slots=True)
 class BindingIR:
     names: tuple
     span: Span

@@ -23,6 +23,21 @@ class TensorType:
     alt: tuple = ()
     why: str = field(default="", compare=False)
 
+    _hash = None
+
+    def __hash__(self) -> int:
+        # kept on the type once made: a type is a key of the shape rules' results
+        # (checker/rulememo.py) at every step, and hashing its sympy sizes costs a call each
+        h = self._hash
+        if h is None:
+            h = hash((self.shape, self.strides, self.dtype, self.alt))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict:
+        # the kept hash belongs to this process (str hashes are salted per process)
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     @property
     def rank(self) -> int:
         return len(self.shape)

@@ -20,11 +20,33 @@ def _monomial(e: sp.Expr) -> bool:
     return False
 
 
+def integer_polynomial(e: sp.Expr, depth: int = 0) -> bool:
+    """Whole numbers and whole symbols put together with +, - and * (and whole powers): whole
+    for every size, read off the expression without asking sympy (`linear 3*D`; `D/H` once
+    `assume D % H == 0` has made D = H*k is k)."""
+    if e.is_Integer:
+        return True
+    if e.is_Symbol:
+        return e.is_integer is True
+    if depth > 20:
+        return False
+    if e.is_Add or e.is_Mul:
+        return all(integer_polynomial(a, depth + 1) for a in e.args)
+    if e.is_Pow:
+        return e.exp.is_Integer and e.exp >= 0 and integer_polynomial(e.base, depth + 1)
+    return False
+
+
 def _shift_nonneg(e: sp.Expr, strict: bool = False) -> bool:
     """Sufficient test that polynomial e >= 0 (> 0 if strict) for all vars >= 1."""
     syms = sorted(e.free_symbols, key=str)
     if any(not s.is_positive for s in syms) or len(syms) > 8:
         return False   # (the shifted expansion grows exponentially with the symbols)
+    linear = _linear_terms(e) if syms else None
+    if linear is not None:   # shifted, each symbol keeps its coefficient; the constant gains them all
+        coeffs, const = linear
+        total = const + sum(coeffs.values())
+        return all(c >= 0 for c in coeffs.values()) and bool(total > 0 if strict else total >= 0)
     shifted = sp.expand(e.xreplace({s: s + 1 for s in syms})) if syms else sp.expand(e)
     try:
         poly = sp.Poly(shifted, *syms) if syms else None
@@ -38,6 +60,22 @@ def _shift_nonneg(e: sp.Expr, strict: bool = False) -> bool:
     if strict:
         return coeffs.get((0,) * len(syms), 0) > 0
     return True
+
+
+def _linear_terms(e: sp.Expr) -> tuple[dict, sp.Expr] | None:
+    """({symbol: coefficient}, constant) of e written as a sum of rational numbers and rational
+    multiples of symbols (`Ctx - S`); None for any other form."""
+    coeffs, const = {}, sp.S.Zero
+    for t in e.args if e.is_Add else (e,):
+        if t.is_Rational:
+            const += t
+        elif t.is_Symbol:
+            coeffs[t] = coeffs.get(t, 0) + 1
+        elif t.is_Mul and len(t.args) == 2 and t.args[0].is_Rational and t.args[1].is_Symbol:
+            coeffs[t.args[1]] = coeffs.get(t.args[1], 0) + t.args[0]
+        else:
+            return None
+    return coeffs, const
 
 
 def _root_divisor(x: sp.Expr, y: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
@@ -56,14 +94,21 @@ def _root_divisor(x: sp.Expr, y: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
 def _linear_bound(slack: sp.Expr, v: sp.Symbol) -> tuple[int, sp.Rational] | None:
     """slack = A*v + B with A of one sign for all sizes >= 1 and -B/A a number c: the sign
     of A (v >= c when positive, v <= c when negative, for slack >= 0) and c."""
-    try:
-        poly = sp.Poly(slack, v)
-    except sp.PolynomialError:
-        return None
-    if poly.degree() != 1:
-        return None
-    a, b = poly.all_coeffs()
-    c = sp.cancel(-b / a)
+    parts = _linear_parts(slack, v)
+    if parts is not None and parts[0].is_Number:   # A a number: c = -B/A without a polynomial
+        a, b = parts
+        if a == 0 or not b.is_Number:
+            return None
+        c = -b / a
+    else:
+        try:
+            poly = sp.Poly(slack, v)
+        except sp.PolynomialError:
+            return None
+        if poly.degree() != 1:
+            return None
+        a, b = poly.all_coeffs()
+        c = sp.cancel(-b / a)
     if not c.is_Rational:
         return None
     if _shift_nonneg(a, strict=True):
@@ -71,6 +116,21 @@ def _linear_bound(slack: sp.Expr, v: sp.Symbol) -> tuple[int, sp.Rational] | Non
     if _shift_nonneg(-a, strict=True):
         return -1, c
     return None
+
+
+def _linear_parts(e: sp.Expr, v: sp.Symbol) -> tuple[sp.Expr, sp.Expr] | None:
+    """(A, B) with e = A*v + B, read off the terms of an expanded e; None where v appears in a
+    term other than as a factor to the first power (a polynomial then decides)."""
+    lin, rest = [], []
+    for t in e.args if e.is_Add else (e,):
+        if v not in t.free_symbols:
+            rest.append(t)
+            continue
+        coeff, dep = t.as_independent(v, as_Add=False)
+        if dep != v:
+            return None
+        lin.append(coeff)
+    return sp.Add(*lin), sp.Add(*rest)
 
 
 def divisor_alternatives(n: int, near: int, count: int = 3) -> list[int]:

@@ -2,13 +2,10 @@
 assignments that satisfy the assumptions, and searches counterexamples when it cannot."""
 from __future__ import annotations
 
-import itertools
-import random
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import congruence
-from .dims import _CMP, SEARCH_BUDGET, as_int, dim_symbol, evaluate, fresh_symbol
+from .dims import _CMP, as_int, dim_symbol, evaluate, fresh_symbol
 from .lazysympy import sympy as sp
 from .notation import Notation
 from .polys import (  # noqa: F401
@@ -17,11 +14,13 @@ from .polys import (  # noqa: F401
     _root_divisor,
     _shift_nonneg,
     divisor_alternatives,
+    integer_polynomial,
     minmax_cases,
     nonneg_given,
     numeric_product,
     without_rounding,
 )
+from .search import Search
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ class Relation:
         return _CMP[self.cmp](evaluate(self.left, env), evaluate(self.right, env))
 
 
-class Prover:
+class Prover(Search):
     """Decides conditions over all sizes that satisfy the spec's assumptions."""
 
     def __init__(self):
@@ -61,6 +60,7 @@ class Prover:
         self.relations: list[Relation] = []        # constraints left for the search
         self.example: dict[str, int] = {}
         self._cache: dict = {}
+        self._canons: dict = {}   # size -> its canonical form under `subst`
         self.notation = Notation()   # how the learner writes sizes, for messages
         self.zero_ok: set[sp.Symbol] = set()   # dims that may be 0 (`assume P >= 0`)
         self.work = 0   # conditions decided and sizes tried: what tests bound, not seconds
@@ -99,6 +99,7 @@ class Prover:
     def _substitute(self, sym: sp.Symbol, value: sp.Expr) -> None:
         self.subst = {k: v.xreplace({sym: value}) for k, v in self.subst.items()}
         self.subst[sym] = value
+        self._canons = {}
         relations = [Relation(self.canon(r.left), r.cmp, self.canon(r.right), r.text) for r in self.relations]
         if any(r.left.is_Number and r.right.is_Number and not r.holds({}) for r in relations):
             raise ValueError("it contradicts an assumption before it")
@@ -208,7 +209,12 @@ class Prover:
         return self._free_user() | {k for k in self.fresh if k not in self.subst} | set(self.unbacked)
 
     def canon(self, e: sp.Expr) -> sp.Expr:
-        return e.xreplace(self.subst) if self.subst else e
+        if not self.subst:
+            return e
+        hit = self._canons.get(e)   # (sizes repeat: each layer asks about the same ones)
+        if hit is None:
+            hit = self._canons[e] = e.xreplace(self.subst)
+        return hit
 
     # -- example values
     def user_env(self, values: dict[str, int]) -> dict[sp.Symbol, int] | None:
@@ -250,7 +256,7 @@ class Prover:
 
     def whole(self, e: sp.Expr) -> Verdict:
         if e.is_Integer or (e.is_Symbol and e.is_integer) or isinstance(e, (sp.Mod, sp.floor)) \
-                or (e.has(sp.Mod, sp.floor) and e.is_integer):   # `A*(B % C)`: sympy knows
+                or integer_polynomial(e) or (e.has(sp.Mod, sp.floor) and e.is_integer):   # `A*(B % C)`
             return PROVED
         return self._decide(("int", e), lambda: self._prove_whole(self.canon(e)),
                             lambda env: evaluate(e, env).denominator != 1, e)
@@ -342,7 +348,7 @@ class Prover:
         return cases is not None and all(prove(branch, conds) for branch, conds in cases)
 
     def _prove_whole(self, e: sp.Expr) -> bool:
-        split = self._by_cases(e, lambda branch, _conds: self._prove_whole(branch))
+        split = True if integer_polynomial(e) else self._by_cases(e, lambda b, _c: self._prove_whole(b))
         if split is not None:
             return split
         return congruence.prove_whole(e, self.relations, self._free() - set(self.unbacked),
@@ -393,107 +399,3 @@ class Prover:
             else:
                 return False
         return _shift_nonneg(d) or self._prove_leq(sp.Integer(0), d)
-
-    # -- counterexamples
-    def free_vars(self) -> list[sp.Symbol]:
-        return sorted(self._free(), key=str)
-
-    def _canon_example(self) -> dict[sp.Symbol, int]:
-        env = self.user_env(self.example) or {}
-        out = {}
-        for v in self.free_vars():
-            if v in self.fresh:
-                val = self.value(self.fresh[v], env)
-                out[v] = as_int(val) if val is not None and as_int(val) else 2
-            elif v in self.unbacked:
-                bound = as_int(self.value(self.unbacked[v], env) or 0)
-                out[v] = min(2, bound or 0)
-            else:
-                out[v] = env.get(v, 2)
-        return out
-
-    def _to_user(self, canon_env: dict, exempt=frozenset()) -> dict[sp.Symbol, int] | None:
-        """User-level assignment from canonical values, or None if it is not valid. A dim in
-        `exempt` (a derived dim whose own definition is under test) may be fractional."""
-        env = {}
-        for sym in self.user.values():
-            val = self.value(self.canon(sym), canon_env)
-            iv = as_int(val) if val is not None else None
-            if iv is None or iv < (sym not in self.zero_ok):
-                if sym in exempt and val is not None:
-                    env[sym] = val
-                    continue
-                return None
-            env[sym] = iv
-        for sym, bound in self.unbacked.items():   # 0 <= N <= its bound
-            val, most = canon_env.get(sym), self.value(bound, env)
-            if val is None or most is None or not 0 <= val <= most:
-                return None
-            env[sym] = val
-        for r in self.relations:
-            try:
-                if not r.holds(canon_env):
-                    return None
-            except (ZeroDivisionError, ValueError, KeyError):
-                return None
-        return env
-
-    def candidates(self, focus: list[sp.Symbol]):
-        """Assignments of the canonical variables to try, the ones that differ from the
-        example in a single size first (smallest values first), then pairs and triples of
-        small sizes, then the example itself, then random ones."""
-        base = self._canon_example()
-        small = [1, 2, 3, 4, 5, 6, 7, 8, 12, 16]
-        # change one size at a time, the smallest first: `D=512, H=3` teaches more than `D=1`
-        for v in sorted(focus, key=lambda s: (base.get(s, 2), str(s))):
-            for val in ([0] + small if v in self.unbacked else small):
-                if val != base.get(v):
-                    yield {**base, v: val}
-        for i, v in enumerate(focus):
-            for w in focus[i + 1:]:
-                for x in ([0] + small[:5] if v in self.unbacked else small[:6]):
-                    for y in ([0] + small[:5] if w in self.unbacked else small[:6]):
-                        yield {**base, v: x, w: y}
-        if len(focus) == 3:   # every triple of sizes 1..6: the search is exhaustive there
-            for values in itertools.product(small[:6], repeat=3):
-                yield {**base, **dict(zip(focus, values))}
-        yield dict(base)
-        rng = random.Random(0)
-        free = self.free_vars()
-        while True:
-            env = dict(base)
-            for v in focus or free:
-                env[v] = rng.randint(0 if v in self.unbacked else 1, 24)
-            yield env
-
-    def counterexample(self, broken: Callable, expr: sp.Expr) -> dict[str, int] | None:
-        return self.search(broken, expr)[0]
-
-    def search(self, broken: Callable, expr: sp.Expr) -> tuple[dict[str, int] | None, int]:
-        """Sizes that satisfy every assumption and break the condition (`broken`), shown for
-        the dims of the condition (`expr`) only: {} when it has none (`7/3` is never
-        whole); None if the bounded search finds none. Also: how many valid assignments
-        were tried."""
-        c = self.canon(expr)
-        focus = sorted(c.free_symbols & set(self.free_vars()), key=str)
-        exempt = {sym for sym in self.definition if self.canon(sym) == c}
-        tried = 0
-        for i, canon_env in enumerate(self.candidates(focus)):
-            if i >= SEARCH_BUDGET:
-                return None, tried
-            env = self._to_user(canon_env, exempt)
-            if env is None:
-                continue
-            tried += 1
-            self.work += 1
-            try:
-                if broken(env):
-                    names = sorted(expr.free_symbols, key=str)
-                    return {str(s): int(env[s]) for s in names
-                            if s in env and int(env[s]) == env[s]}, tried
-            except (ZeroDivisionError, ValueError, KeyError, OverflowError, TypeError):
-                continue
-            if not focus and not expr.free_symbols:
-                return None, tried   # a condition on numbers: one try decides it
-        return None, tried
-

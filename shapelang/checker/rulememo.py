@@ -17,6 +17,11 @@ same conditions 48 times. The result is kept when nothing else was read:
 - the operation is not in an `expect` (which names data-dependent sizes). Inside a block,
   the sizes the call binds and the block's size parameters are part of the key.
 
+The same memo answers the layouts worked out beside the rules, where they are as pure: the
+product and the elementwise combination of two tensors (arith.binop), the layout of a tensor
+made element by element from one (`-x`, `x * 2`: arith._dense) and of a concatenation
+(`concat(-1, a, b)`), each keyed by its input types.
+
 An error is never kept: the rule raises, and runs again the next time. The result given
 back is a copy (the checker names the outputs' sizes on the result it emits). The named
 types are kept too (`named`): the kept results come back as the same types again and again.
@@ -75,12 +80,13 @@ class RuleMemo:
         except TypeError:   # an unhashable part (a list in a type): no memo
             return compute()
         notation = c.prover.notation
-        if hit is not None and all((c.scope.values.get(n) is not None) == t for n, t in hit[2]):
+        if hit is not None and (not hit[2] or all((c.scope.values.get(n) is not None) == t
+                                                  for n, t in hit[2])):
             self.hits += 1
             result, spelled, _asked = hit
             for record in spelled:   # the sizes the rule read, as written (first spelling wins)
                 notation.record(*record)
-            return _copy(result)
+            return ops.Result(result.outputs, result.params, result.flops, dict(result.detail))
         read, reported, unbacked = self.read, self.reported, len(c.prover.unbacked)
         outer, notation.log = notation.log, []
         outer_asked, self._asked = self._asked, []

@@ -10,7 +10,7 @@ from ..lazysympy import sympy as sp
 from ..lazysympy import zero
 
 
-@dataclass
+@dataclass(slots=True)   # one per shape rule applied, and per result kept and given again
 class Result:
     outputs: tuple
     params: sp.Expr = field(default_factory=zero)

@@ -34,7 +34,9 @@ def concat(c, node):
     if axis is None:
         raise ShapeError("E110", "the first argument of concat is an axis", span=axis_node.span)
     vals = [c.tensor_value(a) for a in node.args[1:]]
-    t = concat_types(c, [v[0] for v in vals], axis, node.span, axis_node.span)
+    types = tuple(v[0] for v in vals)
+    t = c.rules.result(c, ("concat()", axis, types, tuple(x.why for x in types)), lambda: Result((
+        concat_types(c, list(types), axis, node.span, axis_node.span),))).outputs[0]
     return "concat", [v[1] for v in vals], Result((t,), detail={"dim": axis + t.rank if axis < 0 else axis})
 
 

@@ -27,6 +27,8 @@ provenance is unknown and it stays silent rather than guess.
 """
 from __future__ import annotations
 
+import weakref
+
 from .. import dims as dimlib
 from ..arith import ELEMENTWISE
 from ..lazysympy import sympy as sp
@@ -52,12 +54,10 @@ class Provenance(LayerRules, ContractRules):
         self.c = checker
         self.prover = checker.prover
         self.rg = Regrouper(self.prover)
-        self._rules = {name: getattr(self, "p_" + d.provenance) for name, d in TABLE.items()
-                       if d.provenance and hasattr(self, "p_" + d.provenance)}
+        self._rules = _RULES
         self.producer: dict = {}   # ref -> (step, provenance of its first input)
-        self._names = {sp.expand(self.prover.canon(sym)): sym
-                       for sym in reversed(list(self.prover.user.values()))}
-        self.findings = Findings(self)
+        self._names = None   # canonical size -> the dim it is, made when a message needs it
+        self.findings = Findings(weakref.proxy(self))   # no reference cycle: freed with the check
         self._canon: dict = {}   # size -> its canonical form (None: it is 1)
         # contracts (contracts.py): findings made once, rotated axes, the widths of the spec
         self._consumed: set = set()
@@ -139,7 +139,7 @@ class Provenance(LayerRules, ContractRules):
             if op == "masked_fill":
                 self.masked(s, x, ins[1] if len(ins) > 1 else None, False, s.detail.get("value") == -sp.oo,
                             "fills some of the weights")
-            out = rule(s, x, ins)
+            out = rule(self, s, x, ins)
             if op == "masked_fill" and out and len(ins) > 1 and ins[1] is not None:
                 out = [out[0].mark(masked_by=ins[1])] + list(out[1:])
             return None if out is None else tuple(out)
@@ -176,6 +176,8 @@ class Provenance(LayerRules, ContractRules):
     def user(self, e) -> str:
         """A size in the learner's dims (the prover keeps them substituted)."""
         e = self.prover.name_of(e)
+        if self._names is None:
+            self._names = {sp.expand(self.prover.canon(sym)): sym for sym in reversed(list(self.prover.user.values()))}
         return dimlib.show(self._names.get(sp.expand(e), e), self.prover.notation)
 
     def p_regroup(self, s, x: TP, ins):
@@ -462,6 +464,9 @@ class Provenance(LayerRules, ContractRules):
         same positions: two axes, each its own identity. Without this they would share their
         atoms, and a later cut of both into windows would read as one axis's pieces merged out
         of order. An axis that one operand already pairs with the other keeps its atoms."""
+        atoms = [a for ax in axes for a in ax]
+        if len(set(atoms)) == len(atoms):   # no atom on two axes: nothing to tell apart
+            return axes
         out = list(axes)
         for k, ax in enumerate(axes):
             if not ax:
@@ -474,3 +479,8 @@ class Provenance(LayerRules, ContractRules):
                 out[k] = tuple(Atom(a.size, a.name, a.feature) for a in ax)
                 break
         return tuple(out)
+
+
+# operation -> its provenance rule (a method of Provenance, called with the pass)
+_RULES = {name: getattr(Provenance, "p_" + d.provenance) for name, d in TABLE.items()
+          if d.provenance and hasattr(Provenance, "p_" + d.provenance)}

@@ -83,7 +83,10 @@ def root_base(factor):
     if factor is None:
         return None
     f = factor if isinstance(factor, sp.Basic) else sp.sympify(factor)
-    return f.base if f.is_Pow and f.exp == sp.Rational(-1, 2) else None
+    if not f.is_Pow:
+        return None
+    e = f.exp
+    return f.base if (e.p == -1 and e.q == 2 if e.is_Rational else e == sp.Rational(-1, 2)) else None
 
 
 def _carried(t: TP, axes: tuple) -> dict:
@@ -106,7 +109,7 @@ def label_of(axis: Axis) -> str:
 
 
 def _size(axis):
-    return sp.Mul(*[a.size for a in axis])
+    return axis[0].size if len(axis) == 1 else sp.Mul(*[a.size for a in axis])
 
 
 def _sizes(t: TP):

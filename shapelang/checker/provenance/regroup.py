@@ -5,6 +5,7 @@ kept, so repeated layers cost one lookup."""
 from __future__ import annotations
 
 from ..lazysympy import sympy as sp
+from ..polys import _monomial
 from .atoms import TP, Atom
 
 
@@ -22,20 +23,22 @@ class Regrouper:
             return sp.Integer(1)
         key = (small, big)
         if key not in self._div:
-            q = sp.cancel(self.prover.canon(big) / self.prover.canon(small))
+            q = self.prover.canon(big) / self.prover.canon(small)
+            if not _monomial(q):
+                q = sp.cancel(q)   # a quotient of monomials is in lowest terms as sympy makes it
             _, den = sp.fraction(q)
             ok = den == 1 and not (q.is_Number and (q < 1 or not q.is_Integer))
             self._div[key] = q if ok else None
         return self._div[key]
 
     def piece(self, atom: Atom, sizes: tuple, names) -> tuple:
-        """The pieces of `atom` cut into `sizes` (outermost first); the same cut gives the same
-        atoms. `names()` gives the pieces' names, asked for only when the cut is new."""
+        """The pieces of `atom` cut into `sizes` (outermost first), named `names`; the same cut
+        gives the same atoms."""
         key = (atom, sizes)
         hit = self._pieces.get(key)
         if hit is None:
             hit = self._pieces[key] = tuple(Atom(sz, nm, atom.feature, atom, k, len(sizes))
-                                            for k, (sz, nm) in enumerate(zip(sizes, names())))
+                                            for k, (sz, nm) in enumerate(zip(sizes, names)))
         return hit
 
     # ------------------------------------------------------------ regrouping
@@ -46,27 +49,33 @@ class Regrouper:
         key = (tuple(a.size for a in atoms), tuple(shape))
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = self._plan([a.size for a in atoms], shape)
-        groups, cuts, failed = plan
-        if groups is None:
+            plan = self._plans[key] = self._recipe(self._plan([a.size for a in atoms], shape), shape)
+        recipe, failed = plan
+        if recipe is None:
             self.failed = (failed[0], atoms[failed[1]])
             return None
         self.failed = None
         out = []
-        for g, size in zip(groups, shape):
+        for g in recipe:
             if g is None:
                 out.append(())
-                continue
-            axis = []
-            for i, k in g:
-                atom = atoms[i]
-                if len(cuts[i]) == 1:
-                    axis.append(atom)
-                    continue
-                axis.append(self.piece(atom, tuple(cuts[i]), lambda i=i: [
-                    self._piece_name(i, j, cuts, groups, shape) for j in range(len(cuts[i]))])[k])
-            out.append(tuple(self._merge_runs(axis)))
+            elif len(g) == 1 and g[0][2] is None:   # one whole atom
+                out.append((atoms[g[0][0]],))
+            else:
+                out.append(tuple(self._merge_runs([
+                    atoms[i] if cut is None else self.piece(atoms[i], cut, names)[k] for i, k, cut, names in g])))
         return out
+
+    def _recipe(self, plan, shape):
+        """The plan as what each result axis takes: per axis None (size 1) or [(atom index, k-th
+        cut, the cut sizes or None when the atom stays whole, the pieces' names)]."""
+        groups, cuts, failed = plan
+        if groups is None:
+            return None, failed
+        names = {i: [self._piece_name(i, j, cuts, groups, shape) for j in range(len(c))]
+                 for i, c in cuts.items() if len(c) > 1}
+        return [None if g is None else [(i, k, tuple(cuts[i]), names[i]) if len(cuts[i]) > 1 else (i, k, None, None)
+                                        for i, k in g] for g in groups], None
 
     def _plan(self, sizes: list, shape):
         """How `sizes` (atoms in memory order) are cut and grouped into `shape`: (groups, cuts,
