@@ -45,3 +45,30 @@ def test_checking_many_texts_again_and_again_keeps_a_bounded_number_of_objects()
         live.append(len(gc.get_objects()))
     # the first round fills the process's caches; the rounds after it hold no more
     assert live[2] <= live[1] * 1.01, live
+
+
+def test_a_check_leaves_the_collector_as_it_found_it_even_when_it_stops():
+    """The collector is paused during a check (checker/collector.py) and only then: on after a
+    check that found it on, also when a newer edit stops the check (`Stale`) or a fix is
+    re-checked inside it; off after one that found it off (a caller's own pause is kept)."""
+    from shapelang.checker.checker import Stale
+
+    seen = []
+    broken = gpt_spec(1, "unrolled").replace("linear 4*D", "linear 4*D -> view [B, S, 3, D]")
+    assert gc.isenabled()
+    spec = check_text(broken)
+    assert not spec.ok and gc.isenabled()
+    try:
+        check_text(gpt_spec(2, "unrolled"), stale=lambda: seen.append(gc.isenabled()) or len(seen) > 3)
+    except Stale:
+        pass
+    else:
+        raise AssertionError("the check did not stop when it went stale")
+    assert seen and not any(seen), "the collector ran during the check"
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        check_text(gpt_spec(1, "stack"))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -28,7 +28,7 @@ from ..syntax.nodes import (
     TensorDecl,
 )
 from ..syntax.parser import parse_recovering
-from . import advice, arith, calls, dtypes, expects, ops
+from . import advice, arith, calls, collector, dtypes, expects, ops
 from . import dims as dimlib
 from .advice import causes
 from .advice.suggest import Suggestions
@@ -53,15 +53,14 @@ class Stale(Exception):
 def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True, memo=None,
                stale=None, rules: RuleMemo | None = None) -> CheckedSpec:
     """Check spec text. Fixes that diagnostics propose are re-checked and shown only when
-    proved (`prove_fixes`; off for the re-checks themselves).
-
-    `memo`: a `syntax.reuse.ParseMemo` that keeps the statements of the last text, so that
+    proved (`prove_fixes`; off for the re-checks themselves). `memo`: a `syntax.reuse.ParseMemo` that keeps the statements of the last text, so that
     an edited text parses only what changed (checker/session.py). `stale`: a function
     asked between statements; when it answers true the check stops with `Stale`. `rules`: the
     shape rules' results of an earlier check (checker/rulememo.py), kept while its sizes'
-    statements are unchanged."""
-    parsed = parse_recovering(text, path) if memo is None else memo.parse(text, path, remember=prove_fixes)
-    return check_parsed(text, path, parsed, prove_fixes=prove_fixes, memo=memo, stale=stale, rules=rules)
+    statements are unchanged. The garbage collector is paused meanwhile (collector.py)."""
+    with collector.paused():
+        parsed = parse_recovering(text, path) if memo is None else memo.parse(text, path, remember=prove_fixes)
+        return check_parsed(text, path, parsed, prove_fixes=prove_fixes, memo=memo, stale=stale, rules=rules)
 
 
 def check_parsed(text: str, path: str, parsed, *, prove_fixes: bool = True, memo=None, stale=None,
