@@ -261,39 +261,17 @@ def test_roots_of_sizes_are_float_as_sympy_says():
         assert scalar_dtype(e) == ("int" if e.is_integer else "float"), e
 
 
-def _bound_by_polynomial(slack, v):
-    """The linear bound as sympy's polynomials give it (what the prover did before it read
-    A and B off the terms)."""
-    from shapelang.checker.polys import _shift_nonneg
-
-    try:
-        poly = sp.Poly(slack, v)
-    except sp.PolynomialError:
-        return None
-    if poly.degree() != 1:
-        return None
-    a, b = poly.all_coeffs()
-    c = sp.cancel(-b / a)
-    if not c.is_Rational:
-        return None
-    if _shift_nonneg(a, strict=True):
-        return 1, c
-    if _shift_nonneg(-a, strict=True):
-        return -1, c
-    return None
-
-
 @settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.tuples(st.integers(-4, 4), st.lists(st.sampled_from(["V", "B", "S", "H"]), max_size=2)),
                 min_size=1, max_size=4), st.integers(-6, 6))
 def test_linear_bound_read_off_the_terms_agrees_with_polynomials(terms, const):
-    from shapelang.checker.polys import _linear_bound
+    from shapelang.checker.polys import _linear_bound, polynomial_bound
 
     names = {n: sp.Symbol(n, positive=True, integer=True) for n in "VBSH"}
     slack = sp.expand(sp.Add(*[c * sp.Mul(*[names[n] for n in ns]) for c, ns in terms]) + const)
     v = names["V"]
     for e in (slack, sp.expand(slack + sp.Mod(names["B"], names["H"])), sp.expand(slack / 2)):
-        assert _linear_bound(e, v) == _bound_by_polynomial(e, v), e
+        assert _linear_bound(e, v) == polynomial_bound(e, v), e
 
 
 def _nonneg_by_polynomial(e, strict):

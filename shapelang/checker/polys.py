@@ -97,18 +97,29 @@ def _linear_bound(slack: sp.Expr, v: sp.Symbol) -> tuple[int, sp.Rational] | Non
     parts = _linear_parts(slack, v)
     if parts is not None and parts[0].is_Number:   # A a number: c = -B/A without a polynomial
         a, b = parts
-        if a == 0 or not b.is_Number:
-            return None
-        c = -b / a
-    else:
-        try:
-            poly = sp.Poly(slack, v)
-        except sp.PolynomialError:
-            return None
-        if poly.degree() != 1:
-            return None
-        a, b = poly.all_coeffs()
-        c = sp.cancel(-b / a)
+        return None if a == 0 or not b.is_Number else _signed_bound(a, -b / a)
+    return polynomial_bound(slack, v)
+
+
+def polynomial_bound(slack: sp.Expr, v: sp.Symbol) -> tuple[int, sp.Rational] | None:
+    """`_linear_bound` through sympy's polynomials, for any A."""
+    parts = linear_coeffs(slack, v)
+    return None if parts is None else _signed_bound(parts[0], sp.cancel(-parts[1] / parts[0]))
+
+
+def linear_coeffs(e: sp.Expr, v: sp.Symbol) -> tuple[sp.Expr, sp.Expr] | None:
+    """(A, B) with e = A*v + B by sympy's polynomials; None where e is not of degree 1 in v."""
+    try:
+        poly = sp.Poly(e, v)
+    except sp.PolynomialError:
+        return None
+    if poly.degree() != 1:
+        return None
+    a, b = poly.all_coeffs()
+    return a, b
+
+
+def _signed_bound(a: sp.Expr, c: sp.Expr) -> tuple[int, sp.Rational] | None:
     if not c.is_Rational:
         return None
     if _shift_nonneg(a, strict=True):

@@ -15,6 +15,7 @@ from .polys import (  # noqa: F401
     _shift_nonneg,
     divisor_alternatives,
     integer_polynomial,
+    linear_coeffs,
     minmax_cases,
     nonneg_given,
     numeric_product,
@@ -385,13 +386,10 @@ class Prover(Search):
         """d >= 0 where d is linear in the data-dependent sizes: each with a positive
         coefficient is at least 0, each with a negative one at most its bound."""
         for u in sorted(d.free_symbols & set(self.unbacked), key=str):
-            try:
-                poly = sp.Poly(d, u)
-            except sp.PolynomialError:
+            parts = linear_coeffs(d, u)
+            if parts is None:
                 return False
-            if poly.degree() != 1:
-                return False
-            coeff, rest = poly.all_coeffs()
+            coeff, rest = parts
             if _shift_nonneg(coeff):
                 d = rest
             elif _shift_nonneg(-coeff):
