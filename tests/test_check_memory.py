@@ -72,3 +72,27 @@ def test_a_check_leaves_the_collector_as_it_found_it_even_when_it_stops():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_the_command_line_checks_the_whole_library_without_the_collector_in_bounded_memory():
+    """`shapelang check` turns the collector off for its short process (cli._check): what a
+    check leaves must then be freed by reference counting, or checking many files grows. The
+    whole spec library in one process peaks within a few MB of one spec."""
+    import glob
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    files = sorted(glob.glob(os.path.join(root, "specs", "**", "*.shape"), recursive=True))
+    assert len(files) > 30
+
+    def peak_kb(paths) -> int:
+        code = ("import resource, sys; from shapelang.cli import main; main(['check', *sys.argv[1:]]); "
+                "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)")
+        out = subprocess.run([sys.executable, "-c", code, *paths], capture_output=True, text=True,
+                             cwd=root, timeout=600)
+        return int(out.stderr.strip().splitlines()[-1])
+
+    one, every = peak_kb(files[:1]), peak_kb(files)
+    assert every < one + 40_000, f"{len(files)} specs peaked at {every} KB, one at {one} KB"
