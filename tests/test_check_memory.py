@@ -91,7 +91,7 @@ def test_the_command_line_checks_the_whole_library_without_the_collector_in_boun
         code = ("import resource, sys; from shapelang.cli import main; main(['check', *sys.argv[1:]]); "
                 "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)")
         out = subprocess.run([sys.executable, "-c", code, *paths], capture_output=True, text=True,
-                             cwd=root, timeout=600)
+                             cwd=root, timeout=600, check=True)
         return int(out.stderr.strip().splitlines()[-1])
 
     one, every = peak_kb(files[:1]), peak_kb(files)

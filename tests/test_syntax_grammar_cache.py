@@ -46,7 +46,7 @@ def test_a_fresh_process_writes_the_cache_there_and_the_next_one_parses_the_same
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
     first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                            check=True).stdout
-    assert [p.name for p in (tmp_path / "shapelang").iterdir()][0].startswith("parser-")
+    assert next(p.name for p in (tmp_path / "shapelang").iterdir()).startswith("parser-")
     again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                            check=True).stdout
     assert first == again and "Binding" in first

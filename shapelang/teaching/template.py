@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..syntax.comments import split_comment
+from ..syntax.grammar import cache_file
 from ..syntax.nodes import (
     Assume,
     Binding,
@@ -34,7 +35,6 @@ from ..syntax.nodes import (
     Span,
     TensorDecl,
 )
-from ..syntax.grammar import cache_file
 from ..syntax.parser import ParseFailure, grammar_text, parse
 
 MAX_ANSWER = 300          # characters in one answer
