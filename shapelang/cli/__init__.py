@@ -127,13 +127,7 @@ def _width(args) -> int:
 
 
 def _check(args) -> int:
-    import gc
-
     from .common import fails, read_spec
-
-    # A short process: a check frees its objects by reference counting, so the collector would
-    # only walk sympy's objects again and again (about 50 ms of a 48-layer check; bench/RESULTS.md)
-    gc.disable()
 
     if api.format_info(args.format).per_run:
         from .ci import ci_command
@@ -218,10 +212,17 @@ def entry() -> None:
     Interpreter shutdown costs 0.1-0.2 s after sympy has been imported; nothing is
     left to clean up once the output is flushed.
     """
+    import gc
     import os
 
+    argv = sys.argv[1:]
+    if argv[:1] in (["check"], ["trace"]):
+        # A short process: a check frees its objects by reference counting, so the collector
+        # would only walk sympy's objects again and again (about 50 ms of a 48-layer check;
+        # bench/RESULTS.md). `main()` called as a function leaves the collector alone.
+        gc.disable()
     try:
-        status = main()
+        status = main(argv)
         for stream in (sys.stdout, sys.stderr):
             if not stream.closed:   # `shapelang lsp` closes stdout when the client says exit
                 stream.flush()
