@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 
+from ..syntax import collector
 from ..syntax.diagnostics import Diagnostic, ShapeError
 from ..syntax.nodes import (
     Binding,
@@ -28,7 +29,7 @@ from ..syntax.nodes import (
     TensorDecl,
 )
 from ..syntax.parser import parse_recovering
-from . import advice, arith, calls, collector, dtypes, expects, ops
+from . import advice, arith, calls, dtypes, expects, ops
 from . import dims as dimlib
 from .advice import causes
 from .advice.suggest import Suggestions
@@ -57,7 +58,7 @@ def check_text(text: str, path: str = "<input>", *, prove_fixes: bool = True, me
     an edited text parses only what changed (checker/session.py). `stale`: a function
     asked between statements; when it answers true the check stops with `Stale`. `rules`: the
     shape rules' results of an earlier check (checker/rulememo.py), kept while its sizes'
-    statements are unchanged. The garbage collector is paused meanwhile (collector.py)."""
+    statements are unchanged. The garbage collector is paused meanwhile (syntax/collector.py)."""
     with collector.paused():
         parsed = parse_recovering(text, path) if memo is None else memo.parse(text, path, remember=prove_fixes)
         return check_parsed(text, path, parsed, prove_fixes=prove_fixes, memo=memo, stale=stale, rules=rules)

@@ -10,7 +10,6 @@ the whole text either way.
 from __future__ import annotations
 
 import functools
-import gc
 import os
 import sys
 import threading
@@ -19,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from .build import NodeBuilder, from_lark
+from .collector import paused
 from .limits import ParseFailure, fail
 from .tokens import MISSING, FastPath
 
@@ -153,38 +153,34 @@ def _run(text: Text, start: str, first: int | None, last: int | None, offset: in
     _BUILDER.reset(source, text.starts)
     # The parse allocates many small objects and no cycles: the collector's passes over a
     # growing heap cost more than the parse itself on large files, so it waits until the end.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        if first is None and not offset:
-            a, b = 0, len(source)
-        else:
-            first = first or 1
-            last = last or len(text.lines) - 1
-            a = text.starts[first - 1]
-            b = text.starts[last] if last < len(text.starts) else len(source)
-        fast = fast_path()
-        nodes = fast.parse(source, text.starts, start, a, b, offset)
-        if nodes is not MISSING:
-            return nodes
-        if not use_lark:
-            at = fast.failed_at
-            raise NotParsed(None if at is None else bisect_right(text.starts, at) + offset)
-        # lark's own path: it raises lark's error for the text the fast path left to it
-        if first is None and not offset:
-            return parser.parse(source, start=start)
-        interactive = parser.parse_interactive(None, start=start)
-        counter = LineCounter("\n")
-        counter.char_pos = counter.line_start_pos = a
-        counter.line = first + offset
-        interactive.lexer_thread.state = LexerState(TextSlice(source, a, b), counter)
-        return interactive.resume_parse()
-    except lark.exceptions.UnexpectedInput as err:
-        end_line = (len(text.lines) - 1 if last is None else last) + offset
-        raise friendly(err, text, end_line, start == "block_body" or None, offset) from None
-    finally:
-        if collecting:
-            gc.enable()
+    with paused():
+        try:
+            if first is None and not offset:
+                a, b = 0, len(source)
+            else:
+                first = first or 1
+                last = last or len(text.lines) - 1
+                a = text.starts[first - 1]
+                b = text.starts[last] if last < len(text.starts) else len(source)
+            fast = fast_path()
+            nodes = fast.parse(source, text.starts, start, a, b, offset)
+            if nodes is not MISSING:
+                return nodes
+            if not use_lark:
+                at = fast.failed_at
+                raise NotParsed(None if at is None else bisect_right(text.starts, at) + offset)
+            # lark's own path: it raises lark's error for the text the fast path left to it
+            if first is None and not offset:
+                return parser.parse(source, start=start)
+            interactive = parser.parse_interactive(None, start=start)
+            counter = LineCounter("\n")
+            counter.char_pos = counter.line_start_pos = a
+            counter.line = first + offset
+            interactive.lexer_thread.state = LexerState(TextSlice(source, a, b), counter)
+            return interactive.resume_parse()
+        except lark.exceptions.UnexpectedInput as err:
+            end_line = (len(text.lines) - 1 if last is None else last) + offset
+            raise friendly(err, text, end_line, start == "block_body" or None, offset) from None
 
 
 def friendly(err, text: Text, end_line: int, in_block: bool | None = None,

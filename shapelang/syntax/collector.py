@@ -1,4 +1,4 @@
-"""Python's cyclic garbage collector, paused while a check runs.
+"""Python's cyclic garbage collector, paused while a spec is parsed and while it is checked.
 
 A check makes hundreds of thousands of small objects, so the collector's automatic passes
 run during it, and a full pass walks every object the process holds (sympy alone is a
