@@ -20,7 +20,7 @@ from shapelang.lsp.documents import DocumentStore
 from shapelang.lsp.fast_start import FastStart
 from shapelang.lsp.server import ShapeServer
 
-URI = "file:///work/naïve attn.shape"
+URI = "file:///home/learner/naïve attn.shape"
 CASES = ROOT / "tests" / "cases"
 # findings with related information, notes and help, counterexamples (data), proved fixes
 BROKEN = {"non-ascii": BAD, **{p.stem: p.read_text() for p in

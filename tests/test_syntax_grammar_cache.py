@@ -54,7 +54,7 @@ def test_a_fresh_process_writes_the_cache_there_and_the_next_one_parses_the_same
 
 def test_the_exercise_templates_lexer_keeps_its_own_file_in_the_private_folder(tmp_path):
     """The template lexer is a second lark parser of the same grammar (other options): it gets a
-    file of its own there, so the two never overwrite each other's tables, and none in /tmp."""
+    file of its own there, so the two never overwrite each other's tables, and none in the shared temp folder."""
     code = ("from shapelang.syntax.parser import parse; from shapelang.teaching import template; "
             "parse('dim B\\n'); print(template.statement_end().pattern)")
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
