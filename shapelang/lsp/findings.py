@@ -24,8 +24,7 @@ def _converter():
 
 
 def lsp_range(an: Analysis, span: api.Span) -> t.Range:
-    (l0, c0), (l1, c1) = an.lines.span_range(span)
-    return t.Range(t.Position(l0, c0), t.Position(l1, c1))
+    return _converter().structure(wire.lsp_range(an, span), t.Range)
 
 
 def to_lsp(an: Analysis, d: api.Diagnostic, docs: CodeDocs) -> t.Diagnostic:
