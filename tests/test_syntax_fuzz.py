@@ -298,7 +298,7 @@ def test_remembered_parser_moves_are_bounded_and_forgetting_them_changes_nothing
 
     monkeypatch.setattr(tokens, "MAX_STEPS", 40)
     monkeypatch.setattr(tokens, "MAX_STACKED", 300)
-    fast = tokens.FastPath(grammar.lark_parser(), grammar._BUILDER)
+    fast = tokens.FastPath(tokens.describe(grammar.lark_parser(), grammar._BUILDER), grammar._BUILDER)
     deep = "y: x -> linear " + "(" * 60 + "D" + ")" * 60 + "\n"
     for source in [deep] + [path.read_text(encoding="utf-8") for path in SOURCES[:12]]:
         assert_same(fast, source)

@@ -6,6 +6,9 @@ is built. Text that parses goes through tokens.FastPath (lark's lexer regexes an
 parse table in one loop); anything else goes through lark's ordinary path, which
 raises the error that `friendly` turns into a diagnostic. Line numbers are those of
 the whole text either way.
+
+The fast path's tables are read out of lark's compiled parser (tokens.describe) and kept
+as JSON beside lark's own cache, so a process whose text parses never imports lark.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from pathlib import Path
 from .build import NodeBuilder, from_lark
 from .collector import paused
 from .limits import ParseFailure, fail
-from .tokens import MISSING, FastPath
+from .tokens import FORMAT, MISSING, FastPath, describe
 
 KEYWORDS = {"dim", "assume", "example", "input", "param", "buffer", "expect", "block",
             "return", "end"}
@@ -69,7 +72,8 @@ def lark_parser():
                      cache=cache_file(grammar, lark.__version__))
 
 
-def cache_file(grammar: str, lark_version: str, purpose: str = "parser") -> str | bool:
+def cache_file(grammar: str, lark_version: str, purpose: str = "parser",
+               suffix: str = ".lark-cache") -> str | bool:
     """Where lark keeps the compiled parse tables between processes (start-up is then about
     0.1 s faster; lark rebuilds them when the file is missing or stale).
 
@@ -93,7 +97,7 @@ def cache_file(grammar: str, lark_version: str, purpose: str = "parser") -> str 
     if info.st_uid != os.getuid() or info.st_mode & 0o022:
         return False
     key = hashlib.sha256(f"{grammar}|{lark_version}|{sys.version}".encode()).hexdigest()[:20]
-    return os.path.join(folder, f"{purpose}-{key}.lark-cache")
+    return os.path.join(folder, f"{purpose}-{key}{suffix}")
 
 
 class Text:
@@ -110,14 +114,75 @@ class Text:
         return self.lines[n - 1] if 0 < n <= len(self.lines) else ""
 
 
+def lark_version() -> str:
+    """The installed lark's version, read without importing lark where it is not loaded yet."""
+    if "lark" in sys.modules:
+        return sys.modules["lark"].__version__
+    import importlib.util
+    import re
+
+    spec = importlib.util.find_spec("lark")
+    try:
+        head = Path(spec.origin).read_text(encoding="utf-8")
+        return re.search(r"""^__version__\b[^=]*=\s*["']([^"']+)["']""", head, re.MULTILINE)[1]
+    except (AttributeError, OSError, TypeError, ValueError):
+        import lark
+        return lark.__version__
+
+
+def _stored_tables(path: str) -> dict | None:
+    """The tables stored at `path`: a line with the SHA-256 of the rest, then the JSON."""
+    import hashlib
+    import json
+
+    try:
+        with open(path, "rb") as f:
+            digest, _, body = f.read().partition(b"\n")
+        if hashlib.sha256(body).hexdigest().encode() != digest:
+            return None
+        tables = json.loads(body)
+    except (OSError, ValueError):
+        return None
+    return tables if isinstance(tables, dict) else None
+
+
+def _store_tables(path: str, tables: dict) -> None:
+    """Write the tables beside lark's cache, whole or not at all (a temp file, then renamed)."""
+    import hashlib
+    import json
+    import tempfile
+
+    body = json.dumps(tables, separators=(",", ":")).encode()
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tables-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass                    # a full or read-only disk: the next process builds them again
+
+
 @functools.cache
-def _fast_path(parser) -> FastPath:
-    return FastPath(parser, _BUILDER)
-
-
 def fast_path() -> FastPath:
-    """The fast path over the current compiled grammar (bench may rebuild it)."""
-    return _fast_path(lark_parser())
+    """The fast path over the grammar's tables (tokens.describe): the ones stored in the
+    private cache when they are there and describe the grammar the builder knows, else read
+    out of lark's parser and stored for the next process."""
+    path = cache_file(grammar_text(), lark_version(), f"tables{FORMAT}", ".json")
+    if isinstance(path, str):
+        tables = _stored_tables(path)
+        if tables is not None:
+            try:
+                return FastPath(tables, _BUILDER)
+            except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+                pass                                   # stale: made again below
+    tables = describe(lark_parser(), _BUILDER)
+    if isinstance(path, str):
+        _store_tables(path, tables)
+    return FastPath(tables, _BUILDER)
 
 
 class NotParsed(Exception):
@@ -145,42 +210,48 @@ _ONE_AT_A_TIME = threading.Lock()
 
 def _run(text: Text, start: str, first: int | None, last: int | None, offset: int,
          use_lark: bool):
-    import lark
-    from lark.lexer import LexerState, LineCounter, TextSlice
-
-    parser = lark_parser()
     source = text.source
     _BUILDER.reset(source, text.starts)
     # The parse allocates many small objects and no cycles: the collector's passes over a
     # growing heap cost more than the parse itself on large files, so it waits until the end.
     with paused():
-        try:
-            if first is None and not offset:
-                a, b = 0, len(source)
-            else:
-                first = first or 1
-                last = last or len(text.lines) - 1
-                a = text.starts[first - 1]
-                b = text.starts[last] if last < len(text.starts) else len(source)
-            fast = fast_path()
-            nodes = fast.parse(source, text.starts, start, a, b, offset)
-            if nodes is not MISSING:
-                return nodes
-            if not use_lark:
-                at = fast.failed_at
-                raise NotParsed(None if at is None else bisect_right(text.starts, at) + offset)
-            # lark's own path: it raises lark's error for the text the fast path left to it
-            if first is None and not offset:
-                return parser.parse(source, start=start)
-            interactive = parser.parse_interactive(None, start=start)
-            counter = LineCounter("\n")
-            counter.char_pos = counter.line_start_pos = a
-            counter.line = first + offset
-            interactive.lexer_thread.state = LexerState(TextSlice(source, a, b), counter)
-            return interactive.resume_parse()
-        except lark.exceptions.UnexpectedInput as err:
-            end_line = (len(text.lines) - 1 if last is None else last) + offset
-            raise friendly(err, text, end_line, start == "block_body" or None, offset) from None
+        if first is None and not offset:
+            a, b = 0, len(source)
+        else:
+            first = first or 1
+            last = last or len(text.lines) - 1
+            a = text.starts[first - 1]
+            b = text.starts[last] if last < len(text.starts) else len(source)
+        fast = fast_path()
+        nodes = fast.parse(source, text.starts, start, a, b, offset)
+        if nodes is not MISSING:
+            return nodes
+        if not use_lark:
+            at = fast.failed_at
+            raise NotParsed(None if at is None else bisect_right(text.starts, at) + offset)
+        return _lark_run(text, start, first, last, offset, a, b)
+
+
+def _lark_run(text: Text, start: str, first: int | None, last: int | None, offset: int,
+              a: int, b: int):
+    """lark's own path: it raises lark's error for the text the fast path left to it."""
+    import lark
+    from lark.lexer import LexerState, LineCounter, TextSlice
+
+    parser = lark_parser()
+    source = text.source
+    try:
+        if first is None and not offset:
+            return parser.parse(source, start=start)
+        interactive = parser.parse_interactive(None, start=start)
+        counter = LineCounter("\n")
+        counter.char_pos = counter.line_start_pos = a
+        counter.line = first + offset
+        interactive.lexer_thread.state = LexerState(TextSlice(source, a, b), counter)
+        return interactive.resume_parse()
+    except lark.exceptions.UnexpectedInput as err:
+        end_line = (len(text.lines) - 1 if last is None else last) + offset
+        raise friendly(err, text, end_line, start == "block_body" or None, offset) from None
 
 
 def friendly(err, text: Text, end_line: int, in_block: bool | None = None,

@@ -19,6 +19,11 @@ On anything unusual (a character no terminal matches, a token the parse table
 refuses) it returns MISSING and the caller parses again through lark's ordinary
 path, which then raises lark's exact error. So the language and the error
 messages are lark's; only the speed of the common case differs.
+
+The loop needs none of lark's objects: `describe` reads what it needs out of a compiled
+lark parser (each state's regex and keywords, the parse table, each rule's callback by
+name) as JSON data, which grammar.py keeps between processes, so that text that parses
+never imports lark.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ import re
 from bisect import bisect_right
 
 MISSING = object()
+FORMAT = 1               # of describe()'s data: a new one makes stored tables stale
 
 # Remembered stacks, for all texts together: at most MAX_STEPS of them, holding at most
 # MAX_STACKED states in all (deep brackets make long stacks), a few MB. A parse adds at most
@@ -63,10 +69,10 @@ def _alternation(basic_lexer) -> tuple[str | None, dict]:
 
     lark builds these (BasicLexer._build_scanner) by turning keywords into callbacks on
     the terminal that also matches them (`_create_unless`) and joining the rest into one
-    alternation, which it compiles. This loop compiles its own version of that regex
-    (with blanks skipped first), so it builds the parts the same way and leaves lark's
-    compile to the first time lark's own path lexes in that state: a fresh process then
-    compiles each state's regex once, not twice. With another lark, it asks lark's scanner.
+    alternation, which it compiles. This builds the parts the same way without compiling
+    them (the fast path compiles its own version, with blanks skipped first, and lark
+    compiles its own only if its own path ever lexes in that state). With another lark, it
+    asks lark's scanner.
     """
     try:
         from lark.lexer import _create_unless
@@ -85,30 +91,59 @@ _SKIP, _SKIP_LINES, _LINES = "skip", "skip lines", "lines"
 _UNKNOWN = re.compile("(?!)")     # a state this loop cannot lex: lark's own path lexes it
 
 
+def _lexer_data(basic_lexer) -> list:
+    """What one parser state needs to lex, as data: [regex or None, flags, special].
+
+    The regex is lark's alternation after the blanks lark would skip as a token of their
+    own; None where this loop cannot lex the state (lark's own path then does). `special`
+    says what is special about a kind of token there: _SKIP (lark ignores it), _SKIP_LINES
+    (ignored, and it spans lines: a continuation), _LINES (a token that spans lines: a
+    newline), or the keywords that a NAME of that text is instead ({text: kind})."""
+    pattern, callbacks = _alternation(basic_lexer)
+    regex = f"[\t ]*+(?:{pattern})" if pattern is not None and _skips_blanks(basic_lexer) else None
+    special: dict = {}
+    for kind in sorted(basic_lexer.newline_types):      # sorted: the same data in every process
+        special[kind] = _LINES
+    for kind in sorted(basic_lexer.ignore_types):
+        special[kind] = _SKIP_LINES if kind in basic_lexer.newline_types else _SKIP
+    for kind, callback in sorted(callbacks.items()):
+        words = _keywords(callback)
+        if words is None or kind in special:
+            regex = None                               # a callback this loop does not know
+        else:
+            special[kind] = words
+    return [regex, basic_lexer.g_regex_flags, special]
+
+
 class _Lexer:
-    """What one parser state needs to lex: lark's regex, and what is special about a kind
-    of token there (`special`): _SKIP (lark ignores it), _SKIP_LINES (ignored, and it
-    spans lines: a continuation), _LINES (a token that spans lines: a newline), or the
-    keywords that a NAME of that text is instead ({text: kind})."""
+    """One state's lexer of `_lexer_data`, compiled when a parse first reaches the state."""
     __slots__ = ("regex", "special")
 
-    def __init__(self, basic_lexer):
-        pattern, callbacks = _alternation(basic_lexer)
-        # lark's alternation, after the blanks lark would skip as a token of their own
-        self.regex = re.compile(f"[\t ]*+(?:{pattern})", basic_lexer.g_regex_flags) \
-            if pattern is not None and _skips_blanks(basic_lexer) else _UNKNOWN
-        special: dict = {}
-        for kind in basic_lexer.newline_types:
-            special[kind] = _LINES
-        for kind in basic_lexer.ignore_types:
-            special[kind] = _SKIP_LINES if kind in basic_lexer.newline_types else _SKIP
-        for kind, callback in callbacks.items():
-            words = _keywords(callback)
-            if words is None or kind in special:
-                self.regex = _UNKNOWN                 # a callback this loop does not know
-            else:
-                special[kind] = words
-        self.special = special
+    def __init__(self, data: list, compiled: dict):
+        regex, flags, special = data
+        self.special = {kind: _MARKS[how] if isinstance(how, str) else how
+                        for kind, how in special.items()}
+        if regex is None:
+            self.regex = _UNKNOWN
+        else:
+            self.regex = compiled.get((regex, flags))
+            if self.regex is None:
+                self.regex = compiled[regex, flags] = re.compile(regex, flags)
+
+
+class _Rows(dict):
+    """The parse table: state -> {symbol: (True, state to shift to) or (False, (size,
+    origin, effect))}, each row made from describe's data when a parse first needs it."""
+
+    def __init__(self, plans: list, raw: dict):
+        super().__init__()
+        self.plans, self.raw = plans, raw
+
+    def __missing__(self, state: int) -> dict:
+        plans = self.plans
+        row = self[state] = {sym: (True, move) if type(move) is int else (False, plans[move[0]])
+                             for sym, move in self.raw[state].items()}
+        return row
 
 
 class _Step:
@@ -123,13 +158,16 @@ class _Step:
 
 _MERGE = "merge"         # an inlined rule (`_name`, `__x_star_0`): its children join its parent's
 _REFUSE = "refuse"       # a rule lark would make a Tree of: left to lark's own path
+_MARKS = {_SKIP: _SKIP, _SKIP_LINES: _SKIP_LINES, _LINES: _LINES}     # data -> the loop's marks
 
 
-def _plan(rule, builder):
-    """How to reduce one rule, as lark's tree builder would with keep_all_tokens:
-    (size, origin, effect). The effect is the callback; None for a rule that only renames
-    its one child (`?expr: product`); _MERGE for an inlined rule, whose children lark
-    splices into its parent's."""
+def _plan_data(rule, builder) -> list:
+    """How to reduce one rule, as lark's tree builder would with keep_all_tokens, as data:
+    [size, origin, effect]. The effect is ["call", name] for the builder's callback, or
+    ["one", name] for a `?rule` (its one child as it is, else the callback); None for a
+    rule that only renames its one child (`?expr: product`); _MERGE for an inlined rule,
+    whose children lark splices into its parent's; _REFUSE for a rule lark would make a
+    Tree of."""
     name = rule.alias or rule.options.template_source or rule.origin.name
     fn = getattr(builder, name, None)
     size = len(rule.expansion)
@@ -139,11 +177,54 @@ def _plan(rule, builder):
         effect = None
     elif fn is None:
         effect = _MERGE if rule.origin.name.startswith("_") else _REFUSE
-    elif single:
-        effect = functools.partial(_one_or_all, fn)
     else:
-        effect = fn
-    return (size, rule.origin.name, effect)
+        effect = ["one" if single else "call", name]
+    return [size, rule.origin.name, effect]
+
+
+def _plan(data: list, builder) -> tuple:
+    """A `_plan_data` as the loop uses it: (size, origin, effect), the effect a callable."""
+    size, origin, effect = data
+    if isinstance(effect, list):
+        how, name = effect
+        fn = vars(type(builder)).get(name) and getattr(builder, name)
+        if not callable(fn):
+            raise KeyError(name)                       # a stale description: no such callback
+        effect = functools.partial(_one_or_all, fn) if how == "one" else fn
+    elif effect is not None:
+        effect = {_MERGE: _MERGE, _REFUSE: _REFUSE}[effect]    # the loop's own marks
+    return (int(size), str(origin), effect)
+
+
+def describe(lark_parser, builder) -> dict:
+    """What the fast path needs of a compiled lark LALR parser with a contextual lexer, as
+    JSON data: each state's lexer, the parse table, each rule's reduction, and where each
+    start begins and ends. States are lark's numbers."""
+    from lark.parsers.lalr_analysis import Shift
+
+    lexers, index_of, state_lexer = [], {}, []
+    for state, basic in lark_parser.parser.lexer.lexers.items():
+        if id(basic) not in index_of:
+            index_of[id(basic)] = len(lexers)
+            lexers.append(_lexer_data(basic))
+        state_lexer.append([state, index_of[id(basic)]])
+    start = lark_parser.options.start
+    table = lark_parser.parse_interactive(None, start=start[0]).parser_state.parse_conf.parse_table
+    plans, plan_of, rows = [], {}, []
+    for state, row in table.states.items():
+        moves = {}
+        for sym, (action, arg) in row.items():
+            if action is Shift:
+                moves[sym] = arg                       # a number: shift, to that state
+            else:
+                if id(arg) not in plan_of:
+                    plan_of[id(arg)] = len(plans)
+                    plans.append(_plan_data(arg, builder))
+                moves[sym] = [plan_of[id(arg)]]        # a list: reduce, by that plan
+        rows.append([state, moves])
+    return {"format": FORMAT, "lexers": lexers, "state_lexer": state_lexer, "plans": plans,
+            "table": rows,
+            "starts": {s: [table.start_states[s], table.end_states[s]] for s in start}}
 
 
 def _one_or_all(fn, children):
@@ -185,36 +266,33 @@ def _program(effects: list) -> tuple:
 
 
 class FastPath:
-    def __init__(self, lark_parser, builder):
-        from lark.parsers.lalr_analysis import Shift
+    """The loop over one grammar's tables (`describe`'s data). Data that does not describe
+    a grammar the builder knows raises ValueError, KeyError, TypeError, IndexError or
+    AttributeError here, never in a parse."""
 
-        self.parser = lark_parser
-        self.lexers = lark_parser.parser.lexer.lexers        # parser state -> lark BasicLexer
+    def __init__(self, tables: dict, builder):
+        if tables.get("format") != FORMAT:
+            raise ValueError("tables of another format")
         self.builder = builder
-        self.Shift = Shift
-        self.tables: dict = {}     # start -> (start state, end state, table)
+        self.table = _Rows([_plan(p, builder) for p in tables["plans"]],
+                           {int(state): moves for state, moves in tables["table"]})
+        self.starts = {str(name): (int(a), int(b)) for name, (a, b) in tables["starts"].items()}
+        self.lexer_data = tables["lexers"]
+        self.lexer_of_state = {int(state): int(i) for state, i in tables["state_lexer"]}
+        if not set(self.lexer_of_state) >= set(self.table.raw) or \
+                not all(0 <= i < len(self.lexer_data) for i in self.lexer_of_state.values()):
+            raise ValueError("a state without its lexer")
+        self._compiled: dict = {}  # (regex, flags) -> compiled: states often lex alike
         self.roots: dict = {}      # start -> its first step
         self.steps: dict = {}      # stack of states -> its step
         self.stacked = 0           # states in the stacks of self.steps
-        self._lexer_of: dict = {}  # id of lark's BasicLexer (states share them) -> _Lexer
+        self._lexers: dict = {}    # index in lexer_data (states share them) -> _Lexer
         self.failed_at: int | None = None     # where the last parse that returned MISSING stopped
 
     def _table(self, start):
-        """lark's parse table for `start`, each reduction as a plan: (start, end, table)."""
-        if start not in self.tables:
-            conf = self.parser.parse_interactive(None, start=start).parser_state.parse_conf
-            plans, table = {}, {}
-            for state, row in conf.states.items():
-                new = table[state] = {}
-                for sym, (action, arg) in row.items():
-                    if action is self.Shift:
-                        new[sym] = (True, arg)
-                    else:
-                        if id(arg) not in plans:
-                            plans[id(arg)] = _plan(arg, self.builder)
-                        new[sym] = (False, plans[id(arg)])
-            self.tables[start] = (conf.start_state, conf.end_state, table)
-        return self.tables[start]
+        """(start state, end state, the parse table) for `start`."""
+        first, end = self.starts[start]
+        return first, end, self.table
 
     def _step(self, stack: tuple) -> _Step:
         step = self.steps.get(stack)
@@ -222,10 +300,10 @@ class FastPath:
             if len(self.steps) >= MAX_STEPS or self.stacked >= MAX_STACKED:
                 self.steps, self.roots, self.stacked = {}, {}, 0    # steps in use stay valid
             self.stacked += len(stack)
-            basic = self.lexers[stack[-1]]
-            lexer = self._lexer_of.get(id(basic))
+            i = self.lexer_of_state[stack[-1]]
+            lexer = self._lexers.get(i)
             if lexer is None:
-                lexer = self._lexer_of[id(basic)] = _Lexer(basic)
+                lexer = self._lexers[i] = _Lexer(self.lexer_data[i], self._compiled)
             step = self.steps[stack] = _Step(stack, lexer)
         return step
 
