@@ -8,7 +8,6 @@ a ShapeError with the shapes at the example sizes and a counterexample.
 """
 from __future__ import annotations
 
-import difflib
 import itertools
 
 from ..syntax.diagnostics import Diagnostic, ShapeError
@@ -389,6 +388,8 @@ def _closest(name: str, known) -> str | None:
     same = [k for k in known if k.lower() == name.lower() and k != name]
     if same:
         return same[0]
+    import difflib
+
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     return close[0] if close else None
 

@@ -4,7 +4,6 @@ Reads plain data only (no parser, no prover), so it answers at once.
 """
 from __future__ import annotations
 
-import difflib
 import sys
 
 
@@ -35,6 +34,8 @@ def command(args) -> int:
         return 0
     code = _normalise(args.code, CODES)
     if code is None:
+        import difflib
+
         close = difflib.get_close_matches(args.code.strip().upper(), list(CODES), n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         print(f"shapelang: no code {args.code}{hint} (`shapelang explain` lists them all)", file=sys.stderr)

@@ -17,8 +17,6 @@ import os
 import sys
 import threading
 from bisect import bisect_right
-from importlib import resources
-from pathlib import Path
 
 from .build import NodeBuilder, from_lark
 from .collector import paused
@@ -39,10 +37,18 @@ _TOKEN_WORDS = {
 
 
 def grammar_text() -> str:
-    try:
-        return resources.files("shapelang.grammars").joinpath("shapelang.lark").read_text()
-    except (ModuleNotFoundError, FileNotFoundError):
-        return (Path(__file__).resolve().parents[2] / "grammars" / "shapelang.lark").read_text()
+    """The grammar's text: grammars/shapelang.lark, which an installed copy ships inside the
+    package (shapelang/grammars/) and the source tree keeps beside it; through
+    importlib.resources where neither is a file (an install in a zip)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for folder in (package, os.path.dirname(package)):
+        path = os.path.join(folder, "grammars", "shapelang.lark")
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                return f.read()
+    from importlib import resources
+
+    return resources.files("shapelang.grammars").joinpath("shapelang.lark").read_text(encoding="utf-8")
 
 
 _BUILDER = NodeBuilder()
@@ -123,7 +129,8 @@ def lark_version() -> str:
 
     spec = importlib.util.find_spec("lark")
     try:
-        head = Path(spec.origin).read_text(encoding="utf-8")
+        with open(spec.origin, encoding="utf-8") as f:
+            head = f.read()
         return re.search(r"""^__version__\b[^=]*=\s*["']([^"']+)["']""", head, re.MULTILINE)[1]
     except (AttributeError, OSError, TypeError, ValueError):
         import lark

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Span:
+    """Where a node's text is: 1-based lines and columns, the end column one past its last character."""
     line: int
     column: int
     end_line: int
@@ -24,22 +25,26 @@ class Span:
 
 @dataclass(frozen=True)
 class Expr:
+    """An expression: a size (`D // H`), a tensor (`x`), an argument, or a pipeline."""
     span: Span
 
 
 @dataclass(frozen=True)
 class Num(Expr):
+    """A number as written: `64`, `-1`, `0.5`, `1e4`."""
     value: int | float
     text: str
 
 
 @dataclass(frozen=True)
 class Name(Expr):
+    """A name: a dim, a tensor, a block, or an operation's word (`-inf`, `causal`)."""
     name: str
 
 
 @dataclass(frozen=True)
 class Str(Expr):
+    """A quoted pattern: `"b s d -> b d s"`."""
     value: str
 
 
@@ -51,11 +56,13 @@ class Hole(Expr):
 
 @dataclass(frozen=True)
 class ShapeLit(Expr):
+    """A shape: `[B, S, D]`."""
     dims: tuple[Expr, ...]
 
 
 @dataclass(frozen=True)
 class BinOp(Expr):
+    """`left op right`, for sizes and tensors alike."""
     op: str  # one of + - * / // % @ **
     left: Expr
     right: Expr
@@ -63,11 +70,13 @@ class BinOp(Expr):
 
 @dataclass(frozen=True)
 class Neg(Expr):
+    """`-operand`."""
     operand: Expr
 
 
 @dataclass(frozen=True)
 class KwArg:
+    """`name=value` in an operation, a call or a block call."""
     span: Span
     name: str
     value: Expr
@@ -76,6 +85,7 @@ class KwArg:
 
 @dataclass(frozen=True)
 class Call(Expr):
+    """`func(args)`: a function of sizes (`sqrt(Dh)`) or of tensors (`arange(S)`)."""
     func: str
     func_span: Span
     args: tuple[Expr, ...]
@@ -84,6 +94,7 @@ class Call(Expr):
 
 @dataclass(frozen=True)
 class Op:
+    """One operation of a pipeline: `linear 3*D`, `view [B, S, H, Dh]`, `Mlp(F=4*D)`."""
     span: Span
     name: str
     name_span: Span
@@ -95,6 +106,7 @@ class Op:
 
 @dataclass(frozen=True)
 class Pipeline(Expr):
+    """`head -> op -> op`: a value and the operations applied to it in turn."""
     head: Expr
     ops: tuple[Op, ...]
 
@@ -103,17 +115,20 @@ class Pipeline(Expr):
 
 @dataclass(frozen=True)
 class Stmt:
+    """A statement: one line of a spec, or a block with its body."""
     span: Span
 
 
 @dataclass(frozen=True)
 class DimDecl(Stmt):
+    """`dim B` or `dim Dh = D / H`: a size, free or defined."""
     name: str
     value: Expr | None
 
 
 @dataclass(frozen=True)
 class Assume(Stmt):
+    """`assume D % H == 0`: a chain of comparisons the checker may rely on."""
     terms: tuple[Expr, ...]
     cmps: tuple[str, ...]
     text: str
@@ -121,6 +136,7 @@ class Assume(Stmt):
 
 @dataclass(frozen=True)
 class ExampleItem:
+    """`B=2` in an `example` line."""
     span: Span
     name: str
     value: int
@@ -128,11 +144,13 @@ class ExampleItem:
 
 @dataclass(frozen=True)
 class Example(Stmt):
+    """`example B=2, S=8`: sizes to show shapes with and to test assumptions on."""
     items: tuple[ExampleItem, ...]
 
 
 @dataclass(frozen=True)
 class TensorDecl(Stmt):
+    """`input x: [B, S, D]`, `param W: [D, D]`, `buffer mask: [S, S] bool`."""
     kind: str  # input | param | buffer
     name: str
     shape: ShapeLit
@@ -143,12 +161,14 @@ class TensorDecl(Stmt):
 
 @dataclass(frozen=True)
 class Binding(Stmt):
+    """`q, k, v: pipeline`: names for a pipeline's results."""
     names: tuple[str, ...]
     value: Pipeline
 
 
 @dataclass(frozen=True)
 class Expect(Stmt):
+    """`expect q: [B, H, S, Dh]`: a shape the checker must prove."""
     name: str
     name_span: Span
     shape: ShapeLit | Hole
@@ -158,6 +178,7 @@ class Expect(Stmt):
 
 @dataclass(frozen=True)
 class Return(Stmt):
+    """`return h` or `return h, k, v`: what a block gives back."""
     value: Pipeline          # the first (often the only) tensor returned
     values: tuple = ()       # every tensor returned: `return h, k, v`
 
@@ -171,6 +192,7 @@ class SizeParam:
 
 @dataclass(frozen=True)
 class Block(Stmt):
+    """`block Name(x: [B, S, D], dim F):` ... `end`: a reusable piece of a model."""
     name: str
     inputs: tuple[TensorDecl, ...]
     body: tuple[Stmt, ...]
@@ -180,6 +202,7 @@ class Block(Stmt):
 
 @dataclass(frozen=True)
 class Spec:
+    """A parsed `.shape` file: its path, its text and its statements."""
     path: str
     source: str
     statements: tuple[Stmt, ...] = field(default_factory=tuple)
