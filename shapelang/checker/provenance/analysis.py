@@ -65,6 +65,8 @@ class Provenance(LayerRules, ContractRules):
         self._rotation_of: dict = {}
         self._rotation_warned: set = set()
         self._cut_at: dict = {}   # a half of an axis -> the step that cut it
+        self._half_sizes: dict = {}   # (size, name) of an axis -> those of its halves
+        self._twice: dict = {}   # the size of a half -> the size of the whole
         self._width_cache = None
         self._declared_last: set = set()
         self._allowed = None
