@@ -6,7 +6,7 @@ from tiers import examples
 
 from shapelang.checker import congruence
 from shapelang.checker.dims import _CMP
-from shapelang.checker.prover import Prover
+from shapelang.checker.prover import Prover, Relation
 
 
 def prover(*names, example=None):
@@ -247,6 +247,25 @@ def test_whole_without_sympy_agrees_with_the_proof(terms, den):
     assert proof(e)
     q = e / den
     assert p.whole(q).ok == proof(q)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(st.lists(st.tuples(st.fractions(-4, 4, max_denominator=4), st.sampled_from("BSHKt")), max_size=4),
+       st.fractions(-6, 6, max_denominator=4), st.booleans())
+def test_whole_sums_read_off_their_terms_agree_with_the_polynomials(terms, const, congruent):
+    """`Dh/2 + 1/2`: a sum of rational multiples of sizes is whole exactly when the polynomial
+    proof says so; with a congruence among the assumptions the polynomials still decide."""
+    names = {n: sp.Symbol(n, positive=True, integer=True) for n in "BSHK"}
+    names["t"] = sp.Symbol("t")   # a symbol sympy knows nothing of: integer points all the same
+    e = sp.Add(*[sp.Rational(c.numerator, c.denominator) * names[n] for c, n in terms]) + \
+        sp.Rational(const.numerator, const.denominator)
+    relations = [Relation(sp.Mod(names["K"], 2), "==", sp.Integer(0), "assume K % 2 == 0")] if congruent else []
+    free = {names[n] for n in "BSHK"}
+    whole = lambda x: congruence.prove_whole(x, relations, free, whole)  # noqa: E731
+    mine = congruence.prove_whole(e, relations, free, whole)
+    assert mine == congruence._by_polynomials(e, relations, free, whole), e
+    if congruent and e == names["K"] / 2:
+        assert mine   # K/2 with K even: the congruence decides, not the terms
 
 
 def test_roots_of_sizes_are_float_as_sympy_says():
