@@ -51,6 +51,23 @@ def test_refuted_whole_counterexample_breaks_it():
     assert v.counterexample["D"] % v.counterexample["H"] != 0
 
 
+def test_asking_only_whether_it_is_proved_answers_as_the_decision_and_keeps_nothing():
+    """A rule that only asks whether a condition is proved (arange's rounding, the sizes a
+    reshape may find at 1) skips the search; the answer is the decision's, and a later full
+    decision still finds its counterexample."""
+    p, (D, H, S) = prover("D", "H", "S", example={"D": 512, "H": 8, "S": 16})
+    p.assume(sp.Mod(D, H), "==", sp.Integer(0), "assume D % H == 0")
+    for ask, args in ((p.whole, (D / H,)), (p.whole, (D / 2,)), (p.whole, ((D / H + 1) / 2,)),
+                      (p.whole, (S * D / H,)), (p.leq, (sp.Integer(2), S)), (p.leq, (H, D)),
+                      (p.leq, (sp.Integer(1), S)), (p.leq, (S, D))):
+        quick = ask(*args, search=False)
+        full = ask(*args)
+        assert quick.ok == full.ok, args
+        if not full.ok:
+            assert quick.counterexample is None and full.status == "refuted", args
+            assert full.counterexample, args
+
+
 def test_chained_divisibility():
     p, (D, H, G) = prover("D", "H", "G")
     p.assume(sp.Mod(D, H), "==", sp.Integer(0), "")

@@ -36,6 +36,7 @@ class Verdict:
 
 
 PROVED = Verdict("proved")
+UNPROVED = Verdict("unknown")   # not proved, and not searched (Prover._decide without `search`)
 
 
 @dataclass(frozen=True)
@@ -255,12 +256,13 @@ class Prover(Search):
         return self._decide(("eq", a, b, broadcast), lambda: self._prove_zero(self.canon(a - b)),
                             broken, a - b)
 
-    def whole(self, e: sp.Expr) -> Verdict:
+    def whole(self, e: sp.Expr, search: bool = True) -> Verdict:
+        """`search`: see `_decide`."""
         if e.is_Integer or (e.is_Symbol and e.is_integer) or isinstance(e, (sp.Mod, sp.floor)) \
                 or integer_polynomial(e) or (e.has(sp.Mod, sp.floor) and e.is_integer):   # `A*(B % C)`
             return PROVED
         return self._decide(("int", e), lambda: self._prove_whole(self.canon(e)),
-                            lambda env: evaluate(e, env).denominator != 1, e)
+                            lambda env: evaluate(e, env).denominator != 1, e, search)
 
     def positive(self, e: sp.Expr) -> Verdict:
         if (e.is_Symbol and e.is_positive and e not in self.zero_ok) or (e.is_Integer and e > 0):
@@ -271,9 +273,10 @@ class Prover(Search):
         return self._decide(("pos", e), lambda: self._prove_positive(self.canon(e)),
                             lambda env: evaluate(e, env) <= 0, e)
 
-    def leq(self, a: sp.Expr, b: sp.Expr) -> Verdict:
+    def leq(self, a: sp.Expr, b: sp.Expr, search: bool = True) -> Verdict:
+        """`search`: see `_decide`."""
         return self._decide(("leq", a, b), lambda: self._prove_leq(self.canon(a), self.canon(b)),
-                            lambda env: evaluate(a, env) > evaluate(b, env), b - a)
+                            lambda env: evaluate(a, env) > evaluate(b, env), b - a, search)
 
     def same(self, a: sp.Expr, b: sp.Expr) -> bool:
         """Equal as polynomials after substitution; no counterexample search."""
@@ -315,7 +318,11 @@ class Prover(Search):
     def is_one(self, e: sp.Expr) -> bool:
         return e == 1 or self.canon(e) == 1
 
-    def _decide(self, key, prove, broken, expr) -> Verdict:
+    def _decide(self, key, prove, broken, expr, search: bool = True) -> Verdict:
+        """The verdict on a condition: proved, or else refuted by the counterexample the search
+        finds, or unknown. Without `search` (a caller that only asks whether it is proved, as
+        a fast path does) an unproved condition is answered `UNPROVED` at once, and nothing is
+        kept for it: asked again with the search, it is decided in full."""
         hit = self._cache.get(key)
         if hit is not None:
             return hit
@@ -326,6 +333,8 @@ class Prover(Search):
             ok = False
         if ok:
             verdict = PROVED
+        elif not search:
+            return UNPROVED
         else:
             cex, tried = self.search(broken, expr)
             verdict = Verdict("refuted", cex) if cex is not None else Verdict("unknown", tried=tried)

@@ -12,7 +12,7 @@ from ..lazysympy import sympy as sp
 def floor_div(c, num, den, span, what: str, offset=0) -> sp.Expr:
     """num // den as PyTorch computes it (`offset` is added to the size shown in messages)."""
     q = sp.cancel(num / den)
-    if c.prover.whole(q).ok:
+    if c.prover.whole(q, search=False).ok:   # (only whether it is proved matters here)
         return q
     const, rest = sp.expand(num).as_coeff_Add()
     if not const.is_Integer:
@@ -20,10 +20,11 @@ def floor_div(c, num, den, span, what: str, offset=0) -> sp.Expr:
     exact = None
     if den.is_Integer:
         exact = sp.cancel(rest / den) + sp.floor(const / den)
-    elif const and c.prover.positive(den).ok and c.prover.leq(abs(const) + (1 if const > 0 else 0), den).ok:
+    elif const and c.prover.positive(den).ok and \
+            c.prover.leq(abs(const) + (1 if const > 0 else 0), den, search=False).ok:
         # a size as the divisor (a stride S): -S <= const < S gives floor(const / S) = -1 or 0
         exact = sp.cancel(rest / den) + (-1 if const < 0 else 0)
-    if exact is not None and c.prover.whole(sp.cancel(rest / den)).ok:
+    if exact is not None and c.prover.whole(sp.cancel(rest / den), search=False).ok:
         return exact   # (k*den + const) // den: whole part plus the constant's floor
     out = sp.floor(q)
     shown = out + offset
