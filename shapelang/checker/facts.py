@@ -66,8 +66,9 @@ class Facts:
         for d in dims:
             if d.value is not None and d.name in self.out.definitions:
                 value = self.out.definitions[d.name]
-                help, fixes = self._divisibility(value)
-                self.need(p.whole(value), "E104", d.value.span,
+                verdict = p.whole(value)
+                help, fixes = self._divisibility(value) if not verdict.ok else (None, ())
+                self.need(verdict, "E104", d.value.span,
                           f"`{d.name} = {self.sz(value)}` is not always a whole number",
                           help=help, fixes=fixes,
                           claim=f"`{d.name} = {self.sz(value)}` is always a whole number")
