@@ -285,6 +285,24 @@ def test_whole_sums_read_off_their_terms_agree_with_the_polynomials(terms, const
         assert mine   # K/2 with K even: the congruence decides, not the terms
 
 
+@settings(max_examples=examples(100), deadline=None)
+@given(st.lists(st.tuples(st.fractions(-4, 4, max_denominator=4), st.lists(st.sampled_from("BSHt"), max_size=2)),
+                max_size=4), st.fractions(-6, 6, max_denominator=4), st.integers(-6, 6))
+def test_a_quotient_by_a_number_is_sympys_cancel(terms, const, den):
+    """arange's length `(end - start + step - 1)/step`: the quotient of a sum of sizes by a
+    number is the expression `sp.cancel` gives, the same object tree (what messages print)."""
+    from shapelang.checker.polys import cancel_by_number
+
+    names = {n: sp.Symbol(n, positive=True, integer=True) for n in "BSH"}
+    names["t"] = sp.Symbol("t")
+    num = sp.Add(*[sp.Rational(c.numerator, c.denominator) * sp.Mul(*[names[n] for n in ns]) for c, ns in terms]) + \
+        sp.Rational(const.numerator, const.denominator)
+    if den == 0:
+        return
+    mine, theirs = cancel_by_number(num, sp.Integer(den)), sp.cancel(num / den)
+    assert sp.srepr(mine) == sp.srepr(theirs), (num, den)
+
+
 def test_roots_of_sizes_are_float_as_sympy_says():
     """`scale 1/sqrt(Dh)`: a root of a size is a float scalar, which sympy also answers (after
     milliseconds of questions); whole numbers and whole sizes stay int."""

@@ -78,6 +78,15 @@ def _linear_terms(e: sp.Expr) -> tuple[dict, sp.Expr] | None:
     return coeffs, const
 
 
+def cancel_by_number(num: sp.Expr, den: sp.Expr) -> sp.Expr:
+    """`sp.cancel(num / den)`. A sum of rational multiples of symbols and a number over a whole
+    number (`(Dh + 1)/2`, arange's length) is already in that form as sympy builds the quotient
+    (the number distributes over the sum), so the polynomial machinery is not asked."""
+    if isinstance(num, sp.Expr) and den.is_Integer and den != 0 and _linear_terms(num) is not None:
+        return num / den
+    return sp.cancel(num / den)
+
+
 def _root_divisor(x: sp.Expr, y: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     """`v**n % m == 0` for a number m holds exactly when v % m' == 0, m' the product of
     p**ceil(e/n) over m's prime powers p**e (R**2 even: R even)."""
