@@ -242,6 +242,18 @@ def test_mod_of_two_dims_is_sympys_own():
         assert mine == theirs and type(mine) is type(theirs) and mine.args == theirs.args, (a, b)
 
 
+def test_a_remainder_in_the_provers_terms_is_sympys_own():
+    """`assume Dh % 2 == 0` after `assume D % H == 0`: the remainder rewritten in the prover's
+    own sizes is the Mod sympy's substitution makes, in every shape it can take."""
+    p, (D, H, Dh, S) = prover("D", "H", "Dh", "S")
+    p.define(Dh, D / H)
+    p.assume(sp.Mod(D, H), "==", sp.Integer(0), "assume D % H == 0")
+    for e in (sp.Mod(Dh, 2), sp.Mod(D, H), sp.Mod(Dh, H), sp.Mod(S, 2), sp.Mod(D, S), sp.Mod(Dh + 1, 2),
+              sp.Mod(2 * Dh, 4), sp.Mod(D, 2 * H), sp.Mod(S, S + 1)):
+        mine, theirs = p.canon(e), e.xreplace(p.subst)
+        assert sp.srepr(mine) == sp.srepr(theirs), e
+
+
 _DIMS = st.sampled_from(["B", "S", "D", "H"])
 _TERMS = st.lists(st.tuples(st.integers(-5, 5), st.lists(_DIMS, max_size=3)), min_size=1, max_size=4)
 

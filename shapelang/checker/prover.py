@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import congruence
-from .dims import _CMP, as_int, dim_symbol, evaluate, fresh_symbol
+from .dims import _CMP, as_int, dim_symbol, evaluate, fresh_symbol, mod
 from .lazysympy import sympy as sp
 from .notation import Notation
 from .polys import (  # noqa: F401
@@ -215,8 +215,15 @@ class Prover(Search):
             return e
         hit = self._canons.get(e)   # (sizes repeat: each layer asks about the same ones)
         if hit is None:
-            hit = self._canons[e] = e.xreplace(self.subst)
+            hit = self._canons[e] = self._mod(e) if isinstance(e, sp.Mod) else e.xreplace(self.subst)
         return hit
+
+    def _mod(self, e: sp.Mod) -> sp.Expr:
+        """`e.xreplace(subst)` for `X % Y` (`assume Dh % 2 == 0`): remade by dims.mod, which
+        gives sympy's own Mod without its questions where they cannot simplify it."""
+        a, b = e.args
+        ca, cb = self.canon(a), self.canon(b)
+        return e if ca is a and cb is b else mod(ca, cb)
 
     # -- example values
     def user_env(self, values: dict[str, int]) -> dict[sp.Symbol, int] | None:
