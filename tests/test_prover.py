@@ -290,7 +290,10 @@ def test_whole_sums_read_off_their_terms_agree_with_the_polynomials(terms, const
         sp.Rational(const.numerator, const.denominator)
     relations = [Relation(sp.Mod(names["K"], 2), "==", sp.Integer(0), "assume K % 2 == 0")] if congruent else []
     free = {names[n] for n in "BSHK"}
-    whole = lambda x: congruence.prove_whole(x, relations, free, whole)  # noqa: E731
+
+    def whole(x):
+        return congruence.prove_whole(x, relations, free, whole)
+
     mine = congruence.prove_whole(e, relations, free, whole)
     assert mine == congruence._by_polynomials(e, relations, free, whole), e
     if congruent and e == names["K"] / 2:

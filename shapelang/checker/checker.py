@@ -237,14 +237,11 @@ class Checker(Facts):
         shape = []
         for d in s.shape.dims:
             e = self.build(d)
-            verdict = self.prover.whole(e)
-            help, fixes = self._divisibility(e) if not verdict.ok else (None, ())   # (read when it fails)
-            self.need(verdict, "E104", d.span, lambda: f"the size `{self.sz(e)}` is not always "
-                      "a whole number", help=help, expr=e, fixes=fixes)
+            self.need_whole_size(e, d.span, lambda e=e: f"the size `{self.sz(e)}` is not always a whole number")
             if e not in self.prover.zero_ok:   # an axis of a size that may be 0 (`assume P >= 0`)
                 verdict = self.prover.positive(e)
                 help, fixes = self._positive_fix(e, verdict) if not verdict.ok else (None, ())
-                self.need(verdict, "E109", d.span, lambda: f"the size `{self.sz(e)}` is not always positive",
+                self.need(verdict, "E109", d.span, lambda e=e: f"the size `{self.sz(e)}` is not always positive",
                           expr=e, help=help, fixes=fixes)
             shape.append(e)
         return fresh(shape, dtypes.declared(s))
