@@ -426,7 +426,7 @@ class Provenance(LayerRules, ContractRules):
         # scores keep their axes (and so their key axis) whichever side a bias is added on
         ordered = [base] + [t for t in ts if t is not base]
         padded = [((),) * (rank - len(t.axes)) + t.axes for t in ordered]
-        axes = tuple(next((p[k] for p in padded if p[k]), ()) for k in range(rank))
+        axes = tuple(_first_axis(padded, k) for k in range(rank))
         axes = self._outer_axes(axes, padded)
         self.rotation_pairs(s, padded)
         out = base.carry(axes)
@@ -481,6 +481,14 @@ class Provenance(LayerRules, ContractRules):
                 out[k] = tuple(Atom(a.size, a.name, a.feature) for a in ax)
                 break
         return tuple(out)
+
+
+def _first_axis(padded, k: int) -> tuple:
+    """The first operand's axis k that is not of size 1 (broadcast, the others follow it)."""
+    for p in padded:
+        if p[k]:
+            return p[k]
+    return ()
 
 
 # operation -> its provenance rule (a method of Provenance, called with the pass)
