@@ -318,6 +318,21 @@ def test_a_quotient_by_a_number_is_sympys_cancel(terms, const, den):
     assert sp.srepr(mine) == sp.srepr(theirs), (num, den)
 
 
+@settings(max_examples=examples(100), deadline=None)
+@given(st.fractions(-6, 6, max_denominator=4), st.lists(st.tuples(st.sampled_from("BSHt"), st.integers(-2, 3)), max_size=4))
+def test_a_monomial_is_its_own_expansion(coeff, powers):
+    """Sizes named by the dims they equal (`G*Nrep` shown as H) are compared expanded; a
+    product of powers of sizes is taken as it is, which is what sympy's expand gives."""
+    from shapelang.checker.polys import _monomial, expanded
+
+    names = {n: sp.Symbol(n, positive=True, integer=True) for n in "BSH"}
+    names["t"] = sp.Symbol("t")
+    m = sp.Rational(coeff.numerator, coeff.denominator) * sp.Mul(*[names[n] ** k for n, k in powers])
+    for e in (m, m + names["B"], (names["S"] + 1) * m):
+        assert sp.srepr(expanded(e)) == sp.srepr(sp.expand(e)), e
+    assert _monomial(m) or m.is_Number
+
+
 def test_roots_of_sizes_are_float_as_sympy_says():
     """`scale 1/sqrt(Dh)`: a root of a size is a float scalar, which sympy also answers (after
     milliseconds of questions); whole numbers and whole sizes stay int."""

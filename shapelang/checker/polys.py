@@ -20,6 +20,11 @@ def _monomial(e: sp.Expr) -> bool:
     return False
 
 
+def expanded(e: sp.Expr) -> sp.Expr:
+    """`sp.expand(e)`: a monomial (most sizes) is its own expansion, as sympy builds it."""
+    return e if _monomial(e) else sp.expand(e)
+
+
 def integer_polynomial(e: sp.Expr, depth: int = 0) -> bool:
     """Whole numbers and whole symbols put together with +, - and * (and whole powers): whole
     for every size, read off the expression without asking sympy (`linear 3*D`; `D/H` once

@@ -14,6 +14,7 @@ from .polys import (  # noqa: F401
     _root_divisor,
     _shift_nonneg,
     divisor_alternatives,
+    expanded,
     integer_polynomial,
     linear_coeffs,
     minmax_cases,
@@ -306,9 +307,9 @@ class Prover(Search):
         hit = self._cache.get(key)
         if hit is None:
             if "names" not in self._cache:
-                self._cache["names"] = {sp.expand(self.canon(sym)): sym for sym in
+                self._cache["names"] = {expanded(self.canon(sym)): sym for sym in
                                         reversed(list(self.user.values()))}
-            c = sp.expand(self.canon(e))
+            c = expanded(self.canon(e))
             hit = self._cache["names"].get(c, e)
             if c.is_Number and hit is not e and not self._same_by_definitions(e, hit):
                 hit = e   # fixed sizes that happen to be equal (Dh/2 = 32 = L) are not the same dim

@@ -35,6 +35,7 @@ from ..lazysympy import sympy as sp
 from ..ops import patterns
 from ..ops.table import TABLE
 from ..ops.tables import COMPARISONS
+from ..polys import expanded
 from .atoms import NEGATED, TP, Atom, Axis, root_base
 from .contracts import ContractRules, triangle
 from .findings import Findings
@@ -179,8 +180,8 @@ class Provenance(LayerRules, ContractRules):
         """A size in the learner's dims (the prover keeps them substituted)."""
         e = self.prover.name_of(e)
         if self._names is None:
-            self._names = {sp.expand(self.prover.canon(sym)): sym for sym in reversed(list(self.prover.user.values()))}
-        return dimlib.show(self._names.get(sp.expand(e), e), self.prover.notation)
+            self._names = {expanded(self.prover.canon(sym)): sym for sym in reversed(list(self.prover.user.values()))}
+        return dimlib.show(self._names.get(expanded(e), e), self.prover.notation)
 
     def p_regroup(self, s, x: TP, ins):
         out = self.read_into(s, x, s.out.shape, fixes=True)
