@@ -6,7 +6,7 @@ from tiers import examples
 
 from shapelang.checker import congruence
 from shapelang.checker.dims import _CMP
-from shapelang.checker.prover import Prover
+from shapelang.checker.prover import Prover, Relation
 
 
 def prover(*names, example=None):
@@ -49,6 +49,23 @@ def test_refuted_whole_counterexample_breaks_it():
     v = p.whole(D / H)
     assert v.status == "refuted"
     assert v.counterexample["D"] % v.counterexample["H"] != 0
+
+
+def test_asking_only_whether_it_is_proved_answers_as_the_decision_and_keeps_nothing():
+    """A rule that only asks whether a condition is proved (arange's rounding, the sizes a
+    reshape may find at 1) skips the search; the answer is the decision's, and a later full
+    decision still finds its counterexample."""
+    p, (D, H, S) = prover("D", "H", "S", example={"D": 512, "H": 8, "S": 16})
+    p.assume(sp.Mod(D, H), "==", sp.Integer(0), "assume D % H == 0")
+    for ask, args in ((p.whole, (D / H,)), (p.whole, (D / 2,)), (p.whole, ((D / H + 1) / 2,)),
+                      (p.whole, (S * D / H,)), (p.leq, (sp.Integer(2), S)), (p.leq, (H, D)),
+                      (p.leq, (sp.Integer(1), S)), (p.leq, (S, D))):
+        quick = ask(*args, search=False)
+        full = ask(*args)
+        assert quick.ok == full.ok, args
+        if not full.ok:
+            assert quick.counterexample is None and full.status == "refuted", args
+            assert full.counterexample, args
 
 
 def test_chained_divisibility():
@@ -225,6 +242,18 @@ def test_mod_of_two_dims_is_sympys_own():
         assert mine == theirs and type(mine) is type(theirs) and mine.args == theirs.args, (a, b)
 
 
+def test_a_remainder_in_the_provers_terms_is_sympys_own():
+    """`assume Dh % 2 == 0` after `assume D % H == 0`: the remainder rewritten in the prover's
+    own sizes is the Mod sympy's substitution makes, in every shape it can take."""
+    p, (D, H, Dh, S) = prover("D", "H", "Dh", "S")
+    p.define(Dh, D / H)
+    p.assume(sp.Mod(D, H), "==", sp.Integer(0), "assume D % H == 0")
+    for e in (sp.Mod(Dh, 2), sp.Mod(D, H), sp.Mod(Dh, H), sp.Mod(S, 2), sp.Mod(D, S), sp.Mod(Dh + 1, 2),
+              sp.Mod(2 * Dh, 4), sp.Mod(D, 2 * H), sp.Mod(S, S + 1)):
+        mine, theirs = p.canon(e), e.xreplace(p.subst)
+        assert sp.srepr(mine) == sp.srepr(theirs), e
+
+
 _DIMS = st.sampled_from(["B", "S", "D", "H"])
 _TERMS = st.lists(st.tuples(st.integers(-5, 5), st.lists(_DIMS, max_size=3)), min_size=1, max_size=4)
 
@@ -247,6 +276,61 @@ def test_whole_without_sympy_agrees_with_the_proof(terms, den):
     assert proof(e)
     q = e / den
     assert p.whole(q).ok == proof(q)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(st.lists(st.tuples(st.fractions(-4, 4, max_denominator=4), st.sampled_from("BSHKt")), max_size=4),
+       st.fractions(-6, 6, max_denominator=4), st.booleans())
+def test_whole_sums_read_off_their_terms_agree_with_the_polynomials(terms, const, congruent):
+    """`Dh/2 + 1/2`: a sum of rational multiples of sizes is whole exactly when the polynomial
+    proof says so; with a congruence among the assumptions the polynomials still decide."""
+    names = {n: sp.Symbol(n, positive=True, integer=True) for n in "BSHK"}
+    names["t"] = sp.Symbol("t")   # a symbol sympy knows nothing of: integer points all the same
+    e = sp.Add(*[sp.Rational(c.numerator, c.denominator) * names[n] for c, n in terms]) + \
+        sp.Rational(const.numerator, const.denominator)
+    relations = [Relation(sp.Mod(names["K"], 2), "==", sp.Integer(0), "assume K % 2 == 0")] if congruent else []
+    free = {names[n] for n in "BSHK"}
+
+    def whole(x):
+        return congruence.prove_whole(x, relations, free, whole)
+
+    mine = congruence.prove_whole(e, relations, free, whole)
+    assert mine == congruence._by_polynomials(e, relations, free, whole), e
+    if congruent and e == names["K"] / 2:
+        assert mine   # K/2 with K even: the congruence decides, not the terms
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(st.lists(st.tuples(st.fractions(-4, 4, max_denominator=4), st.lists(st.sampled_from("BSHt"), max_size=2)),
+                max_size=4), st.fractions(-6, 6, max_denominator=4), st.integers(-6, 6))
+def test_a_quotient_by_a_number_is_sympys_cancel(terms, const, den):
+    """arange's length `(end - start + step - 1)/step`: the quotient of a sum of sizes by a
+    number is the expression `sp.cancel` gives, the same object tree (what messages print)."""
+    from shapelang.checker.polys import cancel_by_number
+
+    names = {n: sp.Symbol(n, positive=True, integer=True) for n in "BSH"}
+    names["t"] = sp.Symbol("t")
+    num = sp.Add(*[sp.Rational(c.numerator, c.denominator) * sp.Mul(*[names[n] for n in ns]) for c, ns in terms]) + \
+        sp.Rational(const.numerator, const.denominator)
+    if den == 0:
+        return
+    mine, theirs = cancel_by_number(num, sp.Integer(den)), sp.cancel(num / den)
+    assert sp.srepr(mine) == sp.srepr(theirs), (num, den)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(st.fractions(-6, 6, max_denominator=4), st.lists(st.tuples(st.sampled_from("BSHt"), st.integers(-2, 3)), max_size=4))
+def test_a_monomial_is_its_own_expansion(coeff, powers):
+    """Sizes named by the dims they equal (`G*Nrep` shown as H) are compared expanded; a
+    product of powers of sizes is taken as it is, which is what sympy's expand gives."""
+    from shapelang.checker.polys import _monomial, expanded
+
+    names = {n: sp.Symbol(n, positive=True, integer=True) for n in "BSH"}
+    names["t"] = sp.Symbol("t")
+    m = sp.Rational(coeff.numerator, coeff.denominator) * sp.Mul(*[names[n] ** k for n, k in powers])
+    for e in (m, m + names["B"], (names["S"] + 1) * m):
+        assert sp.srepr(expanded(e)) == sp.srepr(sp.expand(e)), e
+    assert _monomial(m) or m.is_Number
 
 
 def test_roots_of_sizes_are_float_as_sympy_says():

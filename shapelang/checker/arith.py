@@ -57,7 +57,7 @@ def _dense(c, t):
     TensorIterator lays it out: worked out once per type (a strided input, such as a
     rotary half, costs a sort of its strides)."""
     return c.rules.result(c, ("dense_like", t, t.why),
-                          lambda: ops.Result((dense_like(t, c.prover.canon),))).outputs[0]
+                          lambda: ops.Result((dense_like(t, c.prover.canon, c.same),))).outputs[0]
 
 def _matmul(c, x, y, texts, span) -> ops.Result:
     res = ops.matmul(c.ctx, x, y, texts, span)
@@ -72,12 +72,16 @@ def _elementwise(c, name: str, x, y, texts, span) -> ops.Result:
     return ops.Result((replace(out, dtype=dtypes.binary(name, x, y, span, texts)),))
 
 
+def _texts(c, node: BinOp) -> tuple:
+    return c.source_of(node.left), c.source_of(node.right)
+
+
 def binop(c, node: BinOp):
     a, b = c.value(node.left), c.value(node.right)
     ta, tb = isinstance(a, tuple), isinstance(b, tuple)
-    texts = (c.source_of(node.left), c.source_of(node.right))
     text = c.source_of(node)
     if node.op in ops.COMPARISONS:
+        texts = _texts(c, node)
         _precedence(c, node, texts)
         res, refs = ops.compare(c.ctx, a, b, texts, node.span, node.op)
         return c.emit(ops.COMPARISONS[node.op], text, node.span, refs, res)[0]
@@ -91,7 +95,8 @@ def binop(c, node: BinOp):
             raise ShapeError("E112", "`@` multiplies two tensors; use `*` or `scale` for a "
                              "number", span=node.span)
         try:
-            res = c.rules.result(c, ("@", a[0], b[0], a[0].why, b[0].why), lambda: _matmul(c, a[0], b[0], texts, node.span))
+            res = c.rules.result(c, ("@", a[0], b[0], a[0].why, b[0].why),
+                                 lambda: _matmul(c, a[0], b[0], _texts(c, node), node.span))
         except ShapeError as err:
             raise c.suggest.matmul(causes.operands(c, err, node, a, b), node) from None
         ref = c._tensor_refs
@@ -101,12 +106,12 @@ def binop(c, node: BinOp):
     if ta and tb:
         try:
             res = c.rules.result(c, (name, a[0], b[0], a[0].why, b[0].why),
-                                 lambda: _elementwise(c, name, a[0], b[0], texts, node.span))
+                                 lambda: _elementwise(c, name, a[0], b[0], _texts(c, node), node.span))
         except ShapeError as err:
             raise causes.operands(c, err, node, a, b) from None
         return c.emit(name, text, node.span, [a[1], b[1]], res)[0]
     t, s = (a, b) if ta else (b, a)
-    dt = dtypes.with_scalar(name, t[0], s, not ta, node.span, texts)
+    dt = dtypes.with_scalar(name, t[0], s, not ta, node.span, _texts(c, node))
     res = ops.Result((replace(_dense(c, t[0]), dtype=dt),),
                      detail={"scalar": s, "scalar_left": not ta})
     return c.emit(name, text, node.span, [t[1]], res)[0]

@@ -237,13 +237,11 @@ class Checker(Facts):
         shape = []
         for d in s.shape.dims:
             e = self.build(d)
-            help, fixes = self._divisibility(e)
-            self.need(self.prover.whole(e), "E104", d.span, f"the size `{self.sz(e)}` is not always "
-                      "a whole number", help=help, expr=e, fixes=fixes)
+            self.need_whole_size(e, d.span, lambda e=e: f"the size `{self.sz(e)}` is not always a whole number")
             if e not in self.prover.zero_ok:   # an axis of a size that may be 0 (`assume P >= 0`)
                 verdict = self.prover.positive(e)
                 help, fixes = self._positive_fix(e, verdict) if not verdict.ok else (None, ())
-                self.need(verdict, "E109", d.span, f"the size `{self.sz(e)}` is not always positive",
+                self.need(verdict, "E109", d.span, lambda e=e: f"the size `{self.sz(e)}` is not always positive",
                           expr=e, help=help, fixes=fixes)
             shape.append(e)
         return fresh(shape, dtypes.declared(s))
@@ -290,12 +288,12 @@ class Checker(Facts):
         except Poisoned:
             self._unfinished(s, None)
             return None
+        values, spans = self.scope.values, self.scope.spans
         for n, (t, ref) in zip(s.names, outs):
-            self.scope.values[n] = (t, ref)
-            self.scope.spans[n] = s.span
-        b = BindingIR(s.names, s.span, self.scope.steps, tuple(r for _, r in outs),
-                      tuple(t for t, _ in outs))
-        return b
+            values[n] = (t, ref)
+            spans[n] = s.span
+        types, refs = zip(*outs)
+        return BindingIR(s.names, s.span, self.scope.steps, refs, types)
 
     def _unfinished(self, s: Binding, code: str | None) -> None:
         """A binding left without a type; at the top level, kept with the steps that checked."""
@@ -324,7 +322,8 @@ class Checker(Facts):
 
     def emit(self, op, text, span, inputs, result: ops.Result, block=None) -> list:
         if op not in _AS_WRITTEN:
-            result.outputs = tuple(self.rules.named(self.prover, t) for t in result.outputs)
+            named, prover = self.rules.named, self.prover
+            result.outputs = tuple([named(prover, t) for t in result.outputs])
         outputs = tuple(result.outputs)
         step = Step(self.next_id, op, text, span, tuple(inputs), outputs,
                     sp.Integer(result.params) if isinstance(result.params, int) else result.params,

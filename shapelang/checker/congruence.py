@@ -17,7 +17,7 @@ import itertools
 import math
 
 from .lazysympy import sympy as sp
-from .polys import _shift_nonneg
+from .polys import _linear_terms, _shift_nonneg
 
 MAX_PERIOD = 10 ** 6     # `assume X % m == 0` with a larger period stays a relation
 MAX_GRID = 4096          # points the integer-valued test evaluates at most
@@ -173,7 +173,25 @@ def solve(x: sp.Expr, m: sp.Expr, free):
 def prove_whole(e: sp.Expr, relations, free, whole) -> bool:
     """e is whole for every assignment the assumptions allow: a polynomial over a number that
     is integer-valued, also once the congruences are solved; or a quotient by a divisor that an
-    assumption `X % Y == 0` names, X times something `whole` proves whole."""
+    assumption `X % Y == 0` names, X times something `whole` proves whole.
+
+    A sum of rational multiples of sizes and a number (`Dh/2 + 1/2`, arange's length before
+    its rounding) is read off its terms where no assumption is a congruence: integer-valued
+    exactly when every coefficient is whole (its values at 0 and at each unit point), which
+    is what the polynomials below conclude, without building them."""
+    linear = _linear_terms(e)
+    if linear is not None and not any(_congruence(r) for r in relations):
+        coeffs, const = linear
+        return const.is_Integer and all(c == int(c) for c in coeffs.values())
+    return _by_polynomials(e, relations, free, whole)
+
+
+def _congruence(r) -> bool:
+    return r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod)
+
+
+def _by_polynomials(e: sp.Expr, relations, free, whole) -> bool:
+    """prove_whole, with sympy's polynomials."""
     num, den = sp.fraction(sp.together(sp.cancel(sp.together(e))))
     if den.is_Integer and (integer_valued(num / den) or whole_given(num / den, relations, free)):
         return True

@@ -65,11 +65,9 @@ class Facts:
         for d in dims:
             if d.value is not None and d.name in self.out.definitions:
                 value = self.out.definitions[d.name]
-                help, fixes = self._divisibility(value)
-                self.need(p.whole(value), "E104", d.value.span,
-                          f"`{d.name} = {self.sz(value)}` is not always a whole number",
-                          help=help, fixes=fixes,
-                          claim=f"`{d.name} = {self.sz(value)}` is always a whole number")
+                said = f"`{d.name} = {self.sz(value)}` is"
+                self.need_whole_size(value, d.value.span, f"{said} not always a whole number",
+                                     claim=f"{said} always a whole number")
                 verdict = p.positive(value)
                 help, fixes = self._positive_fix(value, verdict) if not verdict.ok else (None, ())
                 self.need(verdict, "E109", d.value.span, f"`{d.name} = {self.sz(value)}` is not always "
@@ -253,6 +251,14 @@ class Facts:
     def same(self, a, b) -> bool:
         """Cheap symbolic equality (no search): for layouts and fast paths."""
         return a == b or self.prover.same(a, b)
+
+    def need_whole_size(self, e, span, message, claim=None) -> None:
+        """E104 where size `e` is not always whole, with the help and the `assume` line that
+        would make it so (worked out only then, as the message and the claim may be)."""
+        verdict = self.prover.whole(e)
+        if not verdict.ok:
+            help, fixes = self._divisibility(e)
+            self.need(verdict, "E104", span, message, help=help, claim=_text(claim), fixes=fixes)
 
     def need(self, verdict, code, span, message, help=None, expr=None, claim=None,
              fixes=()) -> bool:

@@ -151,6 +151,7 @@ class Geometry:
     def __init__(self, canon, same=None):
         self.canon = canon
         self._same = same
+        self._keys: dict = {}   # stride -> _stride_key of its canonical form (a sort asks again and again)
 
     def same(self, a, b) -> bool:
         if a == b:
@@ -165,11 +166,19 @@ class Geometry:
     def is_zero(self, e) -> bool:
         return e == 0 or self.canon(e) == 0
 
+    def key(self, stride):
+        """_stride_key of the stride's canonical form."""
+        try:
+            return self._keys[stride]
+        except KeyError:
+            k = self._keys[stride] = _stride_key(self.canon(stride))
+            return k
+
     def cmp(self, a, b) -> int:
         """-1, 0 or 1: a against b for generic sizes (0 when equal or undecided)."""
         if self.same(a, b):
             return 0
-        ka, kb = _stride_key(self.canon(a)), _stride_key(self.canon(b))
+        ka, kb = self.key(a), self.key(b)
         if ka is None or kb is None or ka == kb:
             return 0
         return -1 if ka < kb else 1
@@ -232,8 +241,7 @@ def suggests_channels_last(shape, strides, g: Geometry) -> bool:
 def non_overlapping_and_dense(shape, strides, g: Geometry) -> bool:
     if len(shape) == 1:
         return g.is_one(shape[0]) or g.same(strides[0], sp.S.One)
-    order = sorted(range(len(shape)), key=lambda d: (g.is_one(shape[d]), _stride_key(
-        g.canon(strides[d])) or 0))
+    order = sorted(range(len(shape)), key=lambda d: (g.is_one(shape[d]), g.key(strides[d]) or 0))
     expected = sp.S.One
     for d in order:
         if g.is_one(shape[d]):

@@ -20,6 +20,11 @@ def _monomial(e: sp.Expr) -> bool:
     return False
 
 
+def expanded(e: sp.Expr) -> sp.Expr:
+    """`sp.expand(e)`: a monomial (most sizes) is its own expansion, as sympy builds it."""
+    return e if _monomial(e) else sp.expand(e)
+
+
 def integer_polynomial(e: sp.Expr, depth: int = 0) -> bool:
     """Whole numbers and whole symbols put together with +, - and * (and whole powers): whole
     for every size, read off the expression without asking sympy (`linear 3*D`; `D/H` once
@@ -76,6 +81,15 @@ def _linear_terms(e: sp.Expr) -> tuple[dict, sp.Expr] | None:
         else:
             return None
     return coeffs, const
+
+
+def cancel_by_number(num: sp.Expr, den: sp.Expr) -> sp.Expr:
+    """`sp.cancel(num / den)`. A sum of rational multiples of symbols and a number over a whole
+    number (`(Dh + 1)/2`, arange's length) is already in that form as sympy builds the quotient
+    (the number distributes over the sum), so the polynomial machinery is not asked."""
+    if isinstance(num, sp.Expr) and den.is_Integer and den != 0 and _linear_terms(num) is not None:
+        return num / den
+    return sp.cancel(num / den)
 
 
 def _root_divisor(x: sp.Expr, y: sp.Expr) -> tuple[sp.Expr, sp.Expr]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import congruence
-from .dims import _CMP, as_int, dim_symbol, evaluate, fresh_symbol
+from .dims import _CMP, as_int, dim_symbol, evaluate, fresh_symbol, mod
 from .lazysympy import sympy as sp
 from .notation import Notation
 from .polys import (  # noqa: F401
@@ -14,6 +14,7 @@ from .polys import (  # noqa: F401
     _root_divisor,
     _shift_nonneg,
     divisor_alternatives,
+    expanded,
     integer_polynomial,
     linear_coeffs,
     minmax_cases,
@@ -36,6 +37,7 @@ class Verdict:
 
 
 PROVED = Verdict("proved")
+UNPROVED = Verdict("unknown")   # not proved, and not searched (Prover._decide without `search`)
 
 
 @dataclass(frozen=True)
@@ -214,8 +216,15 @@ class Prover(Search):
             return e
         hit = self._canons.get(e)   # (sizes repeat: each layer asks about the same ones)
         if hit is None:
-            hit = self._canons[e] = e.xreplace(self.subst)
+            hit = self._canons[e] = self._mod(e) if isinstance(e, sp.Mod) else e.xreplace(self.subst)
         return hit
+
+    def _mod(self, e: sp.Mod) -> sp.Expr:
+        """`e.xreplace(subst)` for `X % Y` (`assume Dh % 2 == 0`): remade by dims.mod, which
+        gives sympy's own Mod without its questions where they cannot simplify it."""
+        a, b = e.args
+        ca, cb = self.canon(a), self.canon(b)
+        return e if ca is a and cb is b else mod(ca, cb)
 
     # -- example values
     def user_env(self, values: dict[str, int]) -> dict[sp.Symbol, int] | None:
@@ -255,12 +264,13 @@ class Prover(Search):
         return self._decide(("eq", a, b, broadcast), lambda: self._prove_zero(self.canon(a - b)),
                             broken, a - b)
 
-    def whole(self, e: sp.Expr) -> Verdict:
+    def whole(self, e: sp.Expr, search: bool = True) -> Verdict:
+        """`search`: see `_decide`."""
         if e.is_Integer or (e.is_Symbol and e.is_integer) or isinstance(e, (sp.Mod, sp.floor)) \
                 or integer_polynomial(e) or (e.has(sp.Mod, sp.floor) and e.is_integer):   # `A*(B % C)`
             return PROVED
         return self._decide(("int", e), lambda: self._prove_whole(self.canon(e)),
-                            lambda env: evaluate(e, env).denominator != 1, e)
+                            lambda env: evaluate(e, env).denominator != 1, e, search)
 
     def positive(self, e: sp.Expr) -> Verdict:
         if (e.is_Symbol and e.is_positive and e not in self.zero_ok) or (e.is_Integer and e > 0):
@@ -271,9 +281,10 @@ class Prover(Search):
         return self._decide(("pos", e), lambda: self._prove_positive(self.canon(e)),
                             lambda env: evaluate(e, env) <= 0, e)
 
-    def leq(self, a: sp.Expr, b: sp.Expr) -> Verdict:
+    def leq(self, a: sp.Expr, b: sp.Expr, search: bool = True) -> Verdict:
+        """`search`: see `_decide`."""
         return self._decide(("leq", a, b), lambda: self._prove_leq(self.canon(a), self.canon(b)),
-                            lambda env: evaluate(a, env) > evaluate(b, env), b - a)
+                            lambda env: evaluate(a, env) > evaluate(b, env), b - a, search)
 
     def same(self, a: sp.Expr, b: sp.Expr) -> bool:
         """Equal as polynomials after substitution; no counterexample search."""
@@ -296,9 +307,9 @@ class Prover(Search):
         hit = self._cache.get(key)
         if hit is None:
             if "names" not in self._cache:
-                self._cache["names"] = {sp.expand(self.canon(sym)): sym for sym in
+                self._cache["names"] = {expanded(self.canon(sym)): sym for sym in
                                         reversed(list(self.user.values()))}
-            c = sp.expand(self.canon(e))
+            c = expanded(self.canon(e))
             hit = self._cache["names"].get(c, e)
             if c.is_Number and hit is not e and not self._same_by_definitions(e, hit):
                 hit = e   # fixed sizes that happen to be equal (Dh/2 = 32 = L) are not the same dim
@@ -315,7 +326,11 @@ class Prover(Search):
     def is_one(self, e: sp.Expr) -> bool:
         return e == 1 or self.canon(e) == 1
 
-    def _decide(self, key, prove, broken, expr) -> Verdict:
+    def _decide(self, key, prove, broken, expr, search: bool = True) -> Verdict:
+        """The verdict on a condition: proved, or else refuted by the counterexample the search
+        finds, or unknown. Without `search` (a caller that only asks whether it is proved, as
+        a fast path does) an unproved condition is answered `UNPROVED` at once, and nothing is
+        kept for it: asked again with the search, it is decided in full."""
         hit = self._cache.get(key)
         if hit is not None:
             return hit
@@ -326,6 +341,8 @@ class Prover(Search):
             ok = False
         if ok:
             verdict = PROVED
+        elif not search:
+            return UNPROVED
         else:
             cex, tried = self.search(broken, expr)
             verdict = Verdict("refuted", cex) if cex is not None else Verdict("unknown", tried=tried)

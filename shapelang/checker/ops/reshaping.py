@@ -127,7 +127,7 @@ def one_sets(c, x, limit: int = MAX_ONES):
     """Substitutions that set each set of the free sizes of x's shape that may be 1 (not
     proved >= 2) to 1 at once (`T=2, Z=1` and `A=1, C=1` lay a reshape out differently from
     either alone); the first `limit` such sizes."""
-    ones = [sub for sym, sub in _maybe_one(c, x) if not c.prover.leq(sp.Integer(2), sym).ok][:limit]
+    ones = [sub for sym, sub in _maybe_one(c, x) if not c.prover.leq(sp.Integer(2), sym, search=False).ok][:limit]
     for k in range(1, len(ones) + 1):
         for chosen in itertools.combinations(ones, k):
             sub: dict = {}

@@ -7,23 +7,25 @@ from __future__ import annotations
 from ...syntax.diagnostics import Diagnostic
 from ..advice import causes
 from ..lazysympy import sympy as sp
+from ..polys import cancel_by_number
 
 
 def floor_div(c, num, den, span, what: str, offset=0) -> sp.Expr:
     """num // den as PyTorch computes it (`offset` is added to the size shown in messages)."""
-    q = sp.cancel(num / den)
-    if c.prover.whole(q).ok:
+    q = cancel_by_number(num, den)
+    if c.prover.whole(q, search=False).ok:   # (only whether it is proved matters here)
         return q
     const, rest = sp.expand(num).as_coeff_Add()
     if not const.is_Integer:
         const, rest = sp.Integer(0), num
     exact = None
     if den.is_Integer:
-        exact = sp.cancel(rest / den) + sp.floor(const / den)
-    elif const and c.prover.positive(den).ok and c.prover.leq(abs(const) + (1 if const > 0 else 0), den).ok:
+        exact = cancel_by_number(rest, den) + sp.floor(const / den)
+    elif const and c.prover.positive(den).ok and \
+            c.prover.leq(abs(const) + (1 if const > 0 else 0), den, search=False).ok:
         # a size as the divisor (a stride S): -S <= const < S gives floor(const / S) = -1 or 0
-        exact = sp.cancel(rest / den) + (-1 if const < 0 else 0)
-    if exact is not None and c.prover.whole(sp.cancel(rest / den)).ok:
+        exact = cancel_by_number(rest, den) + (-1 if const < 0 else 0)
+    if exact is not None and c.prover.whole(cancel_by_number(rest, den), search=False).ok:
         return exact   # (k*den + const) // den: whole part plus the constant's floor
     out = sp.floor(q)
     shown = out + offset

@@ -35,6 +35,7 @@ from ..lazysympy import sympy as sp
 from ..ops import patterns
 from ..ops.table import TABLE
 from ..ops.tables import COMPARISONS
+from ..polys import expanded
 from .atoms import NEGATED, TP, Atom, Axis, root_base
 from .contracts import ContractRules, triangle
 from .findings import Findings
@@ -65,6 +66,8 @@ class Provenance(LayerRules, ContractRules):
         self._rotation_of: dict = {}
         self._rotation_warned: set = set()
         self._cut_at: dict = {}   # a half of an axis -> the step that cut it
+        self._half_sizes: dict = {}   # (size, name) of an axis -> those of its halves
+        self._twice: dict = {}   # the size of a half -> the size of the whole
         self._width_cache = None
         self._declared_last: set = set()
         self._allowed = None
@@ -177,8 +180,8 @@ class Provenance(LayerRules, ContractRules):
         """A size in the learner's dims (the prover keeps them substituted)."""
         e = self.prover.name_of(e)
         if self._names is None:
-            self._names = {sp.expand(self.prover.canon(sym)): sym for sym in reversed(list(self.prover.user.values()))}
-        return dimlib.show(self._names.get(sp.expand(e), e), self.prover.notation)
+            self._names = {expanded(self.prover.canon(sym)): sym for sym in reversed(list(self.prover.user.values()))}
+        return dimlib.show(self._names.get(expanded(e), e), self.prover.notation)
 
     def p_regroup(self, s, x: TP, ins):
         out = self.read_into(s, x, s.out.shape, fixes=True)
@@ -424,7 +427,7 @@ class Provenance(LayerRules, ContractRules):
         # scores keep their axes (and so their key axis) whichever side a bias is added on
         ordered = [base] + [t for t in ts if t is not base]
         padded = [((),) * (rank - len(t.axes)) + t.axes for t in ordered]
-        axes = tuple(next((p[k] for p in padded if p[k]), ()) for k in range(rank))
+        axes = tuple(_first_axis(padded, k) for k in range(rank))
         axes = self._outer_axes(axes, padded)
         self.rotation_pairs(s, padded)
         out = base.carry(axes)
@@ -479,6 +482,14 @@ class Provenance(LayerRules, ContractRules):
                 out[k] = tuple(Atom(a.size, a.name, a.feature) for a in ax)
                 break
         return tuple(out)
+
+
+def _first_axis(padded, k: int) -> tuple:
+    """The first operand's axis k that is not of size 1 (broadcast, the others follow it)."""
+    for p in padded:
+        if p[k]:
+            return p[k]
+    return ()
 
 
 # operation -> its provenance rule (a method of Provenance, called with the pass)

@@ -251,8 +251,13 @@ class ContractRules:
         can tell the halves swapped (rotate_half) from the halves restored."""
         d = s.detail["dim"]
         ax = x.axes[d] if d < len(x.axes) else ()
-        if len(outs) != 2 or len(ax) != 1 or not self.prover.same(2 * s.outputs[0].shape[d], _size(ax)) \
-                or not self.prover.same(s.outputs[0].shape[d], s.outputs[1].shape[d]):
+        if len(outs) != 2 or len(ax) != 1:
+            return outs
+        half = s.outputs[0].shape[d]
+        twice = self._twice.get(half)   # (each layer cuts the same sizes)
+        if twice is None:
+            twice = self._twice[half] = 2 * half
+        if not self.prover.same(twice, _size(ax)) or not self.prover.same(half, s.outputs[1].shape[d]):
             return outs
         return [o.carry(o.axes[:d] + (self._half(s, ax[0], k),) + o.axes[d + 1:]) for k, o in enumerate(outs)]
 
@@ -274,7 +279,10 @@ class ContractRules:
         return None
 
     def _half(self, s, whole: Atom, k: int):
-        half = Atom(whole.size / 2, whole.name / 2, whole.feature, whole, k, 2)
+        sizes = self._half_sizes.get((whole.size, whole.name))   # each layer cuts the same sizes
+        if sizes is None:
+            sizes = self._half_sizes[whole.size, whole.name] = (whole.size / 2, whole.name / 2)
+        half = Atom(sizes[0], sizes[1], whole.feature, whole, k, 2)
         self._cut_at[half] = s
         return (half,)
 
