@@ -113,3 +113,47 @@ def test_the_command_line_checks_the_whole_library_without_the_collector_in_boun
         assert main(["check", files[0]]) == 0 and gc.isenabled()
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_what_a_check_keeps_skips_the_young_generation_and_frozen_objects_stay_frozen():
+    """After a check, the collector's next passes over the young generations do not walk the
+    check's result (it is moved to the oldest generation without a pass); a process's own
+    frozen objects (gc.freeze, as a forking server keeps them) are never unfrozen; garbage
+    cycles made afterwards are still collected."""
+    was = gc.isenabled()
+    gc.enable()
+    passes = []
+
+    def count(phase, info):
+        if phase == "stop" and info["generation"] < 2:
+            passes.append(info)
+    try:
+        gc.collect()
+        gc.callbacks.append(count)
+        spec = check_text(gpt_spec(3, "unrolled"))
+        gc.callbacks.remove(count)
+        assert spec.ok and gc.isenabled()
+        assert not passes, "the young generations were walked during the check"
+        oldest = {id(o) for o in gc.get_objects(generation=2)}
+        assert id(spec) in oldest and spec.bindings and all(id(b) in oldest for b in spec.bindings)
+
+        class Cycle:
+            pass
+        a, b = Cycle(), Cycle()
+        a.b, b.a = b, a
+        del a, b
+        assert gc.collect() >= 2            # the collector still finds new cycles
+
+        theirs = [[] for _ in range(3)]
+        assert any(o is theirs for o in gc.get_objects())
+        gc.freeze()
+        try:
+            assert not any(o is theirs for o in gc.get_objects())     # frozen: out of every generation
+            assert check_text(gpt_spec(1, "unrolled")).ok
+            assert not any(o is theirs for o in gc.get_objects()), "the check unfroze them"
+        finally:
+            gc.unfreeze()
+    finally:
+        if count in gc.callbacks:
+            gc.callbacks.remove(count)
+        (gc.enable if was else gc.disable)()
