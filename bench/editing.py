@@ -12,7 +12,9 @@ less with other people's load than its wall time (RESULTS.md, "Noise on this mac
 - whole process: `python -m shapelang check FILE`, the child's user + system time
   (getrusage), for an empty spec, the unrolled 48-layer GPT, the same model written
   as `block` + `stack`, and an unrolled 48-layer Llama-like decoder written in another
-  style (bench/specgen.py: grouped-query attention, rotary, RMSNorm, SwiGLU).
+  style (bench/specgen.py: grouped-query attention, rotary, RMSNorm, SwiGLU). In-process,
+  also the same unrolled GPT in another layout (`layout="spelled"`: 17 statements a layer
+  instead of 10, other operations for the same computation, other names).
 - torch.export: bench/reference_gpt.py's 48-layer model exported with dynamic batch and
   sequence (as `python -m bench`'s export section), in a child process that imports torch
   and warms up with a 1-layer export first; only the 48-layer export is counted. One
@@ -192,7 +194,8 @@ def main(argv=None) -> int:
     from shapelang.checker.session import CheckSession
 
     specs = {"empty": "", "unrolled": gpt_spec(LAYERS, "unrolled"), "stack": gpt_spec(LAYERS, "stack"),
-             "llama": llama_spec(LAYERS, "unrolled")}
+             "llama": llama_spec(LAYERS, "unrolled"),
+             "spelled": gpt_spec(LAYERS, "unrolled", "spelled")}
     r: dict[str, list[float]] = {}
     pyc = tempfile.TemporaryDirectory()
     CHILD_ENV.clear()
@@ -208,12 +211,12 @@ def main(argv=None) -> int:
             child_cpu([sys.executable, "-m", "shapelang", "check", str(files[name])])
         for k in range(args.rounds):
             print(f"round {k + 1}/{args.rounds}", file=sys.stderr)
-            for name in specs:
+            for name in ("empty", "unrolled", "stack", "llama"):
                 r.setdefault(f"process {name}", []).append(
                     child_cpu([sys.executable, "-m", "shapelang", "check", str(files[name])]))
             if not args.no_export:
                 r.setdefault("export", []).append(export_cpu(LAYERS))
-            for name in ("unrolled", "stack", "llama"):
+            for name in ("unrolled", "stack", "spelled", "llama"):
                 def cold(name=name):
                     clear_cache()
                     check_text(specs[name])
@@ -246,6 +249,7 @@ def main(argv=None) -> int:
             (f"torch.export, {LAYERS} layers (the export call alone)", "export", ""),
             (f"in-process cold, {LAYERS} layers unrolled", "inproc unrolled", "< 100 ms"),
             (f"in-process cold, {LAYERS} layers block + stack", "inproc stack", "< 100 ms"),
+            (f"in-process cold, {LAYERS} layers unrolled, another layout", "inproc spelled", "< 100 ms"),
             (f"in-process cold, {LAYERS} layers Llama-like unrolled", "inproc llama", "< 100 ms"),
             (f"in-process cold, after the parse, {LAYERS} layers unrolled", "after parse unrolled", ""),
             (f"in-process cold, after the parse, {LAYERS} layers Llama-like", "after parse llama", ""),

@@ -162,6 +162,18 @@ def test_a_model_written_in_another_style_checks_as_with_every_rule_applied_anew
     assert seen[0].startswith("<input>: ok")
 
 
+@pytest.mark.parametrize("form", FORMS)
+def test_the_gpt_in_another_layout_is_the_same_model_and_checks_as_with_every_rule_applied_anew(form):
+    """bench/specgen.py's GPT written another way (reshape and permute, one split, K permuted
+    straight to [B, H, Dh, S], one statement per step of the scores): clean, with the same
+    parameters and FLOPs as the usual layout, and the same findings with every rule anew."""
+    text = gpt_spec(2, form, "spelled")
+    spelled, usual = check_text(text), check_text(gpt_spec(2, form))
+    assert spelled.ok and usual.ok
+    assert spelled.total_params == usual.total_params and spelled.total_flops == usual.total_flops
+    assert _seen(spelled) == anew(lambda: _seen(check_text(text)))
+
+
 def _layouts_made(text: str) -> int:
     """How many elementwise layouts (`-x`, `x * 2`) a check of `text` works out."""
     with mock.patch.object(arith, "dense_like", wraps=arith.dense_like) as made:
