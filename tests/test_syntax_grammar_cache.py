@@ -9,6 +9,7 @@ never imports lark; a damaged or stale file is made again, never trusted.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -99,7 +100,7 @@ def test_text_that_parses_needs_no_lark_once_the_tables_are_stored(tmp_path):
     assert "unexpected `->`" in broken and broken.endswith("True")
 
 
-@pytest.mark.parametrize("damage", ["flipped", "cut", "stale", "json"])
+@pytest.mark.parametrize("damage", ["flipped", "cut", "stale", "json", "moved"])
 def test_damaged_or_stale_tables_are_made_again_not_trusted(tmp_path, damage):
     """A file whose checksum fails, cut short, or that names a callback the parser does not
     have (another version's) is ignored: the nodes are lark's, and a good file replaces it."""
@@ -112,8 +113,14 @@ def test_damaged_or_stale_tables_are_made_again_not_trusted(tmp_path, damage):
     elif damage == "cut":
         data = digest + b"\n" + body[: len(body) // 2]
     else:
-        body = body.replace(b'"binding"', b'"no_such_rule"') if damage == "stale" else b"[1, 2]"
-        assert damage == "json" or b"no_such_rule" in body
+        if damage == "moved":           # a parser state's move to a state the table lacks
+            tables = json.loads(body)
+            moves = tables["table"][0][1]
+            moves[next(k for k, v in moves.items() if type(v) is int)] = 10 ** 6
+            body = json.dumps(tables, separators=(",", ":")).encode()
+        else:
+            body = body.replace(b'"binding"', b'"no_such_rule"') if damage == "stale" else b"[1, 2]"
+            assert damage == "json" or b"no_such_rule" in body
         data = hashlib.sha256(body).hexdigest().encode() + b"\n" + body     # checksum fits
     path.write_bytes(data)
     got = _parse_in_a_process(tmp_path, _CLEAN)

@@ -282,6 +282,14 @@ class FastPath:
         if not set(self.lexer_of_state) >= set(self.table.raw) or \
                 not all(0 <= i < len(self.lexer_data) for i in self.lexer_of_state.values()):
             raise ValueError("a state without its lexer")
+        states, n = self.table.raw, len(self.table.plans)
+        for first, end in self.starts.values():
+            if first not in states or end not in states:
+                raise ValueError("a start outside the table")
+        for moves in states.values():   # every move leads to a state of the table or a plan
+            for move in moves.values():
+                if not (move in states if type(move) is int else 0 <= move[0] < n):
+                    raise ValueError("a move outside the table")
         self._compiled: dict = {}  # (regex, flags) -> compiled: states often lex alike
         self.roots: dict = {}      # start -> its first step
         self.steps: dict = {}      # stack of states -> its step
