@@ -128,7 +128,7 @@ def whole_given(p: sp.Expr, relations, free) -> bool:
     (m a number, or the number in a product: `X % (2*A) == 0` makes X even): each one's integer
     solutions substituted (`parametrize`), then tested."""
     for r in relations:
-        if r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod):
+        if is_congruence(r):
             x, y = r.left.args
             m = y if y.is_Integer else y.as_coeff_Mul()[0]   # a multiple of 2*A is even
             found = parametrize(x, m, free) if m.is_Integer and m >= 2 else None
@@ -145,7 +145,7 @@ def slacks(relations):
                  "<": r.right - r.left - 1, ">": r.left - r.right - 1}.get(r.cmp)
         if slack is not None:
             yield slack
-        elif r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod):
+        elif is_congruence(r):
             x, y = r.left.args
             x = -x if x.could_extract_minus_sign() else x   # `Mod(-B, 2)`: B is the multiple
             if _shift_nonneg(sp.expand(x - 1)) and _shift_nonneg(sp.expand(y - 1)):
@@ -180,13 +180,14 @@ def prove_whole(e: sp.Expr, relations, free, whole) -> bool:
     exactly when every coefficient is whole (its values at 0 and at each unit point), which
     is what the polynomials below conclude, without building them."""
     linear = _linear_terms(e)
-    if linear is not None and not any(_congruence(r) for r in relations):
+    if linear is not None and not any(is_congruence(r) for r in relations):
         coeffs, const = linear
         return const.is_Integer and all(c == int(c) for c in coeffs.values())
     return _by_polynomials(e, relations, free, whole)
 
 
-def _congruence(r) -> bool:
+def is_congruence(r) -> bool:
+    """Whether relation r is an assumption `X % Y == 0`."""
     return r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod)
 
 
@@ -196,7 +197,7 @@ def _by_polynomials(e: sp.Expr, relations, free, whole) -> bool:
     if den.is_Integer and (integer_valued(num / den) or whole_given(num / den, relations, free)):
         return True
     for r in relations:
-        if r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod):
+        if is_congruence(r):
             x, y = r.left.args
             c = y.as_coeff_Mul()[0]   # `X % (2*A) == 0`: X/2 is whole too
             if sp.expand(y - den) == 0 or (den.is_Integer and c.is_Integer and c % den == 0):

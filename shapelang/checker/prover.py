@@ -165,8 +165,7 @@ class Prover(Search):
 
     def _tighten_once(self) -> bool:
         for r in self.relations:   # a congruence a substitution left in one free size
-            if r.cmp == "==" and r.right == 0 and isinstance(r.left, sp.Mod) and \
-                    len(congruence.reduced(*r.left.args).free_symbols) == 1:
+            if congruence.is_congruence(r) and len(congruence.reduced(*r.left.args).free_symbols) == 1:
                 self.relations = [q for q in self.relations if q is not r]
                 if congruence.assume_step(self, *r.left.args):
                     return True
