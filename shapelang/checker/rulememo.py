@@ -86,7 +86,7 @@ class RuleMemo:
             result, spelled, _asked = hit
             for record in spelled:   # the sizes the rule read, as written (first spelling wins)
                 notation.record(*record)
-            return ops.Result(result.outputs, result.params, result.flops, dict(result.detail))
+            return _copy(result)
         read, reported, unbacked = self.read, self.reported, len(c.prover.unbacked)
         outer, notation.log = notation.log, []
         outer_asked, self._asked = self._asked, []

@@ -273,7 +273,6 @@ class FastPath:
     def __init__(self, tables: dict, builder):
         if tables.get("format") != FORMAT:
             raise ValueError("tables of another format")
-        self.builder = builder
         self.table = _Rows([_plan(p, builder) for p in tables["plans"]],
                            {int(state): moves for state, moves in tables["table"]})
         self.starts = {str(name): (int(a), int(b)) for name, (a, b) in tables["starts"].items()}
